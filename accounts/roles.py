@@ -1,0 +1,51 @@
+"""The four roles and the DRF permission classes that name them per endpoint.
+
+A role is a Django group of the same name; a person may hold several (an annotator who is also
+an adjudicator). Superusers hold every role.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+from rest_framework.permissions import BasePermission
+
+
+class Role(StrEnum):
+    ANNOTATOR = "annotator"
+    ADJUDICATOR = "adjudicator"
+    AUDITOR = "auditor"
+    MANAGER = "manager"
+
+
+def user_roles(user) -> set[str]:
+    if not user or not user.is_authenticated:
+        return set()
+    if user.is_superuser:
+        return {r.value for r in Role}
+    cached = getattr(user, "_trajlab_roles", None)
+    if cached is None:
+        cached = set(user.groups.filter(name__in=[r.value for r in Role]).values_list("name", flat=True))
+        user._trajlab_roles = cached
+    return cached
+
+
+def user_has_role(user, *roles: Role | str) -> bool:
+    return bool(user_roles(user) & {str(r) for r in roles})
+
+
+def roles_required(*roles: Role) -> type[BasePermission]:
+    """A permission class that admits authenticated users holding any of ``roles``."""
+    names = sorted(str(r) for r in roles)
+
+    class _HasRole(BasePermission):
+        message = f"This action needs the role {' or '.join(names)}."
+
+        def has_permission(self, request, view) -> bool:
+            return user_has_role(request.user, *names)
+
+    _HasRole.__name__ = "Has" + "Or".join(n.title() for n in names)
+    return _HasRole
+
+
+IsManager = roles_required(Role.MANAGER)
+IsStaffMember = roles_required(*Role)  # any of the four roles: read access to shared records

@@ -1,0 +1,47 @@
+"""Start the web server and one Celery worker together (the embedded mode of ``make demo``)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+DEMO_LOGINS = "manager / annotator1..3 / adjudicator / auditor (password: trajlab-demo)"
+
+
+class Command(BaseCommand):
+    help = "Serve the web UI and API, and run a worker for the cpu and gpu queues, until Ctrl-C."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", default="8000")
+        parser.add_argument("--no-worker", action="store_true", help="do not start a worker")
+
+    def handle(self, *args, host, port, no_worker, **options):
+        worker = None
+        if not no_worker:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-c", "1",
+                 "--loglevel", "INFO", "-n", f"embedded-{os.getpid()}@%h"],
+                env=os.environ.copy(), cwd=settings.BASE_DIR,
+            )
+        broker = settings.CELERY_BROKER_URL.split("://")[0]
+        db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+        self.stdout.write(self.style.SUCCESS(
+            f"\nTrajlab is running at http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs/)\n"
+            f"  demo logins: {DEMO_LOGINS}\n"
+            f"  database: {db}, broker: {broker}, worker: {'pid %s' % worker.pid if worker else 'none'}\n"
+            "  stop with Ctrl-C\n"))
+        try:
+            call_command("runserver", f"{host}:{port}", "--insecure", "--noreload", "--skip-checks")
+        finally:
+            if worker is not None and worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+                try:
+                    worker.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    worker.kill()

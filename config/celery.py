@@ -1,0 +1,34 @@
+"""The Celery application: queues ``cpu`` and ``gpu``, late acknowledgement, one task at a time.
+
+Workers choose their queues with ``-Q``: a machine with a GPU runs ``-Q gpu``, the others
+``-Q cpu``. Tasks are acknowledged after they finish (``acks_late``) and re-delivered if a
+worker dies, so every task calls an idempotent service.
+"""
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("trajlab")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_default_queue="cpu",
+    task_queues=(Queue("cpu"), Queue("gpu")),
+    task_routes={
+        # Tracker runs go to the gpu queue only when the backend needs it; the service that
+        # queues them chooses (see trajectories.services.proposals).
+        "workers.tasks.*": {"queue": "cpu"},
+    },
+    task_track_started=True,
+    broker_connection_retry_on_startup=True,
+    result_backend=None,
+    task_ignore_result=True,
+)
+app.autodiscover_tasks()

@@ -1,0 +1,227 @@
+"""Pure functions over trajectories: validation, quality signals, overlap and duplicate proposals.
+
+A trajectory here is ``(frames [N] int, boxes [N, 4] float xyxy)`` with strictly increasing
+frames. No Django: the services call these and the tests check them directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+
+class TrajectoryError(ValueError):
+    """Observations that cannot be stored; ``details`` lists the offending items."""
+
+    def __init__(self, message: str, details: list | None = None):
+        super().__init__(message)
+        self.details = details or []
+
+
+def validate_observations(frames, boxes, *, width: int, height: int, frame_count: int,
+                          scores=None, label: str = "trajectory") -> None:
+    """Refuse NaN/inf, empty or inverted boxes, boxes outside the frame, bad frame indices."""
+    frames = np.asarray(frames)
+    boxes = np.asarray(boxes, dtype=np.float64)
+    if frames.ndim != 1 or len(frames) == 0:
+        raise TrajectoryError(f"{label}: needs at least one observation")
+    if boxes.shape != (len(frames), 4):
+        raise TrajectoryError(f"{label}: boxes must have shape [{len(frames)}, 4], got {list(boxes.shape)}")
+    if scores is not None:
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != (len(frames),) or not np.isfinite(scores).all():
+            raise TrajectoryError(f"{label}: scores must be {len(frames)} finite numbers")
+    problems: list[str] = []
+    if not np.issubdtype(frames.dtype, np.integer):
+        raise TrajectoryError(f"{label}: frame indices must be integers")
+    if (np.diff(frames) <= 0).any():
+        problems.append("frame indices are not strictly increasing")
+    bad_idx = np.flatnonzero((frames < 0) | (frames >= frame_count))
+    if len(bad_idx):
+        problems.append(f"frame {int(frames[bad_idx[0]])} is outside 0..{frame_count - 1}")
+    nonfinite = np.flatnonzero(~np.isfinite(boxes).all(axis=1))
+    if len(nonfinite):
+        problems.append(f"box on frame {int(frames[nonfinite[0]])} is not finite: {boxes[nonfinite[0]].tolist()}")
+    finite = np.isfinite(boxes).all(axis=1)
+    b = np.where(finite[:, None], boxes, 0.0)
+    inverted = np.flatnonzero(finite & ((b[:, 2] <= b[:, 0]) | (b[:, 3] <= b[:, 1])))
+    if len(inverted):
+        problems.append(f"box on frame {int(frames[inverted[0]])} is empty or inverted: {boxes[inverted[0]].tolist()}")
+    eps = 1e-3
+    outside = np.flatnonzero(finite & ((b[:, 0] < -eps) | (b[:, 1] < -eps) | (b[:, 2] > width + eps) | (b[:, 3] > height + eps)))
+    if len(outside):
+        problems.append(
+            f"box on frame {int(frames[outside[0]])} lies outside the {width}x{height} frame: {boxes[outside[0]].tolist()}"
+            + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")
+        )
+    if problems:
+        raise TrajectoryError(f"{label}: " + "; ".join(problems), problems)
+
+
+@dataclass(frozen=True)
+class QualitySignals:
+    n_obs: int
+    first_frame: int
+    last_frame: int
+    temporal_coverage: float   # observations / frames in [first, last]
+    longest_run: int           # longest run of consecutive frames
+    median_area: float         # median box area, pixels
+    abrupt_changes: int        # jumps in position or scale between consecutive observations
+    mean_score: float
+
+
+def longest_run(frames: np.ndarray) -> int:
+    if len(frames) == 0:
+        return 0
+    breaks = np.flatnonzero(np.diff(frames) != 1)
+    edges = np.concatenate([[-1], breaks, [len(frames) - 1]])
+    return int(np.diff(edges).max())
+
+
+def quality_signals(frames, boxes, scores=None, *, jump: float = 0.5, scale_jump: float = 1.5) -> QualitySignals:
+    """Quality signals of one trajectory.
+
+    An abrupt change is a step between consecutive observations whose centre moves more than
+    ``jump`` box diagonals per frame of gap, or whose area changes by more than ``scale_jump``x.
+    """
+    frames = np.asarray(frames, dtype=np.int64)
+    boxes = np.asarray(boxes, dtype=np.float64)
+    w = boxes[:, 2] - boxes[:, 0]
+    h = boxes[:, 3] - boxes[:, 1]
+    area = w * h
+    span = int(frames[-1] - frames[0] + 1)
+    abrupt = 0
+    if len(frames) > 1:
+        centres = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2], axis=1)
+        step = np.linalg.norm(np.diff(centres, axis=0), axis=1)
+        gap = np.diff(frames).astype(np.float64)
+        diag = np.sqrt(w * w + h * h)[:-1]
+        ratio = area[1:] / np.maximum(area[:-1], 1e-9)
+        abrupt = int(((step / gap > jump * diag) | (ratio > scale_jump) | (ratio < 1 / scale_jump)).sum())
+    return QualitySignals(
+        n_obs=len(frames), first_frame=int(frames[0]), last_frame=int(frames[-1]),
+        temporal_coverage=len(frames) / span, longest_run=longest_run(frames),
+        median_area=float(np.median(area)), abrupt_changes=abrupt,
+        mean_score=float(np.mean(scores)) if scores is not None and len(scores) else 1.0,
+    )
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise IoU of two [N, 4] xyxy arrays."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    ix = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)
+    iy = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)
+    inter = ix * iy
+    union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
+
+
+# -- appearance ---------------------------------------------------------------------------------
+APPEARANCE_BINS = (8, 4)  # hue x saturation bins per half box
+
+
+def appearance_descriptor(frame_bgr: np.ndarray, box) -> np.ndarray:
+    """Hue/saturation histograms of the upper and lower half of a box (L2-normalised, float32).
+
+    Upper and lower halves are kept apart so that a red shirt over blue trousers differs from
+    the reverse. Pixels that are nearly grey or black get little hue weight through saturation.
+    """
+    h, w = frame_bgr.shape[:2]
+    x1, y1, x2, y2 = (int(round(float(v))) for v in box)
+    x1, y1, x2, y2 = max(0, x1), max(0, y1), min(w, x2), min(h, y2)
+    parts = []
+    if x2 - x1 < 2 or y2 - y1 < 2:
+        return np.zeros(2 * APPEARANCE_BINS[0] * APPEARANCE_BINS[1] + 6, dtype=np.float32)
+    hsv = cv2.cvtColor(frame_bgr[y1:y2, x1:x2], cv2.COLOR_BGR2HSV)
+    mid = hsv.shape[0] // 2
+    value = []
+    for half in (hsv[:mid], hsv[mid:]):
+        hist = cv2.calcHist([half], [0, 1], None, list(APPEARANCE_BINS), [0, 180, 0, 256]).ravel()
+        parts.append(hist / max(hist.sum(), 1.0))
+        value.extend([half[..., 2].mean() / 255.0, half[..., 2].std() / 255.0, half[..., 1].mean() / 255.0])
+    vec = np.concatenate(parts + [np.asarray(value)]).astype(np.float32)
+    return vec / max(float(np.linalg.norm(vec)), 1e-9)
+
+
+def trajectory_appearance(read_frame, frames, boxes, *, samples: int = 6) -> np.ndarray:
+    """Mean appearance descriptor over up to ``samples`` observations spread over the track."""
+    frames = np.asarray(frames)
+    picks = np.unique(np.linspace(0, len(frames) - 1, num=min(samples, len(frames))).round().astype(int))
+    vecs = [appearance_descriptor(read_frame(int(frames[i])), boxes[i]) for i in picks]
+    mean = np.mean(vecs, axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
+
+
+# -- duplicate proposals ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DuplicateSettings:
+    min_mean_iou: float = 0.3           # co-visible frames: propose when mean IoU reaches this
+    min_covisible: int = 3              # ... over at least this many shared frames
+    max_gap_frames: int = 30            # adjacent fragments: end of one to start of the other
+    min_endpoint_iou: float = 0.05      # ... whose end and start boxes overlap this much
+    max_endpoint_distance: float = 1.0  # ... or whose centres lie within this many box heights
+    min_appearance: float = 0.9         # appearance-only proposals: cosine at least this ...
+    max_appearance_gap: int = 150       # ... and at most this many frames apart (or overlapping)
+
+
+@dataclass
+class PairSignals:
+    a: int
+    b: int
+    reasons: list[str] = field(default_factory=list)
+    mean_iou: float | None = None
+    covisible: int = 0
+    gap_frames: int | None = None
+    endpoint_iou: float | None = None
+    appearance: float | None = None
+
+
+def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettings = DuplicateSettings(),
+                 a: int = 0, b: int = 1) -> PairSignals:
+    """The signals that relate two trajectories, and the reasons they would be proposed."""
+    sig = PairSignals(a=a, b=b)
+    common, ia, ib = np.intersect1d(fa, fb, assume_unique=True, return_indices=True)
+    sig.covisible = len(common)
+    if len(common):
+        sig.mean_iou = float(box_iou(ba[ia], bb[ib]).mean())
+        if sig.covisible >= settings.min_covisible and sig.mean_iou >= settings.min_mean_iou:
+            sig.reasons.append("overlap")
+    else:
+        # Temporally adjacent fragments: does one end where the other starts?
+        if fa[-1] < fb[0]:
+            gap, end_box, start_box = int(fb[0] - fa[-1]), ba[-1], bb[0]
+        else:
+            gap, end_box, start_box = int(fa[0] - fb[-1]), bb[-1], ba[0]
+        sig.gap_frames = gap
+        sig.endpoint_iou = float(box_iou(end_box, start_box)[0])
+        height = max(end_box[3] - end_box[1], start_box[3] - start_box[1], 1e-6)
+        dist = np.hypot((end_box[0] + end_box[2] - start_box[0] - start_box[2]) / 2,
+                        (end_box[1] + end_box[3] - start_box[1] - start_box[3]) / 2) / height
+        if gap <= settings.max_gap_frames and (sig.endpoint_iou >= settings.min_endpoint_iou or dist <= settings.max_endpoint_distance):
+            sig.reasons.append("adjacent")
+    if appa is not None and appb is not None and len(appa) and len(appa) == len(appb):
+        sig.appearance = float(np.dot(appa, appb))
+        near = sig.gap_frames is None or sig.gap_frames <= settings.max_appearance_gap
+        # Two tracks seen side by side at once are two objects; appearance alone only links
+        # tracks that are not simultaneously visible apart from each other.
+        apart = sig.covisible > 0 and (sig.mean_iou or 0.0) < 0.05
+        if sig.appearance >= settings.min_appearance and near and not apart:
+            sig.reasons.append("appearance")
+    return sig
+
+
+def propose_duplicate_pairs(tracks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]],
+                            settings: DuplicateSettings = DuplicateSettings()) -> list[PairSignals]:
+    """All pairs ``(id_a < id_b)`` with at least one reason. ``tracks``: (id, frames, boxes, appearance)."""
+    tracks = sorted(tracks, key=lambda t: t[0])
+    out = []
+    for i in range(len(tracks)):
+        ida, fa, ba, appa = tracks[i]
+        for j in range(i + 1, len(tracks)):
+            idb, fb, bb, appb = tracks[j]
+            sig = pair_signals(fa, ba, fb, bb, appa, appb, settings, a=ida, b=idb)
+            if sig.reasons:
+                out.append(sig)
+    return out

@@ -1,0 +1,90 @@
+"""Shared fixtures: users per role, API clients, and small videos made on the fly."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.roles import Role
+from accounts.services import user_create
+
+ROLE_NAMES = [r.value for r in Role]
+
+
+@pytest.fixture
+def make_user(db):
+    counter = {"n": 0}
+
+    def make(*roles: str, username: str | None = None):
+        counter["n"] += 1
+        return user_create(username=username or f"{'-'.join(roles) or 'norole'}{counter['n']}",
+                           password="pw-for-tests", roles=list(roles))
+
+    return make
+
+
+@pytest.fixture
+def manager(make_user):
+    return make_user("manager")
+
+
+@pytest.fixture
+def annotator(make_user):
+    return make_user("annotator")
+
+
+@pytest.fixture
+def client_for():
+    def make(user=None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            client.force_authenticate(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def manager_client(client_for, manager):
+    return client_for(manager)
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    """An empty MEDIA_ROOT per test, so tests can check that nothing was left behind."""
+    root = tmp_path / "media"
+    (root / "tmp").mkdir(parents=True)
+    settings.MEDIA_ROOT = root
+    settings.FILE_UPLOAD_TEMP_DIR = str(root / "tmp")
+    return root
+
+
+def write_video(path: Path, *, n_frames: int = 30, size=(160, 120), fps: float = 10.0, seed: int = 0,
+                fourcc: str = "mp4v", boxes: list | None = None) -> Path:
+    """A small video: noise background and a moving rectangle (its box per frame in ``boxes``)."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), fps, (w, h))
+    assert writer.isOpened(), f"cannot write {path}"
+    background = rng.integers(40, 90, size=(h, w, 3), dtype=np.uint8)
+    for i in range(n_frames):
+        frame = background.copy()
+        x = int(5 + i * (w - 40) / max(n_frames - 1, 1))
+        frame[h // 4: h // 4 + 40, x: x + 20] = (30, 30, 220)
+        if boxes is not None:
+            boxes.append([x, h // 4, x + 20, h // 4 + 40])
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+@pytest.fixture
+def small_video(tmp_path) -> Path:
+    return write_video(tmp_path / "clip.mp4")
+
+
+def media_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())

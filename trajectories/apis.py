@@ -1,0 +1,388 @@
+"""REST API of the trajectories app: validate input, call one service or selector, serialise."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.roles import IsManager, IsStaffMember
+from common.errors import ApplicationError
+from common.pagination import paginate
+from common.uploads import MaxSizeUploadHandler
+from trajectories import selectors
+from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
+from trajectories.services.duplicates import duplicate_candidate_create_manual
+from trajectories.services.ingestion import video_upload_import
+from trajectories.services.proposals import proposal_config_create, proposal_run_create
+from trajectories.services.splits import split_group_set_split, splits_assign
+from workers.apis import JobOutputSerializer
+
+JPEG = {(200, "image/jpeg"): OpenApiResponse(OpenApiTypes.BINARY, description="JPEG image")}
+MAX_SIZE_PARAM = OpenApiParameter("max_size", int, description="longest side in pixels (downscaled, never upscaled)")
+
+
+def _jpeg(data: bytes) -> HttpResponse:
+    response = HttpResponse(data, content_type="image/jpeg")
+    response["Cache-Control"] = "private, max-age=86400"  # frames of a stored video never change
+    return response
+
+
+def _int_param(request, name: str, default=None):
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApplicationError(f"{name} must be an integer, got {raw!r}", code="invalid_parameter") from None
+
+
+# -- sources, split groups, videos ---------------------------------------------------------------
+class SourceOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Source
+        fields = ["id", "name", "description", "created_at"]
+
+
+class SplitGroupOutputSerializer(serializers.ModelSerializer):
+    n_videos = serializers.IntegerField(source="videos.count", read_only=True)
+
+    class Meta:
+        model = SplitGroup
+        fields = ["id", "name", "split", "locked_at", "assignment", "n_videos"]
+
+
+class VideoOutputSerializer(serializers.ModelSerializer):
+    source = serializers.CharField(source="source.name")
+    split_group = serializers.CharField(source="split_group.name")
+    split = serializers.CharField(source="split_group.split")
+
+    class Meta:
+        model = Video
+        fields = ["id", "name", "kind", "source", "split_group", "split", "content_sha256", "size_bytes", "fps",
+                  "frame_count", "width", "height", "duration_s", "codec", "created_at"]
+
+
+class SourceListApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=SourceOutputSerializer(many=True), summary="List source recordings")
+    def get(self, request):
+        return paginate(Source.objects.order_by("name"), SourceOutputSerializer, request, self)
+
+
+class SplitGroupListApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=SplitGroupOutputSerializer(many=True), summary="List split groups")
+    def get(self, request):
+        return paginate(SplitGroup.objects.order_by("name"), SplitGroupOutputSerializer, request, self)
+
+
+class SplitGroupDetailApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        split = serializers.ChoiceField(choices=["train", "dev", "test"])
+
+    @extend_schema(request=InputSerializer, responses={200: SplitGroupOutputSerializer, 409: OpenApiTypes.OBJECT},
+                   summary="Set a split group's split (refused with 409 once locked by a proposal run)")
+    def patch(self, request, group_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        group = split_group_set_split(group=get_object_or_404(SplitGroup, pk=group_id), split=data.validated_data["split"])
+        return Response(SplitGroupOutputSerializer(group).data)
+
+
+class SplitAssignApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        seed = serializers.IntegerField()
+        ratios = serializers.DictField(child=serializers.FloatField(min_value=0), default={"train": 0.7, "dev": 0.15, "test": 0.15})
+        reassign = serializers.BooleanField(default=False, help_text="also re-draw assigned groups that are not locked")
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        seed = serializers.IntegerField()
+        ratios = serializers.DictField()
+        result = serializers.DictField(help_text="split group name -> split, for the groups assigned now")
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, summary="Assign splits to split groups (seeded)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        assignment = splits_assign(created_by=request.user, **data.validated_data)
+        return Response(self.OutputSerializer(assignment).data, status=status.HTTP_201_CREATED)
+
+
+class VideoListApi(APIView):
+    permission_classes = [IsStaffMember]
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_permissions(self):
+        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+        source = serializers.CharField(max_length=200)
+        split_group = serializers.CharField(max_length=200, required=False, help_text="defaults to the source")
+        name = serializers.CharField(max_length=255, required=False)
+        fps = serializers.FloatField(required=False, min_value=0.01, help_text="override the container's frame rate")
+
+    class UploadOutputSerializer(serializers.Serializer):
+        created = serializers.BooleanField(help_text="false: the same content was already imported")
+        video = VideoOutputSerializer()
+
+    @extend_schema(parameters=[OpenApiParameter("split", str), OpenApiParameter("source", str)],
+                   responses=VideoOutputSerializer(many=True), summary="List videos")
+    def get(self, request):
+        qs = selectors.video_list(split=request.query_params.get("split"), source=request.query_params.get("source"))
+        return paginate(qs, VideoOutputSerializer, request, self)
+
+    @extend_schema(request={"multipart/form-data": InputSerializer},
+                   responses={201: UploadOutputSerializer, 200: UploadOutputSerializer, 400: OpenApiTypes.OBJECT,
+                              413: OpenApiTypes.OBJECT},
+                   summary="Upload a video (streamed to disk; corrupt or unsupported files are refused)")
+    def post(self, request):
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        limit = settings.TRAJLAB_MAX_UPLOAD_BYTES
+        if declared > limit + 1024 * 1024:  # multipart overhead aside, the file cannot fit
+            raise ApplicationError(f"the upload is {declared} bytes; the limit is {limit}",
+                                   code="upload_too_large", status_code=413)
+        request.upload_handlers.insert(0, MaxSizeUploadHandler(limit))
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = video_upload_import(uploaded_file=data.validated_data.pop("file"), created_by=request.user,
+                                     **data.validated_data)
+        body = self.UploadOutputSerializer({"created": result.created, "video": result.video}).data
+        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+class VideoDetailApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=VideoOutputSerializer, summary="One video")
+    def get(self, request, video_id: int):
+        return Response(VideoOutputSerializer(get_object_or_404(selectors.video_list(), pk=video_id)).data)
+
+
+class VideoFrameApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(parameters=[MAX_SIZE_PARAM], responses=JPEG, summary="One frame as JPEG (random access)")
+    def get(self, request, video_id: int, index: int):
+        video = get_object_or_404(Video, pk=video_id)
+        return _jpeg(selectors.video_frame_jpeg(video=video, index=index, max_size=_int_param(request, "max_size")))
+
+
+# -- proposal configs and runs ---------------------------------------------------------------------
+class ProposalConfigOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ProposalConfig
+        fields = ["id", "name", "version", "backend", "checkpoint_path", "checkpoint_sha256", "model_config_path",
+                  "categories", "anchor_policy", "detector_settings", "tracker_settings", "software", "config_hash",
+                  "created_at"]
+
+
+class ProposalConfigListApi(APIView):
+    def get_permissions(self):
+        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=100)
+        backend = serializers.ChoiceField(choices=["hog-bytetrack", "sam2"])
+        categories = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1)
+        checkpoint_path = serializers.CharField(required=False, allow_blank=True, default="")
+        model_config_path = serializers.CharField(required=False, allow_blank=True, default="")
+        anchor_policy = serializers.DictField(required=False, default=dict)
+        detector_settings = serializers.DictField(required=False, default=dict)
+        tracker_settings = serializers.DictField(required=False, default=dict)
+
+    @extend_schema(responses=ProposalConfigOutputSerializer(many=True), summary="List proposal configurations")
+    def get(self, request):
+        return paginate(ProposalConfig.objects.all(), ProposalConfigOutputSerializer, request, self)
+
+    @extend_schema(request=InputSerializer, responses={201: ProposalConfigOutputSerializer},
+                   summary="Create a versioned proposal configuration (identical settings return the existing one)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        config = proposal_config_create(created_by=request.user, **data.validated_data)
+        return Response(ProposalConfigOutputSerializer(config).data, status=status.HTTP_201_CREATED)
+
+
+class ProposalRunOutputSerializer(serializers.ModelSerializer):
+    job = JobOutputSerializer(allow_null=True)
+
+    class Meta:
+        model = ProposalRun
+        fields = ["id", "video", "config", "status", "trajectory_count", "duplicate_count", "error", "stats",
+                  "job", "created_at", "finished_at"]
+
+
+class ProposalRunListApi(APIView):
+    def get_permissions(self):
+        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+
+    class InputSerializer(serializers.Serializer):
+        video = serializers.PrimaryKeyRelatedField(queryset=Video.objects.all())
+        config = serializers.PrimaryKeyRelatedField(queryset=ProposalConfig.objects.all())
+
+    @extend_schema(parameters=[OpenApiParameter("video", int)], responses=ProposalRunOutputSerializer(many=True),
+                   summary="List proposal runs")
+    def get(self, request):
+        qs = ProposalRun.objects.select_related("job")
+        video = _int_param(request, "video")
+        if video is not None:
+            qs = qs.filter(video_id=video)
+        return paginate(qs, ProposalRunOutputSerializer, request, self)
+
+    @extend_schema(request=InputSerializer, responses={202: ProposalRunOutputSerializer, 200: ProposalRunOutputSerializer,
+                                                       409: OpenApiTypes.OBJECT},
+                   summary="Queue a proposal run (the same configuration on the same video is never duplicated)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        run, created = proposal_run_create(created_by=request.user, **data.validated_data)
+        return Response(ProposalRunOutputSerializer(run).data,
+                        status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK)
+
+
+class ProposalRunDetailApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=ProposalRunOutputSerializer, summary="One proposal run with its job")
+    def get(self, request, run_id: int):
+        return Response(ProposalRunOutputSerializer(get_object_or_404(ProposalRun.objects.select_related("job"), pk=run_id)).data)
+
+
+# -- trajectories --------------------------------------------------------------------------------
+class TrajectoryOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Trajectory
+        fields = ["id", "video", "run", "track_id", "category", "n_obs", "first_frame", "last_frame",
+                  "temporal_coverage", "longest_run", "median_area", "abrupt_changes", "mean_score"]
+
+
+class TrajectoryDetailOutputSerializer(TrajectoryOutputSerializer):
+    frames = serializers.SerializerMethodField()
+    boxes = serializers.SerializerMethodField()
+    scores = serializers.SerializerMethodField()
+
+    class Meta(TrajectoryOutputSerializer.Meta):
+        fields = TrajectoryOutputSerializer.Meta.fields + ["frames", "boxes", "scores"]
+
+    def get_frames(self, obj) -> list[int]:
+        return obj.frames_array().tolist()
+
+    def get_boxes(self, obj) -> list[list[float]]:
+        return obj.boxes_array().round(2).tolist()
+
+    def get_scores(self, obj) -> list[float]:
+        return obj.scores_array().round(4).tolist()
+
+
+class TrajectoryListApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(parameters=[OpenApiParameter("video", int), OpenApiParameter("run", int)],
+                   responses=TrajectoryOutputSerializer(many=True), summary="List trajectories (no observations)")
+    def get(self, request):
+        qs = selectors.trajectory_list(video_id=_int_param(request, "video"), run_id=_int_param(request, "run"))
+        return paginate(qs.defer("frames", "boxes", "scores", "appearance"), TrajectoryOutputSerializer, request, self)
+
+
+class VideoPoolApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(parameters=[OpenApiParameter("run", int)], responses=TrajectoryDetailOutputSerializer(many=True),
+                   summary="All trajectories of a video with their observations")
+    def get(self, request, video_id: int):
+        get_object_or_404(Video, pk=video_id)
+        pool = selectors.video_pool_read(video_id=video_id, run_id=_int_param(request, "run"))
+        return Response(TrajectoryDetailOutputSerializer(pool, many=True).data)
+
+
+class TrajectoryDetailApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=TrajectoryDetailOutputSerializer, summary="One trajectory with its observations")
+    def get(self, request, trajectory_id: int):
+        return Response(TrajectoryDetailOutputSerializer(get_object_or_404(Trajectory, pk=trajectory_id)).data)
+
+
+class TrajectoryCropListApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    class OutputSerializer(serializers.Serializer):
+        frame_index = serializers.IntegerField()
+        box = serializers.ListField(child=serializers.FloatField())
+        crop_url = serializers.CharField()
+        marked_url = serializers.CharField()
+
+    @extend_schema(parameters=[OpenApiParameter("n", int, description="how many crops, spread over the track (default 16)")],
+                   responses=OutputSerializer(many=True), summary="A trajectory's crops in chronological order")
+    def get(self, request, trajectory_id: int):
+        trajectory = get_object_or_404(Trajectory, pk=trajectory_id)
+        frames = selectors.trajectory_sample_frames(trajectory=trajectory, n=_int_param(request, "n", 16))
+        base = f"/api/trajectories/{trajectory.pk}"
+        items = [{"frame_index": f, "box": trajectory.box_at(f).round(2).tolist(),
+                  "crop_url": f"{base}/crops/{f}.jpg", "marked_url": f"{base}/marked/{f}.jpg"} for f in frames]
+        return Response(self.OutputSerializer(items, many=True).data)
+
+
+class TrajectoryCropApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(parameters=[MAX_SIZE_PARAM], responses=JPEG, summary="The crop of a trajectory's box on one frame")
+    def get(self, request, trajectory_id: int, index: int):
+        trajectory = get_object_or_404(Trajectory.objects.select_related("video"), pk=trajectory_id)
+        return _jpeg(selectors.trajectory_crop_jpeg(trajectory=trajectory, index=index, max_size=_int_param(request, "max_size")))
+
+
+class TrajectoryMarkedFrameApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(parameters=[MAX_SIZE_PARAM], responses=JPEG, summary="A full frame with the trajectory's box drawn")
+    def get(self, request, trajectory_id: int, index: int):
+        trajectory = get_object_or_404(Trajectory.objects.select_related("video"), pk=trajectory_id)
+        return _jpeg(selectors.trajectory_marked_frame_jpeg(trajectory=trajectory, index=index,
+                                                            max_size=_int_param(request, "max_size")))
+
+
+# -- duplicate candidates ------------------------------------------------------------------------
+class DuplicateCandidateOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = DuplicateCandidate
+        fields = ["id", "video", "trajectory_a", "trajectory_b", "reasons", "mean_iou", "covisible_frames",
+                  "gap_frames", "endpoint_iou", "appearance_similarity", "origin", "created_at"]
+
+
+class DuplicateCandidateListApi(APIView):
+    def get_permissions(self):
+        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+
+    class InputSerializer(serializers.Serializer):
+        trajectory_a = serializers.PrimaryKeyRelatedField(queryset=Trajectory.objects.all())
+        trajectory_b = serializers.PrimaryKeyRelatedField(queryset=Trajectory.objects.all())
+
+    @extend_schema(parameters=[OpenApiParameter("video", int)], responses=DuplicateCandidateOutputSerializer(many=True),
+                   summary="List duplicate-pair candidates with the signals that proposed them")
+    def get(self, request):
+        qs = selectors.duplicate_candidate_list(video_id=_int_param(request, "video"))
+        return paginate(qs, DuplicateCandidateOutputSerializer, request, self)
+
+    @extend_schema(request=InputSerializer, responses={201: DuplicateCandidateOutputSerializer},
+                   summary="Propose a duplicate pair by hand")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        pair = duplicate_candidate_create_manual(created_by=request.user, **data.validated_data)
+        return Response(DuplicateCandidateOutputSerializer(pair).data, status=status.HTTP_201_CREATED)

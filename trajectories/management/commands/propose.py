@@ -1,0 +1,56 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from common.errors import ApplicationError
+from common.progress import ProgressBar
+from trajectories.models import Video
+from trajectories.services.proposals import proposal_config_create, proposal_run_create, proposal_run_execute
+
+
+class Command(BaseCommand):
+    help = "Run a tracker on videos and store its trajectory proposals (inline with a progress bar, or queued)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("videos", nargs="*", type=int, help="video ids (default: all)")
+        parser.add_argument("--name", default="default", help="configuration name")
+        parser.add_argument("--backend", default="hog-bytetrack", choices=["hog-bytetrack", "sam2"])
+        parser.add_argument("--categories", default="person", help="comma-separated category prompts")
+        parser.add_argument("--checkpoint", default="", help="SAM 2 checkpoint path")
+        parser.add_argument("--model-config", default="", help="SAM 2 model config (YAML) path")
+        parser.add_argument("--settings", default="{}", help="JSON tracker settings")
+        parser.add_argument("--queue", action="store_true", help="queue to the workers instead of running here")
+
+    def handle(self, *args, videos, name, backend, categories, checkpoint, model_config, settings, queue, **options):
+        try:
+            config = proposal_config_create(
+                name=name, backend=backend, categories=categories.split(","), checkpoint_path=checkpoint,
+                model_config_path=model_config, tracker_settings=json.loads(settings))
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--settings is not valid JSON: {exc}") from exc
+        self.stdout.write(f"configuration {config} ({config.config_hash[:12]})")
+        targets = Video.objects.filter(pk__in=videos) if videos else Video.objects.all()
+        if videos and targets.count() != len(set(videos)):
+            raise CommandError(f"unknown video id(s): {sorted(set(videos) - set(targets.values_list('pk', flat=True)))}")
+        failures = 0
+        for video in targets.order_by("pk"):
+            try:
+                run, created = proposal_run_create(video=video, config=config, enqueue=queue)
+                if queue:
+                    self.stdout.write(f"video #{video.pk}: run #{run.pk} {'queued as job #%s' % run.job_id if created else 'exists (' + run.status + ')'}")
+                    continue
+                if not created:
+                    self.stdout.write(f"video #{video.pk}: run #{run.pk} already {run.status}")
+                    continue
+                with ProgressBar(f"video #{video.pk} {video.name}") as bar:
+                    run = proposal_run_execute(run_id=run.pk, echo=bar)
+                self.stdout.write(self.style.SUCCESS(
+                    f"video #{video.pk}: run #{run.pk} stored {run.trajectory_count} trajectories, "
+                    f"{run.duplicate_count} duplicate candidates"))
+            except ApplicationError as exc:
+                failures += 1
+                self.stderr.write(self.style.ERROR(f"video #{video.pk}: {exc.message}"))
+        if failures:
+            raise CommandError(f"{failures} video(s) failed")

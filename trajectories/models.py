@@ -1,0 +1,249 @@
+"""Sources, split groups, videos, proposal runs, trajectories and duplicate candidates.
+
+A trajectory stores its observations compactly: the frame indices, boxes and scores are packed
+little-endian arrays in one row (``frames`` int32 [N], ``boxes`` float32 [N, 4] xyxy in original
+pixels, ``scores`` float32 [N]), not one row per box. The database checks that the packed
+lengths agree with ``n_obs`` and that the frame span can hold them.
+"""
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact
+
+
+class Split(models.TextChoices):
+    TRAIN = "train"
+    DEV = "dev"
+    TEST = "test"
+
+
+class Source(models.Model):
+    """A source recording: the camera/session the clips come from."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SplitAssignment(models.Model):
+    """One run of ``splits_assign``: its seed, ratios and outcome, kept for reproducibility."""
+
+    seed = models.BigIntegerField()
+    ratios = models.JSONField()
+    result = models.JSONField(default=dict)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class SplitGroup(models.Model):
+    """Clips that must share a split (duplicates, related clips, derived records)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    split = models.CharField(max_length=8, choices=Split.choices, blank=True, default="")
+    assignment = models.ForeignKey(SplitAssignment, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="groups")
+    # Set when the first proposal run of any of the group's videos is created; from then on the
+    # split never changes.
+    locked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(split__in=["", "train", "dev", "test"]), name="split_group_split_valid"),
+            models.CheckConstraint(condition=Q(locked_at__isnull=True) | ~Q(split=""), name="split_group_locked_has_split"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.split or 'unassigned'})"
+
+
+class Video(models.Model):
+    class Kind(models.TextChoices):
+        FILE = "file"
+        FRAMES = "frames"
+
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="videos")
+    split_group = models.ForeignKey(SplitGroup, on_delete=models.PROTECT, related_name="videos")
+    name = models.CharField(max_length=255)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    path = models.CharField(max_length=500, help_text="relative to MEDIA_ROOT")
+    content_sha256 = models.CharField(max_length=64, unique=True)
+    size_bytes = models.BigIntegerField()
+    fps = models.FloatField()
+    frame_count = models.PositiveIntegerField()
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    duration_s = models.FloatField()
+    codec = models.CharField(max_length=32)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(frame_count__gt=0) & Q(width__gt=0) & Q(height__gt=0) & Q(fps__gt=0),
+                                   name="video_geometry_positive"),
+            models.CheckConstraint(condition=Q(content_sha256__regex=r"^[0-9a-f]{64}$"), name="video_sha256_hex"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+    @property
+    def split(self) -> str:
+        return self.split_group.split
+
+    @property
+    def abspath(self):
+        return settings.MEDIA_ROOT / self.path
+
+
+class ProposalConfig(models.Model):
+    """A versioned, reproducible tracker configuration (DESIGN 2.2).
+
+    ``config_hash`` covers everything that changes the output (backend, checkpoint SHA-256,
+    categories, anchor policy, detector and tracker settings, software versions), so the same
+    configuration is stored once and re-running it on a video creates nothing new.
+    """
+
+    class Backend(models.TextChoices):
+        HOG_BYTETRACK = "hog-bytetrack"
+        SAM2 = "sam2"
+
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()
+    backend = models.CharField(max_length=32, choices=Backend.choices)
+    checkpoint_path = models.CharField(max_length=500, blank=True)
+    checkpoint_sha256 = models.CharField(max_length=64, blank=True)
+    model_config_path = models.CharField(max_length=500, blank=True)
+    categories = models.JSONField(help_text="category-prompt inventory, e.g. ['person']")
+    anchor_policy = models.JSONField(default=dict)
+    detector_settings = models.JSONField(default=dict)
+    tracker_settings = models.JSONField(default=dict)
+    software = models.JSONField(default=dict, help_text="versions of the packages that produce proposals")
+    config_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "version"]
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="proposal_config_name_version")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version} ({self.backend})"
+
+
+class ProposalRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="proposal_runs")
+    config = models.ForeignKey(ProposalConfig, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    job = models.ForeignKey("workers.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    trajectory_count = models.PositiveIntegerField(default=0)
+    duplicate_count = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    stats = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["video", "config"], name="proposal_run_once_per_config")]
+
+
+class Trajectory(models.Model):
+    run = models.ForeignKey(ProposalRun, on_delete=models.CASCADE, related_name="trajectories")
+    video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="trajectories")
+    track_id = models.PositiveIntegerField(help_text="identity within its run")
+    category = models.CharField(max_length=64)
+    n_obs = models.PositiveIntegerField()
+    first_frame = models.PositiveIntegerField()
+    last_frame = models.PositiveIntegerField()
+    frames = models.BinaryField()   # int32 little-endian [N], strictly increasing
+    boxes = models.BinaryField()    # float32 little-endian [N, 4] xyxy, original pixels
+    scores = models.BinaryField()   # float32 little-endian [N]
+    appearance = models.BinaryField(blank=True, default=b"")  # float32 descriptor, may be empty
+    # Quality signals (DESIGN 2.2): they assist review and never auto-reject.
+    temporal_coverage = models.FloatField(help_text="observations / frames in the span")
+    longest_run = models.PositiveIntegerField()
+    median_area = models.FloatField()
+    abrupt_changes = models.PositiveIntegerField()
+    mean_score = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["video_id", "run_id", "track_id"]
+        indexes = [models.Index(fields=["video", "run"], name="trajectory_video_run")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "track_id"], name="trajectory_track_unique_in_run"),
+            models.CheckConstraint(condition=Q(n_obs__gte=1), name="trajectory_has_observations"),
+            models.CheckConstraint(condition=Q(first_frame__lte=F("last_frame")), name="trajectory_span_ordered"),
+            models.CheckConstraint(condition=Q(n_obs__lte=F("last_frame") - F("first_frame") + 1),
+                                   name="trajectory_span_holds_observations"),
+            models.CheckConstraint(condition=Q(temporal_coverage__gt=0) & Q(temporal_coverage__lte=1),
+                                   name="trajectory_coverage_unit"),
+            models.CheckConstraint(condition=Exact(Length("frames"), F("n_obs") * 4), name="trajectory_frames_packed"),
+            models.CheckConstraint(condition=Exact(Length("boxes"), F("n_obs") * 16), name="trajectory_boxes_packed"),
+            models.CheckConstraint(condition=Exact(Length("scores"), F("n_obs") * 4), name="trajectory_scores_packed"),
+        ]
+
+    # -- unpacked views ------------------------------------------------------------------------
+    def frames_array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.frames), dtype="<i4")
+
+    def boxes_array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.boxes), dtype="<f4").reshape(-1, 4)
+
+    def scores_array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.scores), dtype="<f4")
+
+    def appearance_array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.appearance), dtype="<f4")
+
+    def box_at(self, frame_index: int) -> np.ndarray | None:
+        frames = self.frames_array()
+        i = int(np.searchsorted(frames, frame_index))
+        if i < len(frames) and frames[i] == frame_index:
+            return self.boxes_array()[i]
+        return None
+
+
+class DuplicateCandidate(models.Model):
+    """A pair of trajectories of one video proposed for identity review, with its signals."""
+
+    class Origin(models.TextChoices):
+        AUTOMATIC = "automatic"
+        MANUAL = "manual"
+
+    video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="duplicate_candidates")
+    trajectory_a = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="+")
+    trajectory_b = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="+")
+    reasons = models.JSONField(help_text="which signals proposed the pair: overlap, adjacent, appearance")
+    mean_iou = models.FloatField(null=True, blank=True)
+    covisible_frames = models.PositiveIntegerField(default=0)
+    gap_frames = models.IntegerField(null=True, blank=True)
+    endpoint_iou = models.FloatField(null=True, blank=True)
+    appearance_similarity = models.FloatField(null=True, blank=True)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.AUTOMATIC)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["video_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["trajectory_a", "trajectory_b"], name="duplicate_pair_unique"),
+            models.CheckConstraint(condition=Q(trajectory_a__lt=F("trajectory_b")), name="duplicate_pair_ordered"),
+        ]

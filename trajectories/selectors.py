@@ -1,0 +1,97 @@
+"""Reads of the trajectories app: lists, pools and rendered frames."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from common.errors import ApplicationError, NotFoundError
+from models.video import ReaderPool, VideoError, crop_box, draw_target, encode_jpeg
+from trajectories.models import DuplicateCandidate, ProposalRun, Trajectory, Video
+
+# One pool per process: decoders stay open between requests and keep an LRU of frames.
+_readers = ReaderPool(size=8, cache_frames=settings.TRAJLAB_FRAME_CACHE_FRAMES)
+MAX_IMAGE_SIZE = 4096
+
+
+def video_list(*, split: str | None = None, source: str | None = None) -> QuerySet[Video]:
+    qs = Video.objects.select_related("source", "split_group")
+    if split:
+        qs = qs.filter(split_group__split=split)
+    if source:
+        qs = qs.filter(source__name=source)
+    return qs
+
+
+def trajectory_list(*, video_id: int | None = None, run_id: int | None = None) -> QuerySet[Trajectory]:
+    qs = Trajectory.objects.all()
+    if video_id is not None:
+        qs = qs.filter(video_id=video_id)
+    if run_id is not None:
+        qs = qs.filter(run_id=run_id)
+    return qs
+
+
+def video_pool_read(*, video_id: int, run_id: int | None = None) -> list[Trajectory]:
+    """All trajectories of a video (of one run, or of its succeeded runs), observations included."""
+    qs = Trajectory.objects.filter(video_id=video_id)
+    qs = qs.filter(run_id=run_id) if run_id is not None else qs.filter(run__status=ProposalRun.Status.SUCCEEDED)
+    return list(qs.order_by("run_id", "track_id"))
+
+
+def duplicate_candidate_list(*, video_id: int | None = None) -> QuerySet[DuplicateCandidate]:
+    qs = DuplicateCandidate.objects.all()
+    return qs.filter(video_id=video_id) if video_id is not None else qs
+
+
+def _check_size(max_size: int | None) -> int | None:
+    if max_size is not None and not (16 <= max_size <= MAX_IMAGE_SIZE):
+        raise ApplicationError(f"max_size must be between 16 and {MAX_IMAGE_SIZE}", code="invalid_max_size")
+    return max_size
+
+
+def video_frame(*, video: Video, index: int):
+    if not 0 <= index < video.frame_count:
+        raise NotFoundError(f"video {video.pk} has frames 0..{video.frame_count - 1}; {index} is outside",
+                            code="frame_out_of_range")
+    try:
+        return _readers.get(video.abspath, fps=video.fps, frame_count=video.frame_count).read(index)
+    except (VideoError, OSError) as exc:
+        raise ApplicationError(f"frame {index} of video {video.pk} could not be decoded: {exc}",
+                               code="decode_failed", status_code=422) from exc
+
+
+def video_frame_jpeg(*, video: Video, index: int, max_size: int | None = None) -> bytes:
+    return encode_jpeg(video_frame(video=video, index=index), max_size=_check_size(max_size))
+
+
+def _box(trajectory: Trajectory, index: int):
+    box = trajectory.box_at(index)
+    if box is None:
+        raise NotFoundError(f"trajectory {trajectory.pk} has no observation on frame {index}",
+                            code="no_observation", extra={"first_frame": trajectory.first_frame,
+                                                          "last_frame": trajectory.last_frame})
+    return box
+
+
+def trajectory_crop_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None, pad: float = 0.1) -> bytes:
+    box = _box(trajectory, index)
+    frame = video_frame(video=trajectory.video, index=index)
+    return encode_jpeg(crop_box(frame, box, pad=pad), max_size=_check_size(max_size))
+
+
+def trajectory_marked_frame_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None) -> bytes:
+    box = _box(trajectory, index)
+    frame = video_frame(video=trajectory.video, index=index)
+    marked = draw_target(frame, box, label=f"#{trajectory.pk} {trajectory.category}")
+    return encode_jpeg(marked, max_size=_check_size(max_size))
+
+
+def trajectory_sample_frames(*, trajectory: Trajectory, n: int) -> list[int]:
+    """Up to ``n`` observed frame indices spread evenly over the trajectory, in order."""
+    if n < 1:
+        raise ApplicationError("n must be at least 1", code="invalid_n")
+    frames = trajectory.frames_array()
+    if n >= len(frames):
+        return [int(f) for f in frames]
+    step = (len(frames) - 1) / max(n - 1, 1)
+    return sorted({int(frames[round(i * step)]) for i in range(n)})

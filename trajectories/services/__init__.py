@@ -1,0 +1,1 @@
+"""Writes of the trajectories app, one module per subdomain."""

@@ -1,0 +1,52 @@
+"""Duplicate-pair proposals (DESIGN 2.4): overlap, adjacency and appearance signals."""
+from __future__ import annotations
+
+from django.db import transaction
+
+from common.errors import ApplicationError
+from models.trajectory_ops import DuplicateSettings, pair_signals, propose_duplicate_pairs
+from trajectories.models import DuplicateCandidate, Trajectory, Video
+
+
+def _unpack(t: Trajectory):
+    app = t.appearance_array()
+    return t.pk, t.frames_array(), t.boxes_array(), (app if len(app) else None)
+
+
+def _candidate(video: Video, sig, **kw) -> DuplicateCandidate:
+    return DuplicateCandidate(
+        video=video, trajectory_a_id=sig.a, trajectory_b_id=sig.b, reasons=sig.reasons,
+        mean_iou=sig.mean_iou, covisible_frames=sig.covisible, gap_frames=sig.gap_frames,
+        endpoint_iou=sig.endpoint_iou, appearance_similarity=sig.appearance, **kw,
+    )
+
+
+def duplicate_candidates_propose(*, video: Video, trajectories: list[Trajectory] | None = None,
+                                 settings: DuplicateSettings = DuplicateSettings()) -> int:
+    """Propose duplicate pairs among ``trajectories`` (default: all of the video's); returns how many
+    new pairs were stored. Pairs already stored are kept as they are."""
+    trajectories = list(trajectories if trajectories is not None else video.trajectories.all())
+    pairs = propose_duplicate_pairs([_unpack(t) for t in trajectories], settings)
+    rows = [_candidate(video, sig) for sig in pairs]
+    before = DuplicateCandidate.objects.filter(video=video).count()
+    DuplicateCandidate.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    return DuplicateCandidate.objects.filter(video=video).count() - before
+
+
+@transaction.atomic
+def duplicate_candidate_create_manual(*, trajectory_a: Trajectory, trajectory_b: Trajectory, created_by=None) -> DuplicateCandidate:
+    """A pair proposed by hand (from the all-candidates view), with its signals computed."""
+    if trajectory_a.video_id != trajectory_b.video_id:
+        raise ApplicationError("duplicate pairs must be two trajectories of one video", code="different_videos")
+    if trajectory_a.pk == trajectory_b.pk:
+        raise ApplicationError("a trajectory cannot be its own duplicate", code="same_trajectory")
+    a, b = sorted([trajectory_a, trajectory_b], key=lambda t: t.pk)
+    existing = DuplicateCandidate.objects.filter(trajectory_a=a, trajectory_b=b).first()
+    if existing is not None:
+        return existing
+    ia, ib = _unpack(a), _unpack(b)
+    sig = pair_signals(ia[1], ia[2], ib[1], ib[2], ia[3], ib[3], a=a.pk, b=b.pk)
+    sig.reasons = ["manual"] + sig.reasons
+    row = _candidate(a.video, sig, origin=DuplicateCandidate.Origin.MANUAL, created_by=created_by)
+    row.save()
+    return row

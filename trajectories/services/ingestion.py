@@ -1,0 +1,156 @@
+"""Video ingestion: probe, hash, dedupe, and store a file or a folder of frames.
+
+The input is probed before anything is written; the media is copied to a temporary name under
+``MEDIA_ROOT/tmp`` and moved into place only together with its database row, so a failure at any
+step leaves neither a file nor a row behind.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from common.errors import ApplicationError
+from models.video import VideoError, VideoInfo, content_sha256, list_frame_files, probe_video
+from trajectories.models import Source, SplitGroup, Video
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ImportResult:
+    video: Video
+    created: bool  # False: the same content was already imported (the existing video is returned)
+
+
+def _media_dest(sha: str, kind: str, suffix: str) -> Path:
+    rel = Path("videos") / sha[:2] / (sha + (suffix if kind == Video.Kind.FILE else ""))
+    return rel
+
+
+def source_get_or_create(*, name: str) -> Source:
+    name = name.strip()
+    if not name:
+        raise ApplicationError("a source name is required", code="source_required")
+    return Source.objects.get_or_create(name=name)[0]
+
+
+def split_group_get_or_create(*, name: str) -> SplitGroup:
+    name = name.strip()
+    if not name:
+        raise ApplicationError("a split group name is required", code="split_group_required")
+    return SplitGroup.objects.get_or_create(name=name)[0]
+
+
+def video_import(*, path: str | os.PathLike, source: str, split_group: str | None = None,
+                 name: str | None = None, fps: float | None = None, created_by=None,
+                 move: bool = False) -> ImportResult:
+    """Import one video file or folder of frames.
+
+    ``split_group`` defaults to the source name (all clips of one recording share a split).
+    ``move`` moves the input instead of copying it (used for streamed uploads).
+    Raises ``ApplicationError`` (code ``invalid_video``) for corrupt, unsupported or zero-frame
+    input; nothing is written in that case. Content already imported returns the existing video.
+    """
+    path = Path(path)
+    try:
+        info: VideoInfo = probe_video(path, fps=fps)
+        sha = content_sha256(path)
+    except VideoError as exc:
+        raise ApplicationError(str(exc), code="invalid_video", extra={"path": path.name}) from exc
+
+    existing = Video.objects.filter(content_sha256=sha).first()
+    if existing is not None:
+        if move:
+            _remove(path)
+        return ImportResult(existing, False)
+
+    rel = _media_dest(sha, info.kind, path.suffix.lower())
+    dest = settings.MEDIA_ROOT / rel
+    tmp = settings.MEDIA_ROOT / "tmp" / f"import-{uuid.uuid4().hex}{path.suffix.lower() if info.kind == 'file' else ''}"
+    size = _copy_or_move(path, tmp, move=move)
+    try:
+        with transaction.atomic():
+            video = Video.objects.create(
+                source=source_get_or_create(name=source),
+                split_group=split_group_get_or_create(name=split_group or source),
+                name=name or (path.stem if info.kind == Video.Kind.FILE else path.name),
+                kind=info.kind, path=str(rel), content_sha256=sha, size_bytes=size,
+                fps=info.fps, frame_count=info.frame_count, width=info.width, height=info.height,
+                duration_s=info.duration_s, codec=info.codec[:32], created_by=created_by,
+            )
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, dest)  # atomic on one filesystem; undone below if the commit fails
+            transaction.on_commit(lambda: logger.info("imported %s as video %s", path.name, video.pk))
+    except IntegrityError:
+        # Lost a race with a concurrent import of the same content.
+        _remove(tmp)
+        _remove(dest) if not Video.objects.filter(content_sha256=sha).exists() else None
+        return ImportResult(Video.objects.get(content_sha256=sha), False)
+    except BaseException:
+        _remove(tmp)
+        if not Video.objects.filter(content_sha256=sha).exists():
+            _remove(dest)
+        raise
+    return ImportResult(video, True)
+
+
+def _copy_or_move(src: Path, dst: Path, *, move: bool) -> int:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if src.is_dir():
+            dst.mkdir()
+            for f in list_frame_files(src):
+                shutil.copy2(f, dst / f.name)
+            if move:
+                shutil.rmtree(src)
+            return sum(f.stat().st_size for f in dst.iterdir())
+        if move:
+            shutil.move(src, dst)
+        else:
+            shutil.copyfile(src, dst)
+        return dst.stat().st_size
+    except BaseException:
+        _remove(dst)
+        raise
+
+
+def _remove(path: Path) -> None:
+    try:
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    except OSError:  # pragma: no cover - best effort cleanup
+        logger.warning("could not remove %s", path)
+
+
+def video_upload_import(*, uploaded_file, source: str, split_group: str | None = None, name: str | None = None,
+                        fps: float | None = None, created_by=None) -> ImportResult:
+    """Import an uploaded file (already streamed to disk by Django's upload handlers)."""
+    limit = settings.TRAJLAB_MAX_UPLOAD_BYTES
+    if uploaded_file.size > limit:
+        raise ApplicationError(f"the upload is {uploaded_file.size} bytes; the limit is {limit}",
+                               code="upload_too_large", status_code=413)
+    original = Path(uploaded_file.name or "upload").name or "upload"
+    # A private staging folder keeps the person's file name, so errors speak of their file.
+    staging_dir = settings.MEDIA_ROOT / "tmp" / f"upload-{uuid.uuid4().hex}"
+    staging_dir.mkdir(parents=True)
+    staging = staging_dir / original
+    try:
+        if hasattr(uploaded_file, "temporary_file_path"):
+            shutil.move(uploaded_file.temporary_file_path(), staging)  # already streamed to disk
+        else:
+            with open(staging, "wb") as out:
+                for chunk in uploaded_file.chunks():
+                    out.write(chunk)
+        return video_import(path=staging, source=source, split_group=split_group,
+                            name=name or Path(original).stem, fps=fps, created_by=created_by, move=True)
+    finally:
+        _remove(staging_dir)

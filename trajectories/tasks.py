@@ -1,0 +1,27 @@
+"""Celery tasks of the trajectories app: thin wrappers that load a row and call one service."""
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from common.errors import ApplicationError
+from trajectories.models import ProposalRun
+from trajectories.services.proposals import proposal_run_execute
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=0)
+def proposal_run_task(self, run_id: int) -> dict:
+    """Execute one proposal run. Re-delivery after a killed worker re-runs it idempotently."""
+    if not ProposalRun.objects.filter(pk=run_id).exists():
+        logger.warning("proposal run %s no longer exists; nothing to do", run_id)
+        return {"run": run_id, "status": "missing"}
+    try:
+        run = proposal_run_execute(run_id=run_id)
+    except ApplicationError as exc:
+        # A refused configuration or input: recorded on the run and its job; retrying won't help.
+        logger.warning("proposal run %s failed: %s", run_id, exc.message)
+        return {"run": run_id, "status": "failed", "error": exc.message}
+    return {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
