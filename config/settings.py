@@ -130,7 +130,7 @@ REST_FRAMEWORK = {
     ],
     # Every view names its permissions explicitly; this default only guards a forgotten one.
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "common.schema.TrajlabAutoSchema",
     "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,

@@ -141,7 +141,9 @@ def appearance_descriptor(frame_bgr: np.ndarray, box) -> np.ndarray:
         hist = cv2.calcHist([half], [0, 1], None, list(APPEARANCE_BINS), [0, 180, 0, 256]).ravel()
         parts.append(hist / max(hist.sum(), 1.0))
         value.extend([half[..., 2].mean() / 255.0, half[..., 2].std() / 255.0, half[..., 1].mean() / 255.0])
-    vec = np.concatenate(parts + [np.asarray(value)]).astype(np.float32)
+    # Brightness/saturation statistics help with grey and black clothing, where hue says little;
+    # they are down-weighted so that colour histograms dominate the similarity.
+    vec = np.concatenate(parts + [0.25 * np.asarray(value)]).astype(np.float32)
     return vec / max(float(np.linalg.norm(vec)), 1e-9)
 
 

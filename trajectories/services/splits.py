@@ -61,13 +61,14 @@ def splits_assign(*, seed: int, ratios: dict[str, float], created_by=None, reass
     between the plan and the write.
     """
     ratios = _validate_ratios(ratios)
-    rows = list(SplitGroup.objects.select_for_update().annotate(n=Count("videos")).order_by("name"))
+    rows = list(SplitGroup.objects.select_for_update().order_by("name"))
+    counts = dict(SplitGroup.objects.annotate(n=Count("videos")).values_list("pk", "n"))
     if not rows:
         raise ApplicationError("there are no split groups yet; import videos first", code="nothing_to_assign")
     groups = []
     for g in rows:
         fixed = g.split if (g.locked_at is not None or (g.split and not reassign)) else None
-        groups.append((g.name, g.n, fixed))
+        groups.append((g.name, counts.get(g.pk, 0), fixed))
     plan = plan_splits(groups, ratios, seed)
     assignment = SplitAssignment.objects.create(seed=seed, ratios=ratios, result=plan, created_by=created_by)
     for g in rows:

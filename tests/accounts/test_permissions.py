@@ -1,0 +1,93 @@
+"""Every endpoint names who may call it; check each one for each role."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROLE_NAMES
+from tests.trajectories.factories import config_factory, proposal, run_factory, video_factory
+from trajectories.models import Trajectory
+from trajectories.services.proposals import trajectories_store
+
+pytestmark = pytest.mark.django_db
+
+MANAGER_ONLY = {"manager"}
+ANY_ROLE = set(ROLE_NAMES)
+
+
+@pytest.fixture
+def records():
+    video = video_factory(group="g", split="train")
+    run = run_factory(video=video)
+    trajectories_store(run=run, proposals=[proposal(1, 0, 5), proposal(2, 0, 5, x=12)])
+    a, b = Trajectory.objects.order_by("pk")
+    return {"video": video, "run": run, "group": video.split_group, "config": config_factory(), "a": a, "b": b}
+
+
+def endpoints(r):
+    """(method, url, body, roles allowed). Writes get a body that would pass validation."""
+    return [
+        ("get", "/api/videos/", None, ANY_ROLE),
+        ("get", f"/api/videos/{r['video'].pk}/", None, ANY_ROLE),
+        ("get", f"/api/videos/{r['video'].pk}/pool/", None, ANY_ROLE),
+        ("get", "/api/sources/", None, ANY_ROLE),
+        ("get", "/api/split-groups/", None, ANY_ROLE),
+        ("patch", f"/api/split-groups/{r['group'].pk}/", {"split": "train"}, MANAGER_ONLY),
+        ("post", "/api/splits/assign/", {"seed": 1}, MANAGER_ONLY),
+        ("get", "/api/proposal-configs/", None, ANY_ROLE),
+        ("post", "/api/proposal-configs/", {"name": "x", "backend": "hog-bytetrack", "categories": ["person"]}, MANAGER_ONLY),
+        ("get", "/api/proposal-runs/", None, ANY_ROLE),
+        ("get", f"/api/proposal-runs/{r['run'].pk}/", None, ANY_ROLE),
+        ("post", "/api/proposal-runs/", {"video": r["video"].pk, "config": r["config"].pk}, MANAGER_ONLY),
+        ("get", "/api/trajectories/", None, ANY_ROLE),
+        ("get", f"/api/trajectories/{r['a'].pk}/", None, ANY_ROLE),
+        ("get", f"/api/trajectories/{r['a'].pk}/crops/", None, ANY_ROLE),
+        ("get", "/api/duplicate-candidates/", None, ANY_ROLE),
+        ("post", "/api/duplicate-candidates/", {"trajectory_a": r["a"].pk, "trajectory_b": r["b"].pk}, MANAGER_ONLY),
+        ("get", "/api/jobs/", None, ANY_ROLE),
+        ("get", "/api/me/", None, ANY_ROLE | {None}),  # any signed-in user, roles or not
+    ]
+
+
+@pytest.mark.parametrize("role", ROLE_NAMES + [None])
+def test_each_endpoint_admits_exactly_its_roles(role, records, make_user, client_for, monkeypatch):
+    # Queuing work is not under test here.
+    monkeypatch.setattr("trajectories.tasks.proposal_run_task.apply_async", lambda *a, **k: None)
+    user = make_user(role) if role else make_user()
+    client = client_for(user)
+    anonymous = client_for(None)
+    for method, url, body, allowed in endpoints(records):
+        response = getattr(client, method)(url, body, format="json") if body is not None else getattr(client, method)(url)
+        if role in allowed:
+            assert response.status_code < 400, (role, method, url, response.status_code, response.content[:300])
+        else:
+            assert response.status_code == 403, (role, method, url, response.status_code)
+            assert response.json()["code"] in {"permission_denied", "not_authenticated"}
+        assert getattr(anonymous, method)(url).status_code in (401, 403), (method, url)
+
+
+def test_token_auth(make_user, client):
+    make_user("annotator", username="ann")
+    r = client.post("/api/auth/token/", {"username": "ann", "password": "pw-for-tests"}, content_type="application/json")
+    assert r.status_code == 200
+    token = r.json()["token"]
+    me = client.get("/api/me/", HTTP_AUTHORIZATION=f"Token {token}")
+    assert me.status_code == 200 and me.json()["roles"] == ["annotator"]
+    bad = client.post("/api/auth/token/", {"username": "ann", "password": "nope"}, content_type="application/json")
+    assert bad.status_code == 401 and bad.json()["code"] == "bad_credentials"
+
+
+def test_unknown_role_is_refused():
+    from accounts.services import user_create
+    from common.errors import ApplicationError
+
+    with pytest.raises(ApplicationError, match="unknown role"):
+        user_create(username="x", password="pw-for-tests", roles=["boss"])
+
+
+def test_session_login_serves_the_ui(make_user, client):
+    make_user("manager", username="boss")
+    assert client.get("/").status_code == 302  # to the login page
+    r = client.post("/accounts/login/", {"username": "boss", "password": "pw-for-tests"})
+    assert r.status_code == 302
+    page = client.get("/")
+    assert page.status_code == 200 and b"Trajlab" in page.content

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from models.trajectory_ops import (
+    DuplicateSettings, TrajectoryError, appearance_descriptor, box_iou, longest_run, pair_signals,
+    propose_duplicate_pairs, quality_signals, validate_observations,
+)
+
+
+def track(start, n, x=0.0, dx=1.0, y=0.0, w=10.0, h=20.0):
+    f = np.arange(start, start + n)
+    xs = x + dx * (f - start)
+    return f, np.stack([xs, np.full(n, y), xs + w, np.full(n, y + h)], axis=1)
+
+
+def slow_iou(a, b):
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+boxes = st.tuples(st.floats(0, 100), st.floats(0, 100), st.floats(1, 50), st.floats(1, 50)).map(
+    lambda t: [t[0], t[1], t[0] + t[2], t[1] + t[3]])
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(a=boxes, b=boxes)
+def test_box_iou_matches_a_plain_loop(a, b):
+    assert box_iou(np.array([a]), np.array([b]))[0] == pytest.approx(slow_iou(a, b), abs=1e-9)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 500), min_size=1, max_size=60, unique=True))
+def test_longest_run_matches_a_plain_loop(values):
+    frames = np.array(sorted(values))
+    best = run = 1
+    for prev, cur in zip(frames, frames[1:]):
+        run = run + 1 if cur == prev + 1 else 1
+        best = max(best, run)
+    assert longest_run(frames) == best
+
+
+def test_quality_signals_count_abrupt_jumps():
+    f, b = track(0, 10, dx=1)
+    b[6:] += [200, 0, 200, 0]  # a teleport between frames 5 and 6
+    q = quality_signals(f, b)
+    assert q.abrupt_changes == 1 and q.longest_run == 10 and q.temporal_coverage == 1.0
+    b2 = b.copy()
+    b2[8, 2:] += 30  # a box that suddenly grows
+    assert quality_signals(f, b2).abrupt_changes >= 2
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda f, b: b.__setitem__((1, 0), np.nan), "not finite"),
+    (lambda f, b: b.__setitem__((1, 2), 1000), "outside"),
+    (lambda f, b: b.__setitem__((1, 1), -3), "outside"),
+    (lambda f, b: b.__setitem__(1, [5, 5, 5, 9]), "empty or inverted"),
+    (lambda f, b: f.__setitem__(1, 0), "strictly increasing"),
+    (lambda f, b: f.__setitem__(2, 99), "outside 0..49"),
+])
+def test_validate_observations_names_the_problem(mutate, message):
+    f, b = track(0, 5)
+    mutate(f, b)
+    with pytest.raises(TrajectoryError, match=message):
+        validate_observations(f, b, width=100, height=100, frame_count=50)
+
+
+def test_overlapping_tracks_are_proposed_with_their_iou():
+    fa, ba = track(0, 20)
+    fb, bb = track(5, 20, x=5.5)
+    sig = pair_signals(fa, ba, fb, bb)
+    assert "overlap" in sig.reasons and sig.covisible == 15 and sig.mean_iou > 0.8
+
+
+def test_adjacent_fragments_are_proposed():
+    fa, ba = track(0, 20, dx=2)             # ends near x=38 on frame 19
+    fb, bb = track(25, 20, x=48, dx=2)      # starts 6 frames later where the first would be
+    sig = pair_signals(fa, ba, fb, bb)
+    assert sig.reasons == ["adjacent"] and sig.gap_frames == 6
+    far = pair_signals(fa, ba, *track(25, 20, x=500))
+    assert far.reasons == []
+    late = pair_signals(fa, ba, *track(200, 20, x=48))
+    assert "adjacent" not in late.reasons
+
+
+def test_appearance_links_only_tracks_not_seen_apart_at_once():
+    fa, ba = track(0, 10)
+    fb, bb = track(0, 10, x=300)  # simultaneously visible elsewhere: a different object
+    app = np.ones(4, np.float32) / 2
+    assert "appearance" not in pair_signals(fa, ba, fb, bb, app, app).reasons
+    fc, bc = track(100, 10, x=300)  # later, far away, same look
+    assert pair_signals(fa, ba, fc, bc, app, app).reasons == ["appearance"]
+    other = np.array([1, 0, 0, 0], np.float32)
+    assert pair_signals(fa, ba, fc, bc, app, other).reasons == []
+
+
+def test_propose_pairs_orders_ids_and_skips_unrelated():
+    t1, t2, t3 = track(0, 20), track(0, 20, x=0.5), track(0, 20, x=400)
+    pairs = propose_duplicate_pairs([(9, *t1, None), (4, *t2, None), (7, *t3, None)], DuplicateSettings())
+    assert [(p.a, p.b) for p in pairs] == [(4, 9)]
+
+
+def test_appearance_descriptor_separates_upper_and_lower_colours():
+    red_over_blue = np.zeros((100, 50, 3), np.uint8)
+    red_over_blue[:50] = (0, 0, 220)
+    red_over_blue[50:] = (220, 0, 0)
+    blue_over_red = red_over_blue[::-1].copy()
+    box = [0, 0, 50, 100]
+    a, b = appearance_descriptor(red_over_blue, box), appearance_descriptor(blue_over_red, box)
+    assert np.dot(a, a) == pytest.approx(1.0, abs=1e-5)
+    assert np.dot(a, b) < 0.5
