@@ -1,0 +1,122 @@
+"""Production mode end to end: PostgreSQL, a real broker and a real Celery worker process."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.conftest import write_video
+from trajectories.models import ProposalRun, Trajectory
+from trajectories.services.ingestion import video_import
+from trajectories.services.splits import splits_assign
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _require_production_mode():
+    if connection.vendor != "postgresql":
+        pytest.fail("integration tests need DATABASE_URL pointing at PostgreSQL (make test sets it)")
+    if not settings.CELERY_BROKER_URL.startswith(("redis://", "amqp://")):
+        pytest.fail("integration tests need CELERY_BROKER_URL pointing at Redis or RabbitMQ (make test sets it)")
+
+
+def _purge_queues():
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        for queue in ("cpu", "gpu"):
+            try:
+                conn.default_channel.queue_purge(queue)
+            except Exception:  # the queue does not exist yet
+                pass
+
+
+@pytest.fixture
+def worker(media_root, tmp_path):
+    """A Celery worker in its own process, on the test database and the test MEDIA_ROOT."""
+    _require_production_mode()
+    _purge_queues()
+    db = connection.settings_dict
+    env = dict(os.environ,
+               DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+               MEDIA_ROOT=str(media_root), TRAJLAB_VAR_DIR=str(tmp_path / "worker-var"))
+    log = open(tmp_path / "worker.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-c", "1",
+         "--loglevel", "INFO", "-n", f"itest-{os.getpid()}@%h", "--without-heartbeat", "--without-mingle",
+         "--without-gossip"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log_path = tmp_path / "worker.log"
+    yield proc
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+def _wait_for(run_id: int, worker, timeout: float = 180.0) -> ProposalRun:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = ProposalRun.objects.select_related("job").get(pk=run_id)
+        if run.status in (ProposalRun.Status.SUCCEEDED, ProposalRun.Status.FAILED):
+            return run
+        if worker.poll() is not None:
+            pytest.fail(f"the worker exited ({worker.returncode}):\n{worker.log_path.read_text()[-3000:]}")
+        time.sleep(0.5)
+    pytest.fail(f"run {run_id} did not finish in {timeout}s:\n{worker.log_path.read_text()[-3000:]}")
+
+
+def test_worker_executes_a_proposal_run_end_to_end(worker, manager_client, tmp_path):
+    # given a video with a moving object, imported and assigned to a split
+    path = write_video(tmp_path / "moving.mp4", n_frames=60, size=(320, 240), fps=10)
+    video = video_import(path=path, source="itest").video
+    splits_assign(seed=0, ratios={"train": 1})
+    config = manager_client.post("/api/proposal-configs/", {
+        "name": "itest", "backend": "hog-bytetrack", "categories": ["moving object"],
+    }, format="json")
+    assert config.status_code == 201, config.content
+    # when a manager queues a proposal run over the API
+    r = manager_client.post("/api/proposal-runs/", {"video": video.pk, "config": config.json()["id"]}, format="json")
+    assert r.status_code == 202, r.content
+    run_id = r.json()["id"]
+    assert r.json()["job"]["queue"] == "cpu"
+    # then the worker process runs it and stores the trajectories
+    run = _wait_for(run_id, worker)
+    assert run.status == ProposalRun.Status.SUCCEEDED, (run.error, worker.log_path.read_text()[-3000:])
+    assert run.trajectory_count >= 1
+    job = run.job
+    assert job.status == "succeeded" and job.progress == 1.0 and job.attempts == 1
+    assert job.worker and not job.worker.endswith(f":{os.getpid()}")  # ran in the worker process
+    assert "started on" in job.log_tail
+    longest = max(Trajectory.objects.filter(run=run), key=lambda t: t.n_obs)
+    assert longest.n_obs >= 30  # the object is followed for most of the 60 frames
+    # and queuing the same configuration again creates nothing
+    again = manager_client.post("/api/proposal-runs/", {"video": video.pk, "config": config.json()["id"]}, format="json")
+    assert again.status_code == 200 and again.json()["id"] == run_id
+    assert ProposalRun.objects.count() == 1
+    assert manager_client.get(f"/api/jobs/{job.pk}/").json()["status"] == "succeeded"
+
+
+def test_a_run_that_fails_in_the_worker_is_recorded(worker, manager_client, tmp_path):
+    path = write_video(tmp_path / "short.mp4", n_frames=20, size=(320, 240), fps=10)
+    video = video_import(path=path, source="itest-fail").video
+    splits_assign(seed=0, ratios={"train": 1})
+    config = manager_client.post("/api/proposal-configs/", {
+        "name": "itest", "backend": "hog-bytetrack", "categories": ["person"]}, format="json").json()
+    video.abspath.unlink()  # the media disappears after import: the worker must say so
+    r = manager_client.post("/api/proposal-runs/", {"video": video.pk, "config": config["id"]}, format="json")
+    run = _wait_for(r.json()["id"], worker)
+    assert run.status == ProposalRun.Status.FAILED and "not a readable video" in run.error
+    assert run.job.status == "failed" and run.job.error
+    assert Trajectory.objects.count() == 0
