@@ -82,6 +82,9 @@ class Video(models.Model):
     height = models.PositiveIntegerField()
     duration_s = models.FloatField()
     codec = models.CharField(max_length=32)
+    # Free-form facts about the media, e.g. {"rendered": true, "ground_truth": "ground_truth/<sha>.gt.json"}
+    # for videos the platform rendered itself (the path is relative to MEDIA_ROOT).
+    metadata = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 

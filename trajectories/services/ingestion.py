@@ -50,7 +50,7 @@ def split_group_get_or_create(*, name: str) -> SplitGroup:
 
 def video_import(*, path: str | os.PathLike, source: str, split_group: str | None = None,
                  name: str | None = None, fps: float | None = None, created_by=None,
-                 move: bool = False) -> ImportResult:
+                 move: bool = False, metadata: dict | None = None) -> ImportResult:
     """Import one video file or folder of frames.
 
     ``split_group`` defaults to the source name (all clips of one recording share a split).
@@ -84,6 +84,7 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
                 kind=info.kind, path=str(rel), content_sha256=sha, size_bytes=size,
                 fps=info.fps, frame_count=info.frame_count, width=info.width, height=info.height,
                 duration_s=info.duration_s, codec=info.codec[:32], created_by=created_by,
+                metadata=metadata or {},
             )
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, dest)  # atomic on one filesystem; undone below if the commit fails

@@ -1,0 +1,113 @@
+"""Proposal runs through the service, with the real trackers (HOG+ByteTrack and a tiny SAM 2)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from common.errors import ApplicationError
+from models.synthetic import demo_scenes, render_scene
+from tests.conftest import write_video
+from tests.models.sam2_tiny import build_tiny_sam2
+from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Trajectory
+from trajectories.services.ingestion import video_import
+from trajectories.services.proposals import proposal_config_create, proposal_run_create, proposal_run_execute
+from trajectories.services.splits import splits_assign
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    spec = demo_scenes(0)[0]
+    spec.n_frames = 48  # the first four seconds of the crossing scene
+    path = tmp_path_factory.mktemp("render") / f"{spec.name}.mp4"
+    return path, render_scene(spec, path)
+
+
+def _video(path, source="cam"):
+    video = video_import(path=path, source=source).video
+    splits_assign(seed=0, ratios={"train": 1})
+    return video
+
+
+def test_hog_bytetrack_run_on_a_rendered_scene(media_root, rendered):
+    path, truth = rendered
+    video = _video(path)
+    config = proposal_config_create(name="hog", backend="hog-bytetrack", categories=["person"])
+    assert config.version == 1 and config.software["supervision"].startswith("0.")
+    run, created = proposal_run_create(video=video, config=config, enqueue=False)
+    assert created and run.status == "queued" and run.job.status == "queued"
+    progress = []
+    run = proposal_run_execute(run_id=run.pk, echo=lambda f, m: progress.append(f))
+    assert run.status == ProposalRun.Status.SUCCEEDED
+    assert progress and progress[-1] >= 0.9 and progress == sorted(progress)
+    tracks = list(Trajectory.objects.filter(run=run))
+    assert len(tracks) >= 2
+    # Every stored box is one where the tracker had image evidence: it overlaps a rendered person.
+    for t in tracks:
+        for f, box in zip(t.frames_array(), t.boxes_array()):
+            gt = [p.boxes[f] for p in truth.people if p.boxes[f] is not None]
+            assert gt, f"track {t.track_id} has an observation on frame {f} where nobody is"
+        assert len(t.appearance_array()) > 0 and np.isclose(np.linalg.norm(t.appearance_array()), 1, atol=1e-3)
+    # Running the same configuration again changes nothing.
+    again, created = proposal_run_create(video=video, config=config, enqueue=False)
+    assert not created and again.pk == run.pk
+    assert proposal_run_execute(run_id=run.pk).trajectory_count == len(tracks)
+    assert Trajectory.objects.count() == len(tracks)
+    same = proposal_config_create(name="hog", backend="hog-bytetrack", categories=["person"])
+    assert same.pk == config.pk and ProposalConfig.objects.count() == 1
+
+
+def test_sam2_run_with_a_tiny_model_through_the_real_loader(media_root, tmp_path):
+    model_config, checkpoint = build_tiny_sam2(tmp_path / "sam2")
+    video = _video(write_video(tmp_path / "moving.mp4", n_frames=24, size=(160, 120)), source="sam2-cam")
+    config = proposal_config_create(
+        name="sam2-tiny", backend="sam2", categories=["moving object"], checkpoint_path=str(checkpoint),
+        model_config_path=str(model_config), anchor_policy={"anchor_stride": 12},
+        tracker_settings={"mask_threshold": 0.0, "min_mask_area": 1})
+    assert len(config.checkpoint_sha256) == 64 and config.software["sam2"] == "1.1.0"
+    run, _ = proposal_run_create(video=video, config=config, enqueue=False)
+    assert run.job.queue == "gpu"
+    run = proposal_run_execute(run_id=run.pk)
+    assert run.status == ProposalRun.Status.SUCCEEDED, run.error
+    for t in Trajectory.objects.filter(run=run):
+        boxes = t.boxes_array()
+        assert (boxes[:, 0] >= 0).all() and (boxes[:, 2] <= 160).all() and (boxes[:, 3] <= 120).all()
+
+
+def test_missing_sam2_checkpoint_is_refused_before_anything_is_stored(media_root, tmp_path, manager_client):
+    with pytest.raises(ApplicationError) as err:
+        proposal_config_create(name="sam2", backend="sam2", categories=["person"],
+                               checkpoint_path=str(tmp_path / "nope.pt"))
+    assert err.value.code == "checkpoint_missing" and "nope.pt" in err.value.message
+    r = manager_client.post("/api/proposal-configs/", {"name": "sam2", "backend": "sam2", "categories": ["person"],
+                                                        "checkpoint_path": "/models/sam2.1_hiera_large.pt"}, format="json")
+    assert r.status_code == 400 and "sam2.1_hiera_large.pt" in r.json()["message"]
+    assert ProposalConfig.objects.count() == 0
+
+
+def test_bad_tracker_settings_and_categories_are_refused(db):
+    with pytest.raises(ApplicationError, match="unknown"):
+        proposal_config_create(name="x", backend="hog-bytetrack", categories=["person"], tracker_settings={"speed": 3})
+    with pytest.raises(ApplicationError, match="giraffe"):
+        proposal_config_create(name="x", backend="hog-bytetrack", categories=["giraffe"])
+    with pytest.raises(ApplicationError, match="unknown backend"):
+        proposal_config_create(name="x", backend="yolo", categories=["person"])
+    assert ProposalConfig.objects.count() == 0
+
+
+def test_changed_checkpoint_fails_the_run_clearly(media_root, tmp_path):
+    model_config, checkpoint = build_tiny_sam2(tmp_path / "sam2")
+    video = _video(write_video(tmp_path / "v.mp4", n_frames=12, size=(160, 120)))
+    config = proposal_config_create(name="s", backend="sam2", categories=["moving object"],
+                                    checkpoint_path=str(checkpoint), model_config_path=str(model_config))
+    checkpoint.write_bytes(checkpoint.read_bytes() + b"tampered")
+    run, _ = proposal_run_create(video=video, config=config, enqueue=False)
+    with pytest.raises(ApplicationError, match="SHA-256 differs"):
+        proposal_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and "SHA-256" in run.error and run.job.status == "failed"
+    assert Trajectory.objects.count() == 0 and DuplicateCandidate.objects.count() == 0
+    # A failed run is queued again in place, never duplicated.
+    again, created = proposal_run_create(video=video, config=config, enqueue=False)
+    assert created and again.pk == run.pk and again.status == "queued"
