@@ -12,9 +12,10 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Self
 
 import cv2
 import numpy as np
@@ -39,6 +40,7 @@ class VideoInfo:
     height: int
     duration_s: float
     codec: str         # FourCC of the stream, or the image format of a frame folder
+    seekable: bool = True  # seeking lands on the exact frame (checked); False: read forward only
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -88,8 +90,17 @@ def probe_video(path: str | os.PathLike, *, fps: float | None = None) -> VideoIn
         if not ok or first is None:
             raise VideoError(f"{path.name}: the video has no decodable frames")
         height, width = first.shape[:2]
+        # Digests of a few frames seen while counting, to check afterwards that seeking lands on
+        # exactly those frames (it does not for some damaged or index-less files).
+        claimed = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        samples = {claimed * k // 4 for k in (1, 2, 3)} - {0} if claimed > 8 else set()
+        digests: dict[int, str] = {}
         count = 1
         while cap.grab():
+            if count in samples:
+                ok, frame = cap.retrieve()
+                if ok:
+                    digests[count] = hashlib.sha1(frame.tobytes()).hexdigest()
             count += 1
         native_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
         codec = _fourcc(cap)
@@ -98,7 +109,23 @@ def probe_video(path: str | os.PathLike, *, fps: float | None = None) -> VideoIn
     rate = float(fps) if fps else native_fps
     if not np.isfinite(rate) or rate <= 0 or rate > 1000:
         raise VideoError(f"{path.name}: the video has no usable frame rate; give one explicitly")
-    return VideoInfo("file", rate, count, int(width), int(height), count / rate, codec)
+    return VideoInfo("file", rate, count, int(width), int(height), count / rate, codec, _seeks_exactly(path, digests))
+
+
+def _seeks_exactly(path: Path, digests: dict[int, str]) -> bool:
+    """Whether seeking to each sampled frame (backwards, the hard direction) decodes that frame."""
+    if not digests:
+        return True
+    cap = cv2.VideoCapture(str(path), cv2.CAP_FFMPEG)
+    try:
+        for index in sorted(digests, reverse=True):
+            cap.set(cv2.CAP_PROP_POS_FRAMES, index)
+            ok, frame = cap.read()
+            if not ok or hashlib.sha1(frame.tobytes()).hexdigest() != digests[index]:
+                return False
+        return True
+    finally:
+        cap.release()
 
 
 def _probe_folder(folder: Path, fps: float | None) -> VideoInfo:
@@ -144,8 +171,11 @@ class FrameReader:
     """
 
     def __init__(self, path: str | os.PathLike, *, fps: float | None = None,
-                 frame_count: int | None = None, cache_frames: int = 256):
+                 frame_count: int | None = None, cache_frames: int = 256, seekable: bool = True):
         self.path = Path(path)
+        # Files whose seeking was found inexact (see probe_video) are only ever read forward:
+        # a backward request reopens the file and walks from frame 0.
+        self.seekable = seekable
         self._lock = threading.Lock()
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._cache_frames = max(0, int(cache_frames))
@@ -214,7 +244,7 @@ class FrameReader:
                 self._cap = None
             self._cache.clear()
 
-    def __enter__(self) -> "FrameReader":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -236,7 +266,12 @@ class FrameReader:
             return frame
         if self._cap is None:
             self._cap = self._open()
-        if not (self._next <= index <= self._next + FORWARD_READ_WINDOW):
+        if not self.seekable:
+            if index < self._next:
+                self._cap.release()
+                self._cap = self._open()
+                self.stats["seeks"] += 1
+        elif not (self._next <= index <= self._next + FORWARD_READ_WINDOW):
             self._cap.set(cv2.CAP_PROP_POS_FRAMES, index)
             self._next = int(self._cap.get(cv2.CAP_PROP_POS_FRAMES))
             self.stats["seeks"] += 1
@@ -245,7 +280,8 @@ class FrameReader:
                 self._cap = self._open()
         while self._next < index:
             if not self._cap.grab():
-                raise VideoError(f"{self.path}: frame {self._next} could not be decoded")
+                raise VideoError(f"{self.path}: frame {index} could not be decoded "
+                                 f"(decoding stopped at frame {self._next})")
             self._next += 1
             self.stats["decoded"] += 1
         ok, frame = self._cap.read()
@@ -265,12 +301,14 @@ class ReaderPool:
         self._readers: OrderedDict[str, FrameReader] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: str | os.PathLike, *, fps: float | None = None, frame_count: int | None = None) -> FrameReader:
+    def get(self, path: str | os.PathLike, *, fps: float | None = None, frame_count: int | None = None,
+            seekable: bool = True) -> FrameReader:
         key = str(Path(path).resolve())
         with self._lock:
             reader = self._readers.get(key)
             if reader is None:
-                reader = FrameReader(key, fps=fps, frame_count=frame_count, cache_frames=self._cache_frames)
+                reader = FrameReader(key, fps=fps, frame_count=frame_count, cache_frames=self._cache_frames,
+                                     seekable=seekable)
                 self._readers[key] = reader
                 if len(self._readers) > self._size:
                     _, old = self._readers.popitem(last=False)
@@ -322,7 +360,7 @@ def draw_target(frame: np.ndarray, box, *, label: str | None = None, color=(0, 2
     out = frame.copy()
     h, w = out.shape[:2]
     thickness = max(2, round(max(h, w) / 320))
-    x1, y1, x2, y2 = (int(round(float(v))) for v in box)
+    x1, y1, x2, y2 = (round(float(v)) for v in box)
     cv2.rectangle(out, (x1, y1), (x2, y2), (0, 0, 0), thickness + 2)
     cv2.rectangle(out, (x1, y1), (x2, y2), color, thickness)
     if label:

@@ -82,6 +82,7 @@ class Video(models.Model):
     height = models.PositiveIntegerField()
     duration_s = models.FloatField()
     codec = models.CharField(max_length=32)
+    seekable = models.BooleanField(default=True, help_text="seeking was checked to land on exact frames")
     # Free-form facts about the media, e.g. {"rendered": true, "ground_truth": "ground_truth/<sha>.gt.json"}
     # for videos the platform rendered itself (the path is relative to MEDIA_ROOT).
     metadata = models.JSONField(default=dict, blank=True)

@@ -54,7 +54,7 @@ def video_frame(*, video: Video, index: int):
         raise NotFoundError(f"video {video.pk} has frames 0..{video.frame_count - 1}; {index} is outside",
                             code="frame_out_of_range")
     try:
-        return _readers.get(video.abspath, fps=video.fps, frame_count=video.frame_count).read(index)
+        return _readers.get(video.abspath, fps=video.fps, frame_count=video.frame_count, seekable=video.seekable).read(index)
     except (VideoError, OSError) as exc:
         raise ApplicationError(f"frame {index} of video {video.pk} could not be decoded: {exc}",
                                code="decode_failed", status_code=422) from exc

@@ -83,7 +83,7 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
                 name=name or (path.stem if info.kind == Video.Kind.FILE else path.name),
                 kind=info.kind, path=str(rel), content_sha256=sha, size_bytes=size,
                 fps=info.fps, frame_count=info.frame_count, width=info.width, height=info.height,
-                duration_s=info.duration_s, codec=info.codec[:32], created_by=created_by,
+                duration_s=info.duration_s, codec=info.codec[:32], seekable=info.seekable, created_by=created_by,
                 metadata=metadata or {},
             )
             dest.parent.mkdir(parents=True, exist_ok=True)

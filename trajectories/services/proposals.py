@@ -172,7 +172,8 @@ def proposal_run_execute(*, run_id: int, echo=None) -> ProposalRun:
     try:
         tracker = _tracker_for(config)
         reporter.log(f"{config.backend} on {video.name}: {video.frame_count} frames, categories {config.categories}")
-        reader = FrameReader(video.abspath, fps=video.fps, frame_count=video.frame_count, cache_frames=64)
+        reader = FrameReader(video.abspath, fps=video.fps, frame_count=video.frame_count, cache_frames=64,
+                             seekable=video.seekable)
         try:
             proposals = run_tracker(tracker, reader, list(config.categories),
                                     progress=lambda f, m: reporter(0.9 * f, m))
