@@ -28,7 +28,7 @@ venv: $(STAMP)
 ## Embedded mode: SQLite, a filesystem broker, the web server and one worker, demo data loaded.
 demo: venv
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo
+	$(PY) manage.py demo --queue
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 ## Serve without rebuilding the demo.
