@@ -120,6 +120,11 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = None  # set below once MEDIA_ROOT exists
 TRAJLAB_MAX_UPLOAD_BYTES = env_int("TRAJLAB_MAX_UPLOAD_BYTES", 2 * 1024**3)
+FILE_UPLOAD_HANDLERS = [
+    "common.uploads.MaxSizeUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # --- REST API -------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from rest_framework.views import APIView
 from accounts.roles import IsManager, IsStaffMember
 from common.errors import ApplicationError
 from common.pagination import paginate
-from common.uploads import MaxSizeUploadHandler
 from trajectories import selectors
 from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
 from trajectories.services.duplicates import duplicate_candidate_create_manual
@@ -156,7 +155,6 @@ class VideoListApi(APIView):
         if declared > limit + 1024 * 1024:  # multipart overhead aside, the file cannot fit
             raise ApplicationError(f"the upload is {declared} bytes; the limit is {limit}",
                                    code="upload_too_large", status_code=413)
-        request.upload_handlers.insert(0, MaxSizeUploadHandler(limit))
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = video_upload_import(uploaded_file=data.validated_data.pop("file"), created_by=request.user,

@@ -148,3 +148,26 @@ def test_import_command_imports_folders_and_reports_failures(media_root, tmp_pat
     assert Video.objects.count() == 2
     assert "c.mp4" in err.getvalue()
     assert out.getvalue().count("imported") == 2
+
+
+def test_browser_upload_with_session_and_csrf(media_root, small_video, make_user, settings):
+    """A session-authenticated upload is parsed by the CSRF check first; the limit still holds."""
+    from django.test import Client
+
+    make_user("manager", username="uploader")
+    browser = Client(enforce_csrf_checks=True)
+    assert browser.login(username="uploader", password="pw-for-tests")
+    browser.get("/accounts/login/")  # sets the CSRF cookie
+    token = browser.cookies["csrftoken"].value
+
+    def upload():
+        with open(small_video, "rb") as fh:
+            return browser.post("/api/videos/", {"file": fh, "source": "cam-1"}, HTTP_X_CSRFTOKEN=token)
+
+    settings.TRAJLAB_MAX_UPLOAD_BYTES = 1000
+    r = upload()
+    assert r.status_code == 413 and r.json()["code"] == "upload_too_large"
+    assert media_files(media_root) == []
+    settings.TRAJLAB_MAX_UPLOAD_BYTES = 10**9
+    r = upload()
+    assert r.status_code == 201, r.content

@@ -111,3 +111,23 @@ def test_changed_checkpoint_fails_the_run_clearly(media_root, tmp_path):
     # A failed run is queued again in place, never duplicated.
     again, created = proposal_run_create(video=video, config=config, enqueue=False)
     assert created and again.pk == run.pk and again.status == "queued"
+
+
+def test_a_duplicate_delivery_that_loses_the_race_keeps_the_winner(media_root, tmp_path, monkeypatch):
+    from tests.trajectories.factories import proposal
+    from trajectories.services import proposals as service
+
+    video = _video(write_video(tmp_path / "v.mp4", n_frames=12, size=(160, 120)))
+    config = proposal_config_create(name="hog", backend="hog-bytetrack", categories=["person"])
+    run, _ = proposal_run_create(video=video, config=config, enqueue=False)
+
+    def tracker_while_another_worker_finishes(tracker, reader, categories, progress=None):
+        service.trajectories_store(run=run, proposals=[proposal(1, 0, 4)])  # the other delivery
+        return [proposal(1, 0, 4), proposal(2, 5, 4, x=80)]
+
+    monkeypatch.setattr(service, "run_tracker", tracker_while_another_worker_finishes)
+    result = proposal_run_execute(run_id=run.pk)
+    assert result.status == "succeeded" and result.trajectory_count == 1
+    result.job.refresh_from_db()
+    assert result.job.status == "succeeded" and "first" in result.job.message
+    assert Trajectory.objects.filter(run=run).count() == 1

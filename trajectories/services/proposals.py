@@ -182,6 +182,14 @@ def proposal_run_execute(*, run_id: int, echo=None) -> ProposalRun:
         finally:
             reader.close()
         n_dups = trajectories_store(run=run, proposals=proposals, appearances=appearances)
+    except ConflictError as exc:
+        if exc.code != "run_finished":
+            raise
+        # A duplicate delivery finished first: its result stands.
+        run.refresh_from_db()
+        job_succeed(job=job, result={"trajectories": run.trajectory_count},
+                    message="another delivery of this run stored its result first")
+        return run
     except (TrackerConfigError, VideoError, ApplicationError, TrajectoryError) as exc:
         message = exc.message if isinstance(exc, ApplicationError) else str(exc)
         _fail(run, job, message)
