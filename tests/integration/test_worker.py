@@ -120,3 +120,38 @@ def test_a_run_that_fails_in_the_worker_is_recorded(worker, manager_client, tmp_
     assert run.status == ProposalRun.Status.FAILED and "not a readable video" in run.error
     assert run.job.status == "failed" and run.job.error
     assert Trajectory.objects.count() == 0
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_a_killed_worker_process_loses_nothing(worker, manager_client, tmp_path):
+    # given a run in progress in the worker's pool process
+    path = write_video(tmp_path / "long.mp4", n_frames=400, size=(320, 240), fps=10)
+    video = video_import(path=path, source="itest-kill").video
+    splits_assign(seed=0, ratios={"train": 1})
+    config = manager_client.post("/api/proposal-configs/", {
+        "name": "itest", "backend": "hog-bytetrack", "categories": ["person", "moving object"]}, format="json").json()
+    run_id = manager_client.post("/api/proposal-runs/", {"video": video.pk, "config": config["id"]},
+                                 format="json").json()["id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        job = ProposalRun.objects.select_related("job").get(pk=run_id).job
+        if job.status == "running" and job.progress > 0.05:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"the run never started:\n{worker.log_path.read_text()[-3000:]}")
+    # when the process executing it is killed (as the kernel's OOM killer would)
+    children = _children(worker.pid)
+    assert children, "the worker has no pool process"
+    for child in children:
+        os.kill(child, signal.SIGKILL)
+    # then the task is delivered again, runs to the end once, and nothing is duplicated
+    run = _wait_for(run_id, worker, timeout=240)
+    assert run.status == ProposalRun.Status.SUCCEEDED, (run.error, worker.log_path.read_text()[-3000:])
+    assert run.job.attempts == 2
+    assert Trajectory.objects.filter(run=run).count() == run.trajectory_count >= 1
+    assert len(set(Trajectory.objects.filter(run=run).values_list("track_id", flat=True))) == run.trajectory_count
