@@ -8,8 +8,9 @@ video as ``<name>.gt.json``.
 
 What is drawn:
 
-- a static camera over a textured background: a wall with windows and panels above a paved
-  ground with tiles, low-frequency shading and per-frame sensor noise (never a flat colour);
+- a static camera over a textured background ("plaza": a wall with windows above tiled paving;
+  "park": a hedge, a lawn, a gravel path and benches), with low-frequency shading and per-frame
+  sensor noise (never a flat colour);
 - people-like figures: head with hair, neck, torso and sleeves in the upper-body clothing colour,
   legs in the lower-body colour, hands, shoes. Seen from the side (walking left or right) the
   legs and arms swing with the stride; seen from the front or back (walking towards or away from
@@ -23,7 +24,11 @@ Ground truth per person: clothing colour names and BGR values, direction, speed 
 word, stop intervals, per-frame amodal boxes (the full silhouette's extent, clipped to the frame)
 and per-frame visible fraction (pixels of the silhouette that end up on screen and are not covered
 by a nearer figure, divided by the silhouette's full area), and a list of :class:`Fact` records
-(attributes and events with frame intervals) for a describer that reads facts from the truth.
+(attributes and events with frame intervals) for a describer that reads facts from the truth:
+attributes ``upper_colour``, ``lower_colour``, ``speed`` (slow/normal/fast, while walking); events
+``walks`` (left/right/towards/away), ``stands``, ``enters`` / ``leaves`` ("from the left", "to the
+bottom", ...), ``crosses`` (another person, when their left-right order flips), ``occluded_by`` and
+``passes_in_front_of`` (a nearer person covers at least 30% of the silhouette).
 
 Frame intervals are half-open ``[start, end)`` everywhere in this module.
 """
@@ -32,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -60,6 +66,8 @@ DIRECTIONS = ("left", "right", "towards", "away", "none")
 SPEED_HEIGHTS_PER_S: dict[str, float] = {"slow": 0.35, "normal": 0.7, "fast": 1.25}
 # Motion towards/away from a camera looks slower in the image than the same pace across it.
 DEPTH_FORESHORTENING = 0.3
+# A nearer person covering at least this fraction of a silhouette makes an "occluded_by" fact.
+OCCLUSION_FACT = 0.3
 # Stride: one full walking cycle (two steps) covers this many figure heights.
 STRIDE_HEIGHTS = 0.85
 
@@ -166,7 +174,7 @@ class PersonTruth:
     upper_colour: str                            # upper-body clothing colour name
     lower_colour: str                            # lower-body clothing colour name
     upper_bgr: tuple[int, int, int]              # its BGR value as drawn (before noise and compression)
-    lower_bgr: tuple[int, int, int]
+    lower_bgr: tuple[int, int, int]              # likewise for the lower body
     direction: str                               # "left" | "right" | "towards" | "away" | "none"
     speed_px_s: float                            # median image-plane foot speed while walking, px/s
     speed_word: str                              # "slow" | "normal" | "fast" ("none" for a standing person)
@@ -194,18 +202,18 @@ class GroundTruth:
 
     scene: str                                   # SceneSpec.name
     video: str                                   # file name of the video (next to the .gt.json)
-    width: int
-    height: int
-    fps: float
-    n_frames: int
-    people: list[PersonTruth]
-    distractor_boxes: list[list[list[float] | None]] = field(default_factory=list)  # per distractor, per frame
+    width: int                                   # frame width, pixels
+    height: int                                  # frame height, pixels
+    fps: float                                   # frames per second
+    n_frames: int                                # number of frames
+    people: list[PersonTruth]                    # indexed like SceneSpec.people (PersonTruth.id)
+    distractor_boxes: list[list[list[float] | None]] = field(default_factory=list)  # per distractor, per frame: box or None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "GroundTruth":
+    def from_json(cls, text: str) -> GroundTruth:
         data = json.loads(text)
         people = []
         for p in data.pop("people"):
@@ -220,7 +228,7 @@ class GroundTruth:
         Path(path).write_text(self.to_json())
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "GroundTruth":
+    def load(cls, path: str | os.PathLike) -> GroundTruth:
         return cls.from_json(Path(path).read_text())
 
 
@@ -269,7 +277,7 @@ def _background_plaza(rng: np.random.Generator, w: int, h: int) -> np.ndarray:
     cv2.line(img, (0, ground_y), (w, ground_y), (70, 80, 85), 3)
     # paving tiles, converging a little towards the top
     step = max(12, w // 14)
-    for i, y in enumerate(range(ground_y + 8, h, max(8, h // 18))):
+    for y in range(ground_y + 8, h, max(8, h // 18)):
         cv2.line(img, (0, y), (w, y), (pave * 0.82).tolist(), 1)
     for x0 in range(-w, 2 * w, step):
         cv2.line(img, (x0, h), (int(w / 2 + (x0 - w / 2) * 0.7), ground_y), (pave * 0.82).tolist(), 1)
@@ -306,7 +314,7 @@ _ONE = 1 << SHIFT
 
 
 def _pt(x: float, y: float) -> tuple[int, int]:
-    return int(round(x * _ONE)), int(round(y * _ONE))
+    return round(x * _ONE), round(y * _ONE)
 
 
 def _limb(canvas: np.ndarray, mask: np.ndarray, p0, p1, w0: float, w1: float, colour) -> None:
@@ -319,8 +327,8 @@ def _limb(canvas: np.ndarray, mask: np.ndarray, p0, p1, w0: float, w1: float, co
                      _pt(x1 - nx * w1 / 2, y1 - ny * w1 / 2), _pt(x0 - nx * w0 / 2, y0 - ny * w0 / 2)], np.int32)
     for target, col in ((canvas, colour), (mask, 255)):
         cv2.fillPoly(target, [poly], col, cv2.LINE_8, SHIFT)
-        cv2.circle(target, _pt(x0, y0), int(round(w0 / 2 * _ONE)), col, -1, cv2.LINE_8, SHIFT)
-        cv2.circle(target, _pt(x1, y1), int(round(w1 / 2 * _ONE)), col, -1, cv2.LINE_8, SHIFT)
+        cv2.circle(target, _pt(x0, y0), round(w0 / 2 * _ONE), col, -1, cv2.LINE_8, SHIFT)
+        cv2.circle(target, _pt(x1, y1), round(w1 / 2 * _ONE), col, -1, cv2.LINE_8, SHIFT)
 
 
 def _shade(bgr, factor: float) -> tuple[int, ...]:
@@ -338,11 +346,11 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     """
     H = float(height)
     pad = 3
-    cw = int(math.ceil(H * 0.75)) + 2 * pad
-    ch = int(math.ceil(H * 1.02)) + 2 * pad
+    cw = math.ceil(H * 0.75) + 2 * pad
+    ch = math.ceil(H * 1.02) + 2 * pad
     canvas = np.zeros((ch, cw, 3), np.uint8)
     mask = np.zeros((ch, cw), np.uint8)
-    fx_i, fy_i = cw // 2, pad + int(math.ceil(H))
+    fx_i, fy_i = cw // 2, pad + math.ceil(H)
     cx, ground = fx_i + sub[0], fy_i + sub[1]
     side = view.startswith("side")
     facing = 1.0 if view == "side-right" else -1.0
@@ -405,8 +413,8 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     hw = (0.075 if side else 0.1) * H
     _limb(canvas, mask, (cx - hw + 0.03 * H, hip_y + 0.01 * H), (cx + hw - 0.03 * H, hip_y + 0.01 * H), 0.09 * H, 0.09 * H, lower)
     # torso
-    sw = (0.085 if side else 0.125) * H
-    tw = (0.075 if side else 0.1) * H
+    sw = (0.1 if side else 0.125) * H
+    tw = (0.085 if side else 0.1) * H
     poly = np.array([_pt(cx - sw, shoulder_y), _pt(cx + sw, shoulder_y), _pt(cx + tw, hip_y + 0.02 * H),
                      _pt(cx - tw, hip_y + 0.02 * H)], np.int32)
     cv2.fillPoly(canvas, [poly], upper, cv2.LINE_8, SHIFT)
@@ -419,13 +427,13 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     arm(arm_front, upper)
     # neck and head
     _limb(canvas, mask, (cx, shoulder_y - 0.045 * H), (cx, shoulder_y + 0.01 * H), 0.05 * H, 0.055 * H, skin)
-    r = int(round(head_r * _ONE))
+    r = round(head_r * _ONE)
     for target, col in ((canvas, skin), (mask, 255)):
-        cv2.ellipse(target, _pt(*head_c), (r, int(round(head_r * 1.12 * _ONE))), 0, 0, 360, col, -1,
+        cv2.ellipse(target, _pt(*head_c), (r, round(head_r * 1.12 * _ONE)), 0, 0, 360, col, -1,
                     cv2.LINE_8, SHIFT)
     # hair: the top of the head (and all of it from behind)
     hair_span = (180, 360) if view != "back" else (0, 360)
-    cv2.ellipse(canvas, _pt(head_c[0], head_c[1] - 0.01 * H), (r, int(round(head_r * 1.05 * _ONE))), 0,
+    cv2.ellipse(canvas, _pt(head_c[0], head_c[1] - 0.01 * H), (r, round(head_r * 1.05 * _ONE)), 0,
                 hair_span[0], hair_span[1], hair, -1, cv2.LINE_8, SHIFT)
     canvas[mask == 0] = 0
     return canvas, mask, (fx_i, fy_i)
@@ -480,8 +488,6 @@ def _person_states(spec: SceneSpec, p: PersonSpec) -> list[_PersonState]:
             # the legs cycle with distance walked on the ground, not in the image
             ground_step = SPEED_HEIGHTS_PER_S[p.speed] * h * dt if p.speed_px_s is None else step
             phase += 2 * math.pi * ground_step / (STRIDE_HEIGHTS * h)
-        elif amp > 0:
-            phase += 0.0
     return states
 
 
@@ -489,8 +495,8 @@ def _view(direction: str) -> str:
     return {"left": "side-left", "right": "side-right", "towards": "front", "away": "back"}.get(direction, "front")
 
 
-def _draw_distractor(frame: np.ndarray, owner: np.ndarray, label: int, d: DistractorSpec, t: float,
-                     rng: np.random.Generator) -> list[float] | None:
+def _draw_distractor(frame: np.ndarray, d: DistractorSpec, t: float) -> tuple[list[float] | None, np.ndarray]:
+    """Draw a distractor at time ``t``; returns its clipped box and its HxW boolean mask."""
     h, w = frame.shape[:2]
     bx = d.start[0] + d.velocity[0] * t
     by = d.start[1] + d.velocity[1] * t
@@ -509,8 +515,7 @@ def _draw_distractor(frame: np.ndarray, owner: np.ndarray, label: int, d: Distra
         cv2.rectangle(frame, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), _shade(colour, 0.6), 2, cv2.LINE_8, SHIFT)
         cv2.rectangle(m, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), 255, -1, cv2.LINE_8, SHIFT)
         box = [bx - s / 2, by - s, bx + s / 2, by]
-    owner[m > 0] = label
-    return _clip_box(box, w, h)
+    return _clip_box(box, w, h), m > 0
 
 
 def _clip_box(box, w: int, h: int) -> list[float] | None:
@@ -522,12 +527,23 @@ def _clip_box(box, w: int, h: int) -> list[float] | None:
     return [round(x1, 2), round(y1, 2), round(x2, 2), round(y2, 2)]
 
 
-def render_frames(spec: SceneSpec):
-    """Yield ``(frame_bgr, person_boxes, person_visible, distractor_boxes)`` for every frame.
+@dataclass
+class FrameTruth:
+    """One rendered frame and what is true on it (lists indexed like ``spec.people``)."""
 
-    The per-person lists are indexed like ``spec.people``. Boxes are amodal (the whole silhouette,
-    occluded parts included) and clipped to the frame, or None when the person is off-frame or
-    does not exist on this frame.
+    frame: np.ndarray                            # HxWx3 BGR uint8, noise included
+    boxes: list[list[float] | None]              # amodal box xyxy clipped to the frame, None if off-frame/absent
+    visible: list[float]                         # visible fraction of each silhouette (0 when absent)
+    hidden_by: list[dict[int, float]]            # per person: nearer person id -> fraction of the silhouette it covers
+    distractor_boxes: list[list[float] | None]   # per distractor: its box clipped to the frame, or None
+
+
+def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
+    """Render ``spec`` frame by frame (no file): the frames and their per-frame truth.
+
+    Boxes are amodal (the whole silhouette, occluded parts included) and clipped to the frame.
+    The visible fraction divides the silhouette pixels that end up on screen, not covered by
+    anything nearer, by the silhouette's full area (parts outside the frame count as hidden).
     """
     spec.validate()
     rng = np.random.default_rng(spec.seed)
@@ -546,9 +562,20 @@ def render_frames(spec: SceneSpec):
         items += [(d.start[1] + d.velocity[1] * t, "d", j) for j, d in enumerate(spec.distractors)]
         items.sort(key=lambda it: (it[0], it[1], it[2]))
         dboxes: list[list[float] | None] = [None] * len(spec.distractors)
+        hidden = np.zeros((len(spec.people), len(spec.people) + len(spec.distractors)), np.float64)
+
+        def cover(region_owner: np.ndarray, m: np.ndarray, label: int, hidden: np.ndarray = hidden) -> None:
+            """Paint ``label`` over the mask and count whose pixels it covers."""
+            under = region_owner[m]
+            under = under[(under >= 0) & (under < len(spec.people))]
+            if len(under):
+                hidden[:, label] += np.bincount(under, minlength=len(spec.people))
+            region_owner[m] = label
+
         for _, kind, i in items:
             if kind == "d":
-                dboxes[i] = _draw_distractor(frame, owner, len(spec.people) + i, spec.distractors[i], t, rng)
+                dboxes[i], dmask = _draw_distractor(frame, spec.distractors[i], t)
+                cover(owner, dmask, len(spec.people) + i)
                 continue
             p, s = spec.people[i], states[i][f]
             fx, fy = math.floor(s.x), math.floor(s.y)
@@ -570,16 +597,19 @@ def render_frames(spec: SceneSpec):
             m = mask[y0 - oy:y1 - oy, x0 - ox:x1 - ox] > 0
             region = frame[y0:y1, x0:x1]
             region[m] = bgr[y0 - oy:y1 - oy, x0 - ox:x1 - ox][m]
-            owner[y0:y1, x0:x1][m] = i
+            cover(owner[y0:y1, x0:x1], m, i)
         visible = [0.0] * len(spec.people)
+        hidden_by: list[dict[int, float]] = [{} for _ in spec.people]
         if spec.people:
             counts = np.bincount(owner[owner >= 0].ravel(), minlength=len(spec.people) + len(spec.distractors))
             for i in range(len(spec.people)):
-                if full_area[i] > 0:
+                if full_area[i] > 0 and boxes[i] is not None:
                     visible[i] = round(float(counts[i] / full_area[i]), 4)
+                    hidden_by[i] = {int(k): round(float(hidden[i, k] / full_area[i]), 4)
+                                    for k in range(len(spec.people)) if hidden[i, k] > 0}
         if spec.noise > 0:
             frame += noise_rng.normal(0.0, spec.noise, frame.shape).astype(np.float32)
-        yield np.clip(frame, 0, 255).astype(np.uint8), boxes, visible, dboxes
+        yield FrameTruth(np.clip(frame, 0, 255).astype(np.uint8), boxes, visible, hidden_by, dboxes)
 
 
 # -- facts ---------------------------------------------------------------------------------------
@@ -595,8 +625,8 @@ def _runs(flags: list[bool]) -> list[tuple[int, int]]:
     return runs
 
 
-def _facts(i: int, spec: SceneSpec, states: list[_PersonState], boxes, visible, all_boxes, all_visible,
-           owners_over: dict[int, list[int]]) -> list[Fact]:
+def _facts(i: int, spec: SceneSpec, states: list[_PersonState], boxes, all_boxes,
+           occluders: list[dict[int, list[int]]]) -> list[Fact]:
     p = spec.people[i]
     W, H = spec.width, spec.height
     present = [b is not None for b in boxes]
@@ -634,13 +664,19 @@ def _facts(i: int, spec: SceneSpec, states: list[_PersonState], boxes, visible, 
         side = edge(boxes[b - 1])
         if side is not None and b < spec.n_frames and states[b - 1].exists:
             facts.append(Fact("event", "leaves", f"to the {side}", b - 1, b))
-    # occlusion by a nearer figure: visible fraction below one half while in the frame
-    for j, frames in sorted(owners_over.items()):
+    # occlusions: a nearer person covers at least OCCLUSION_FACT of the silhouette
+    def frame_runs(frames: list[int]) -> list[tuple[int, int]]:
         flags = [False] * spec.n_frames
         for f in frames:
             flags[f] = True
-        for a, b in _runs(flags):
-            facts.append(Fact("event", "occluded_by", f"person {j}", a, b))
+        return _runs(flags)
+
+    for k, frames in sorted(occluders[i].items()):
+        for a, b in frame_runs(frames):
+            facts.append(Fact("event", "occluded_by", f"person {k}", a, b))
+    for j in range(len(spec.people)):
+        for a, b in frame_runs(occluders[j].get(i, [])) if j != i else []:
+            facts.append(Fact("event", "passes_in_front_of", f"person {j}", a, b))
     # crossings: the horizontal order of two walking people flips while both are in the frame
     for j in range(len(spec.people)):
         if j == i:
@@ -677,29 +713,24 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
     boxes = [[None] * spec.n_frames for _ in range(n_p)]
     visible = [[0.0] * spec.n_frames for _ in range(n_p)]
     dboxes = [[None] * spec.n_frames for _ in spec.distractors]
+    # occluders[i][k]: frames on which person k covers at least OCCLUSION_FACT of person i
+    occluders: list[dict[int, list[int]]] = [{} for _ in range(n_p)]
     try:
-        for f, (frame, fb, fv, fd) in enumerate(render_frames(spec)):
-            writer.write(frame)
+        for f, truth in enumerate(render_frames(spec)):
+            writer.write(truth.frame)
             for i in range(n_p):
-                boxes[i][f] = fb[i]
-                visible[i][f] = fv[i] if fb[i] is not None else 0.0
-            for j, b in enumerate(fd):
+                boxes[i][f] = truth.boxes[i]
+                visible[i][f] = truth.visible[i]
+                for k, frac in truth.hidden_by[i].items():
+                    if frac >= OCCLUSION_FACT:
+                        occluders[i].setdefault(k, []).append(f)
+            for j, b in enumerate(truth.distractor_boxes):
                 dboxes[j][f] = b
     finally:
         writer.release()
     states = [_person_states(spec, p) for p in spec.people]
-    # who occludes whom: a nearer figure whose box overlaps while the visible fraction is < 0.5
     people = []
     for i, p in enumerate(spec.people):
-        owners: dict[int, list[int]] = {}
-        for f in range(spec.n_frames):
-            if boxes[i][f] is None or visible[i][f] >= 0.5:
-                continue
-            for j in range(n_p):
-                if j == i or boxes[j][f] is None or not states[j][f].exists:
-                    continue
-                if states[j][f].y > states[i][f].y and _iou_any(boxes[i][f], boxes[j][f]):
-                    owners.setdefault(j, []).append(f)
         moving_speeds = []
         for f in range(1, spec.n_frames):
             a, b = states[i][f - 1], states[i][f]
@@ -711,16 +742,13 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
             id=i, upper_colour=p.upper, lower_colour=p.lower, upper_bgr=COLOURS[p.upper],
             lower_bgr=COLOURS[p.lower], direction=p.direction, speed_px_s=round(speed_px_s, 3),
             speed_word=p.speed if p.direction != "none" else "none", stops=stops, boxes=boxes[i],
-            visible=visible[i],
-            facts=_facts(i, spec, states[i], boxes[i], visible[i], boxes, visible, owners)))
+            visible=visible[i], facts=_facts(i, spec, states[i], boxes[i], boxes, occluders)))
     gt = GroundTruth(scene=spec.name, video=out_path.name, width=spec.width, height=spec.height,
                      fps=float(spec.fps), n_frames=spec.n_frames, people=people, distractor_boxes=dboxes)
     gt.save(gt_path_for(out_path))
     return gt
 
 
-def _iou_any(a, b) -> bool:
-    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
 # -- demo scenes ---------------------------------------------------------------------------------

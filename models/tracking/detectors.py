@@ -13,7 +13,8 @@ Categories:
   interest (``min_height``) fills that window, the image pyramid is capped at ``max_height``,
   windows are grouped (OpenCV's ``groupRectangles``) and then suppressed (NMS), and each window is
   trimmed to the person inside it (the INRIA window holds a margin around the person). Scores
-  squash the SVM margin ``m`` into [0, 1): ``1 - exp(-m)`` (margin 0.7 -> 0.5, 2 -> 0.86).
+  squash the SVM margin ``m`` into [0, 1): ``1 - exp(-m / margin_scale)`` (with the default 0.5:
+  margin 0.5 -> 0.63, 1 -> 0.86; people on the rendered scenes mostly get margins of 0.8-2.5).
   Sitting, heavily occluded, cut-off or very small people are mostly missed. Stateless.
 - ``moving object`` — background subtraction for a static camera (OpenCV's MOG2), then
   morphology, connected components and an area filter. It finds anything that moves and differs
@@ -21,8 +22,9 @@ Categories:
   enough fades into the background. Scores are the blob's fill ratio of its box. **Stateful**:
   the model learns the background from the frames it sees, so ``detect`` must be called with
   strictly increasing frame indices (gaps are fine), ideally after :meth:`prime` with frames
-  spread over the video; call :meth:`reset` before reusing it on another video. It needs a static
-  camera: a panning or shaking camera makes the whole frame "move".
+  spread over the video (it learns their per-pixel median as the initial background); call
+  :meth:`reset` before reusing it on another video. It needs a static camera: a panning or
+  shaking camera makes the whole frame "move".
 
 Settings are plain dicts (from a proposal run's JSON config); unknown keys and bad values raise
 ``ValueError`` with a message naming the setting.
@@ -30,8 +32,9 @@ Settings are plain dicts (from a proposal run's JSON config); unknown keys and b
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import Iterable, Protocol
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -88,8 +91,12 @@ def _is_pair(v) -> bool:
     return isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
 
 
-def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarray:
-    """Greedy non-maximum suppression; returns kept indices, best score first."""
+def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float, max_containment: float = 1.0) -> np.ndarray:
+    """Greedy non-maximum suppression; returns kept indices, best score first.
+
+    A box is dropped when its IoU with a kept (better) box exceeds ``iou_threshold`` or when more
+    than ``max_containment`` of its own area lies inside a kept box.
+    """
     boxes = np.asarray(boxes, np.float64).reshape(-1, 4)  # [n, 4]
     scores = np.asarray(scores, np.float64).reshape(-1)   # [n]
     order = np.argsort(-scores, kind="stable")
@@ -104,7 +111,8 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarr
         yy2 = np.minimum(boxes[i, 3], boxes[rest, 3])
         inter = np.clip(xx2 - xx1, 0, None) * np.clip(yy2 - yy1, 0, None)  # [len(rest)]
         iou = inter / np.maximum(area[i] + area[rest] - inter, 1e-9)
-        order = rest[iou <= iou_threshold]
+        inside = inter / np.maximum(area[rest], 1e-9)                      # [len(rest)]
+        order = rest[(iou <= iou_threshold) & (inside <= max_containment)]
     return np.array(keep, dtype=np.int64)
 
 
@@ -123,11 +131,12 @@ class HogPersonSettings:
     min_height: float = 72.0                     # smallest person to find, px of the original frame; the frame is resized by 96/min_height
     max_height: float | None = None              # largest person to find, px; caps the pyramid (None: as tall as the frame)
     win_stride: tuple[int, int] = (8, 8)         # window step in the resized image, px (multiples of 8 are fastest)
-    padding: tuple[int, int] = (8, 8)            # border added around the image, px, so windows can reach the edges
+    padding: tuple[int, int] = (32, 32)          # border added around the resized image, px, so people cut by the frame edge still fit a window
     scale: float = 1.05                          # pyramid step between detection scales (> 1)
     hit_threshold: float = 0.0                   # SVM margin a window needs to count as a hit
     group_threshold: int = 2                     # OpenCV groupRectangles: a cluster needs > this many windows (0: raw windows)
     nms_iou: float = 0.4                         # boxes overlapping a better one by more than this IoU are dropped
+    max_containment: float = 0.8                 # boxes with more than this fraction of their area inside a better box are dropped (half-body hits)
     box_trim: tuple[float, float, float, float] = (0.22, 0.11, 0.22, 0.14)  # fraction of the window cut off left, top, right, bottom
     margin_scale: float = 0.5                    # score = 1 - exp(-margin / margin_scale): SVM margin 0.5 -> 0.63, 1 -> 0.86
     min_score: float = 0.05                      # score below which a box is dropped
@@ -144,6 +153,8 @@ class HogPersonSettings:
         _require(isinstance(self.group_threshold, int) and not isinstance(self.group_threshold, bool)
                  and self.group_threshold >= 0, c, "group_threshold", "must be an int >= 0", self.group_threshold)
         _require(_is_number(self.nms_iou) and 0 < self.nms_iou <= 1, c, "nms_iou", "must be in (0, 1]", self.nms_iou)
+        _require(_is_number(self.max_containment) and 0 < self.max_containment <= 1, c, "max_containment",
+                 "must be in (0, 1]", self.max_containment)
         _require(isinstance(self.box_trim, tuple) and len(self.box_trim) == 4 and all(_is_number(t) and 0 <= t < 0.5 for t in self.box_trim),
                  c, "box_trim", "must be four fractions in [0, 0.5)", self.box_trim)
         _require(_is_number(self.margin_scale) and self.margin_scale > 0, c, "margin_scale", "must be > 0", self.margin_scale)
@@ -186,7 +197,7 @@ class HogPersonDetector:
         tallest = min(float(s.max_height) if s.max_height else math.inf, float(height))
         tallest_in_image = tallest * factor
         # level k looks for people HOG_PERSON_HEIGHT * scale**k tall (in the resized image)
-        nlevels = max(1, int(math.floor(math.log(max(tallest_in_image / HOG_PERSON_HEIGHT, 1.0)) / math.log(s.scale))) + 1)
+        nlevels = max(1, math.floor(math.log(max(tallest_in_image / HOG_PERSON_HEIGHT, 1.0)) / math.log(s.scale)) + 1)
         nlevels = min(nlevels, 64)
         empty = (np.zeros((0, 4), np.float32), np.zeros((0,), np.float32))
         if image.shape[0] < HOG_WINDOW[1] or image.shape[1] < HOG_WINDOW[0]:
@@ -203,7 +214,7 @@ class HogPersonDetector:
         x, y, w, h = rects[:, 0], rects[:, 1], rects[:, 2], rects[:, 3]
         boxes = np.stack([x + l * w, y + t * h, x + (1 - r) * w, y + (1 - b) * h], axis=1)  # [n, 4]
         scores = 1.0 - np.exp(-np.clip(margins, 0, None) / s.margin_scale)  # [n]
-        keep = nms(boxes, scores, s.nms_iou)
+        keep = nms(boxes, scores, s.nms_iou, s.max_containment)
         boxes, scores = _clip(boxes[keep], width, height), scores[keep]
         ok = (scores >= s.min_score) & (boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1)
         return boxes[ok].astype(np.float32), scores[ok].astype(np.float32)
@@ -276,19 +287,22 @@ class MovingObjectDetector:
         b = self.settings.blur
         return cv2.medianBlur(frame_bgr, b) if b > 1 else frame_bgr
 
-    def prime(self, frames: Iterable[np.ndarray], passes: int = 2) -> None:
-        """Learn the background from ``frames`` (e.g. spread over the video) before detecting.
+    def prime(self, frames: Iterable[np.ndarray], repeats: int = 20) -> None:
+        """Start from a clean background learnt from ``frames`` (e.g. spread over the video).
 
-        The frames are applied ``passes`` times with OpenCV's automatic learning rate; moving
-        things are at different places in different frames, so the static scene dominates.
+        The per-pixel median of the frames removes whatever moves between them (a person is at
+        different places in different frames), and MOG2 is taught that median image ``repeats``
+        times. Something that stays put in more than half the frames becomes background.
         """
         if self._last_index is not None:
             raise ValueError("prime() must come before the first detect(); call reset() first")
-        frames = [self._prepare(f) for f in frames]
-        for _ in range(max(1, passes)):
-            for f in frames:
-                self._mog.apply(f, learningRate=-1)
-        self.primed_frames += len(frames)
+        stack = np.stack([self._prepare(f) for f in frames])              # [T, H, W, 3]
+        if len(stack) == 0:
+            return
+        median = np.median(stack, axis=0).astype(np.uint8)                # [H, W, 3]
+        for _ in range(max(1, int(repeats))):
+            self._mog.apply(median, learningRate=-1)
+        self.primed_frames += len(stack)
 
     def detect(self, frame_bgr: np.ndarray, frame_index: int) -> tuple[np.ndarray, np.ndarray]:
         frame_index = int(frame_index)
@@ -328,6 +342,7 @@ _DETECTORS = {
     "moving object": (MovingObjectDetector, MovingObjectSettings),
 }
 KNOWN_CATEGORIES: tuple[str, ...] = tuple(_DETECTORS)
+DETECTOR_SETTINGS: dict[str, type] = {name: settings_cls for name, (_, settings_cls) in _DETECTORS.items()}
 
 
 def normalize_category(category: str) -> str:

@@ -24,22 +24,31 @@ finds the rendered distractors, which are not people).
 """
 from __future__ import annotations
 
+import json
 import math
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
-from typing import Iterator
 
 import numpy as np
 import supervision as sv
 
 from models.tracking.base import FrameObjects, FrameSource, TrackerConfigError, TrackProposal
-from models.tracking.detectors import KNOWN_CATEGORIES, Detector, build_detector, normalize_category
+from models.tracking.detectors import (
+    DETECTOR_SETTINGS,
+    KNOWN_CATEGORIES,
+    Detector,
+    build_detector,
+    normalize_category,
+)
 
 DEFAULT_CATEGORIES: tuple[str, ...] = ("person",)
 
 
 def _default_detector_settings() -> dict[str, dict]:
-    return {"person": {}, "moving object": {}}
+    """Every detector's full default settings, as JSON-ready data (recorded with each run)."""
+    return {category: json.loads(json.dumps(asdict(settings_cls())))
+            for category, settings_cls in DETECTOR_SETTINGS.items()}
 
 
 @dataclass
@@ -57,7 +66,7 @@ class HogByteTrackConfig:
     detectors: dict[str, dict] = field(default_factory=_default_detector_settings)  # per-category detector settings (see detectors.py)
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> "HogByteTrackConfig":
+    def from_dict(cls, data: dict | None) -> HogByteTrackConfig:
         """Build from plain data, rejecting unknown keys and bad values with a ValueError."""
         data = dict(data or {})
         known = {f.name for f in fields(cls)}
@@ -134,9 +143,13 @@ class HogByteTrackTracker:
 
     name = "hog-bytetrack"
 
-    def __init__(self, config: HogByteTrackConfig | None = None):
+    def __init__(self, config: HogByteTrackConfig | None = None, *,
+                 detector_factory: Callable[[str, dict], Detector] = build_detector):
+        """``detector_factory(category, settings)`` builds one detector per category prompt and run
+        (default: :func:`models.tracking.detectors.build_detector`)."""
         self.config = config or default_config()
         self.config.validate()
+        self.detector_factory = detector_factory
 
     # -- Tracker protocol ----------------------------------------------------------------------
     def init_state(self, frames: FrameSource) -> HogByteTrackState:
@@ -207,7 +220,7 @@ class HogByteTrackTracker:
         if not isinstance(state, HogByteTrackState):
             raise ValueError(f"expected the state returned by init_state, got {type(state).__name__}")
 
-    def _new_bytetrack(self, fps: float) -> "sv.ByteTrack":
+    def _new_bytetrack(self, fps: float) -> sv.ByteTrack:
         c = self.config
         rate = c.frame_rate if c.frame_rate is not None else fps / c.anchor_stride
         with warnings.catch_warnings():
@@ -229,7 +242,7 @@ class HogByteTrackTracker:
             for key, value in self.config.detectors.items():
                 if normalize_category(key) == category:
                     settings = value
-            detectors[category] = build_detector(category, settings)
+            detectors[category] = self.detector_factory(category, settings)
         return detectors
 
     def _prime(self, detector: Detector, frames: FrameSource) -> None:
