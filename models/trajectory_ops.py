@@ -159,13 +159,15 @@ def trajectory_appearance(read_frame, frames, boxes, *, samples: int = 6) -> np.
 # -- duplicate proposals ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DuplicateSettings:
-    min_mean_iou: float = 0.3           # co-visible frames: propose when mean IoU reaches this
+    min_mean_iou: float = 0.25          # co-visible frames: propose when mean IoU reaches this
     min_covisible: int = 3              # ... over at least this many shared frames
     max_gap_frames: int = 30            # adjacent fragments: end of one to start of the other
     min_endpoint_iou: float = 0.05      # ... whose end and start boxes overlap this much
     max_endpoint_distance: float = 1.0  # ... or whose centres lie within this many box heights
-    min_appearance: float = 0.9         # appearance-only proposals: cosine at least this ...
-    max_appearance_gap: int = 150       # ... and at most this many frames apart (or overlapping)
+    min_appearance: float = 0.95        # appearance-only proposals: cosine at least this ...
+    max_appearance_gap: int = 100       # ... at most this many frames apart (or overlapping) ...
+    max_speed: float = 0.12             # ... and reachable: end-to-start centre distance at most
+                                        # 1 + max_speed * gap box heights (a brisk walk is ~0.1/frame at 10 fps)
 
 
 @dataclass
@@ -190,7 +192,8 @@ def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettin
         sig.mean_iou = float(box_iou(ba[ia], bb[ib]).mean())
         if sig.covisible >= settings.min_covisible and sig.mean_iou >= settings.min_mean_iou:
             sig.reasons.append("overlap")
-    else:
+    reachable = True
+    if not len(common):
         # Temporally adjacent fragments: does one end where the other starts?
         if fa[-1] < fb[0]:
             gap, end_box, start_box = int(fb[0] - fa[-1]), ba[-1], bb[0]
@@ -203,13 +206,14 @@ def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettin
                         (end_box[1] + end_box[3] - start_box[1] - start_box[3]) / 2) / height
         if gap <= settings.max_gap_frames and (sig.endpoint_iou >= settings.min_endpoint_iou or dist <= settings.max_endpoint_distance):
             sig.reasons.append("adjacent")
+        reachable = dist <= 1.0 + settings.max_speed * gap
     if appa is not None and appb is not None and len(appa) and len(appa) == len(appb):
         sig.appearance = float(np.dot(appa, appb))
         near = sig.gap_frames is None or sig.gap_frames <= settings.max_appearance_gap
         # Two tracks seen side by side at once are two objects; appearance alone only links
         # tracks that are not simultaneously visible apart from each other.
         apart = sig.covisible > 0 and (sig.mean_iou or 0.0) < 0.05
-        if sig.appearance >= settings.min_appearance and near and not apart:
+        if sig.appearance >= settings.min_appearance and near and reachable and not apart:
             sig.reasons.append("appearance")
     return sig
 

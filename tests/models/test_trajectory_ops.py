@@ -93,7 +93,7 @@ def test_appearance_links_only_tracks_not_seen_apart_at_once():
     fb, bb = track(0, 10, x=300)  # simultaneously visible elsewhere: a different object
     app = np.ones(4, np.float32) / 2
     assert "appearance" not in pair_signals(fa, ba, fb, bb, app, app).reasons
-    fc, bc = track(100, 10, x=300)  # later, far away, same look
+    fc, bc = track(100, 10, x=150)  # later, walked elsewhere, same look
     assert pair_signals(fa, ba, fc, bc, app, app).reasons == ["appearance"]
     other = np.array([1, 0, 0, 0], np.float32)
     assert pair_signals(fa, ba, fc, bc, app, other).reasons == []
@@ -114,3 +114,12 @@ def test_appearance_descriptor_separates_upper_and_lower_colours():
     a, b = appearance_descriptor(red_over_blue, box), appearance_descriptor(blue_over_red, box)
     assert np.dot(a, a) == pytest.approx(1.0, abs=1e-5)
     assert np.dot(a, b) < 0.5
+
+
+def test_appearance_needs_a_reachable_gap():
+    fa, ba = track(0, 10)                    # ends at x≈9 on frame 9, 20 px tall
+    app = np.ones(4, np.float32) / 2
+    too_far = track(14, 10, x=300)           # 5 frames later, 15 heights away: nobody walks that fast
+    assert "appearance" not in pair_signals(fa, ba, *too_far, app, app).reasons
+    reachable = track(14, 10, x=30)          # 5 frames later, about one height away
+    assert "appearance" in pair_signals(fa, ba, *reachable, app, app).reasons

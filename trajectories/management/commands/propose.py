@@ -18,18 +18,18 @@ class Command(BaseCommand):
         parser.add_argument("--categories", default="person", help="comma-separated category prompts")
         parser.add_argument("--checkpoint", default="", help="SAM 2 checkpoint path")
         parser.add_argument("--model-config", default="", help="SAM 2 model config (YAML) path")
-        parser.add_argument("--settings", default="{}", help="JSON tracker settings")
+        parser.add_argument("--tracker-settings", default="{}", help="JSON tracker settings")
         parser.add_argument("--queue", action="store_true", help="queue to the workers instead of running here")
 
-    def handle(self, *args, videos, name, backend, categories, checkpoint, model_config, settings, queue, **options):
+    def handle(self, *args, videos, name, backend, categories, checkpoint, model_config, tracker_settings, queue, **options):
         try:
             config = proposal_config_create(
                 name=name, backend=backend, categories=categories.split(","), checkpoint_path=checkpoint,
-                model_config_path=model_config, tracker_settings=json.loads(settings))
+                model_config_path=model_config, tracker_settings=json.loads(tracker_settings))
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         except json.JSONDecodeError as exc:
-            raise CommandError(f"--settings is not valid JSON: {exc}") from exc
+            raise CommandError(f"--tracker-settings is not valid JSON: {exc}") from exc
         self.stdout.write(f"configuration {config} ({config.config_hash[:12]})")
         targets = Video.objects.filter(pk__in=videos) if videos else Video.objects.all()
         if videos and targets.count() != len(set(videos)):
