@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import platform
-import struct
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 from models.video import FORWARD_READ_WINDOW, FrameReader, VideoError, probe_video
+from tests.media import mp4_sync_samples
 
 pytestmark = pytest.mark.benchmark
 
@@ -65,35 +65,6 @@ def render_long_video(path: Path, n_frames: int) -> None:
     finally:
         writer.release()
     os.replace(partial, path)
-
-
-def mp4_keyframes(path: Path) -> list[int] | None:
-    """0-based keyframe indices from the first track's ``stss`` box; None if every frame is one."""
-    data = path.read_bytes()
-
-    def find(start: int, end: int, kind: bytes):
-        i = start
-        while i + 8 <= end:
-            size, box = struct.unpack(">I4s", data[i:i + 8])
-            header = 8
-            if size == 1:
-                size, header = struct.unpack(">Q", data[i + 8:i + 16])[0], 16
-            elif size == 0:
-                size = end - i
-            if box == kind:
-                return i + header, i + size
-            i += size
-        return None
-
-    span = (0, len(data))
-    for kind in (b"moov", b"trak", b"mdia", b"minf", b"stbl"):
-        span = find(*span, kind)
-        assert span is not None, f"{path}: no {kind.decode()} box"
-    stss = find(*span, b"stss")
-    if stss is None:
-        return None
-    (count,) = struct.unpack(">I", data[stss[0] + 4:stss[0] + 8])
-    return [n - 1 for n in struct.unpack(f">{count}I", data[stss[0] + 8:stss[0] + 8 + 4 * count])]
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +111,7 @@ def summary(times_s: list[float]) -> dict:
 
 def test_random_frame_access(long_video):
     info = probe_video(long_video)
-    keyframes = mp4_keyframes(long_video)
+    keyframes = mp4_sync_samples(long_video)
     assert info.frame_count == N_FRAMES and (info.width, info.height) == (WIDTH, HEIGHT)
     assert keyframes is not None and len(keyframes) > 1, "expected an inter-coded stream"
     gops = sorted({int(d) for d in np.diff(keyframes)})
