@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -20,7 +20,13 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
     task_default_queue="cpu",
-    task_queues=(Queue("cpu"), Queue("gpu")),
+    # Each queue has its own exchange and key: a gpu task must never reach a cpu-only worker.
+    task_queues=(
+        Queue("cpu", Exchange("cpu", type="direct"), routing_key="cpu"),
+        Queue("gpu", Exchange("gpu", type="direct"), routing_key="gpu"),
+    ),
+    task_default_exchange="cpu",
+    task_default_routing_key="cpu",
     task_routes={
         # Tracker runs go to the gpu queue only when the backend needs it; the service that
         # queues them chooses (see trajectories.services.proposals).
