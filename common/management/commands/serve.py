@@ -13,6 +13,10 @@ from django.core.management.base import BaseCommand
 DEMO_LOGINS = "manager / annotator1..3 / adjudicator / auditor (password: trajlab-demo)"
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 class Command(BaseCommand):
     help = "Serve the web UI and API, and run a worker for the cpu and gpu queues, until Ctrl-C."
 
@@ -36,6 +40,9 @@ class Command(BaseCommand):
             f"  demo logins: {DEMO_LOGINS}\n"
             f"  database: {db}, broker: {broker}, worker: {'pid %s' % worker.pid if worker else 'none'}\n"
             "  stop with Ctrl-C\n"))
+        # A SIGTERM (from a process manager, or kill) ends the server like Ctrl-C does, so the
+        # worker below is always stopped with it.
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             call_command("runserver", f"{host}:{port}", "--insecure", "--noreload", "--skip-checks")
         finally:
