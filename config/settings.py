@@ -170,7 +170,6 @@ CELERY_TASK_EAGER_PROPAGATES = True
 
 # --- Trajlab --------------------------------------------------------------------------------
 TRAJLAB_FRAME_CACHE_FRAMES = env_int("TRAJLAB_FRAME_CACHE_FRAMES", 256)
-TRAJLAB_DEVICE = os.environ.get("TRAJLAB_DEVICE", "cpu")
 TRAJLAB_SHARED_DATA = Path(os.environ.get("TRAJLAB_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
 
 for _d in (VAR_DIR, MEDIA_ROOT, MEDIA_ROOT / "tmp"):
