@@ -11,6 +11,8 @@ PORT ?= 8000
 # The test suite runs the production mode: PostgreSQL, Redis and a real Celery worker.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/trajlab
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) TRAJLAB_VAR_DIR=$(CURDIR)/var/test \
+	DJANGO_SECRET_KEY=test-only-secret-key
 PYTEST_ARGS ?=
 
 .PHONY: demo test bench serve venv lock lint clean
@@ -38,13 +40,11 @@ serve: venv
 
 ## Every test, against PostgreSQL and Redis (see .ci/run for starting them).
 test: venv
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) TRAJLAB_VAR_DIR=$(CURDIR)/var/test \
-		$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Benchmarks at full size; figures go to var/bench/*.json.
 bench: venv
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) TRAJLAB_VAR_DIR=$(CURDIR)/var/test \
-		TRAJLAB_BENCH_FULL=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/benchmarks
+	$(TEST_ENV) TRAJLAB_BENCH_FULL=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/benchmarks
 
 lint: venv
 	$(VENV)/bin/ruff check .

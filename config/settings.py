@@ -29,11 +29,15 @@ def env_int(name: str, default: int) -> int:
 VAR_DIR = Path(os.environ.get("TRAJLAB_VAR_DIR", BASE_DIR / "var")).resolve()
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
+# Embedded mode: no DATABASE_URL, or a SQLite one. Anything else is a deployment.
+EMBEDDED = os.environ.get("DATABASE_URL", "sqlite").startswith("sqlite")
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG and env_bool("TRAJLAB_REQUIRE_SECRET_KEY", False):
-        raise RuntimeError("DJANGO_SECRET_KEY must be set in production")
-    SECRET_KEY = "trajlab-embedded-insecure-key"  # embedded/demo mode only
+    if not EMBEDDED:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DATABASE_URL points at a server database")
+    SECRET_KEY = "trajlab-embedded-insecure-key"  # embedded (demo) mode only
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
 
 INSTALLED_APPS = [
@@ -165,6 +169,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
     for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Redis re-delivers a message nobody acknowledged after this many seconds; it must exceed
+    # the longest task (tasks are acknowledged when they finish), or a long run is started twice.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 24 * 3600)}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 

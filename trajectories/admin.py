@@ -11,13 +11,19 @@ class SourceAdmin(admin.ModelAdmin):
 @admin.register(SplitGroup)
 class SplitGroupAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "split", "locked_at"]
-    readonly_fields = ["locked_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A locked group's split never changes (the database refuses it too).
+        return ["locked_at", "assignment"] + (["split"] if obj is not None and obj.locked_at else [])
 
 
 @admin.register(Video)
 class VideoAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "source", "split_group", "frame_count", "width", "height", "fps", "codec"]
     readonly_fields = [f.name for f in Video._meta.fields]
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a video's media and records are removed by a service, never row by row
 
 
 @admin.register(ProposalConfig)

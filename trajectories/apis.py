@@ -1,7 +1,6 @@
 """REST API of the trajectories app: validate input, call one service or selector, serialise."""
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -20,7 +19,7 @@ from trajectories.services.duplicates import duplicate_candidate_create_manual
 from trajectories.services.ingestion import video_upload_import
 from trajectories.services.proposals import proposal_config_create, proposal_run_create
 from trajectories.services.splits import split_group_set_split, splits_assign
-from workers.apis import JobOutputSerializer
+from workers.apis import JobSummaryOutputSerializer
 
 JPEG = {(200, "image/jpeg"): OpenApiResponse(OpenApiTypes.BINARY, description="JPEG image")}
 MAX_SIZE_PARAM = OpenApiParameter("max_size", int, description="longest side in pixels (downscaled, never upscaled)")
@@ -50,11 +49,15 @@ class SourceOutputSerializer(serializers.ModelSerializer):
 
 
 class SplitGroupOutputSerializer(serializers.ModelSerializer):
-    n_videos = serializers.IntegerField(source="videos.count", read_only=True)
+    n_videos = serializers.SerializerMethodField()
 
     class Meta:
         model = SplitGroup
         fields = ["id", "name", "split", "locked_at", "assignment", "n_videos"]
+
+    def get_n_videos(self, obj) -> int:
+        n = getattr(obj, "n_videos", None)
+        return obj.videos.count() if n is None else n
 
 
 class VideoOutputSerializer(serializers.ModelSerializer):
@@ -73,7 +76,7 @@ class SourceListApi(APIView):
 
     @extend_schema(responses=SourceOutputSerializer(many=True), summary="List source recordings")
     def get(self, request):
-        return paginate(Source.objects.order_by("name"), SourceOutputSerializer, request, self)
+        return paginate(selectors.source_list(), SourceOutputSerializer, request, self)
 
 
 class SplitGroupListApi(APIView):
@@ -81,7 +84,7 @@ class SplitGroupListApi(APIView):
 
     @extend_schema(responses=SplitGroupOutputSerializer(many=True), summary="List split groups")
     def get(self, request):
-        return paginate(SplitGroup.objects.order_by("name"), SplitGroupOutputSerializer, request, self)
+        return paginate(selectors.split_group_list(), SplitGroupOutputSerializer, request, self)
 
 
 class SplitGroupDetailApi(APIView):
@@ -103,13 +106,13 @@ class SplitAssignApi(APIView):
     permission_classes = [IsManager]
 
     class InputSerializer(serializers.Serializer):
-        seed = serializers.IntegerField()
+        seed = serializers.IntegerField(min_value=-(2**63), max_value=2**63 - 1)
         ratios = serializers.DictField(child=serializers.FloatField(min_value=0), default={"train": 0.7, "dev": 0.15, "test": 0.15})
         reassign = serializers.BooleanField(default=False, help_text="also re-draw assigned groups that are not locked")
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
-        seed = serializers.IntegerField()
+        seed = serializers.IntegerField(min_value=-(2**63), max_value=2**63 - 1)
         ratios = serializers.DictField()
         result = serializers.DictField(help_text="split group name -> split, for the groups assigned now")
 
@@ -150,11 +153,6 @@ class VideoListApi(APIView):
                               413: OpenApiTypes.OBJECT},
                    summary="Upload a video (streamed to disk; corrupt or unsupported files are refused)")
     def post(self, request):
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        limit = settings.TRAJLAB_MAX_UPLOAD_BYTES
-        if declared > limit + 1024 * 1024:  # multipart overhead aside, the file cannot fit
-            raise ApplicationError(f"the upload is {declared} bytes; the limit is {limit}",
-                                   code="upload_too_large", status_code=413)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = video_upload_import(uploaded_file=data.validated_data.pop("file"), created_by=request.user,
@@ -205,7 +203,7 @@ class ProposalConfigListApi(APIView):
 
     @extend_schema(responses=ProposalConfigOutputSerializer(many=True), summary="List proposal configurations")
     def get(self, request):
-        return paginate(ProposalConfig.objects.all(), ProposalConfigOutputSerializer, request, self)
+        return paginate(selectors.proposal_config_list(), ProposalConfigOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={201: ProposalConfigOutputSerializer},
                    summary="Create a versioned proposal configuration (identical settings return the existing one)")
@@ -217,7 +215,7 @@ class ProposalConfigListApi(APIView):
 
 
 class ProposalRunOutputSerializer(serializers.ModelSerializer):
-    job = JobOutputSerializer(allow_null=True)
+    job = JobSummaryOutputSerializer(allow_null=True)
 
     class Meta:
         model = ProposalRun
@@ -236,10 +234,7 @@ class ProposalRunListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("video", int)], responses=ProposalRunOutputSerializer(many=True),
                    summary="List proposal runs")
     def get(self, request):
-        qs = ProposalRun.objects.select_related("job")
-        video = _int_param(request, "video")
-        if video is not None:
-            qs = qs.filter(video_id=video)
+        qs = selectors.proposal_run_list(video_id=_int_param(request, "video"))
         return paginate(qs, ProposalRunOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={202: ProposalRunOutputSerializer, 200: ProposalRunOutputSerializer,
@@ -258,7 +253,7 @@ class ProposalRunDetailApi(APIView):
 
     @extend_schema(responses=ProposalRunOutputSerializer, summary="One proposal run with its job")
     def get(self, request, run_id: int):
-        return Response(ProposalRunOutputSerializer(get_object_or_404(ProposalRun.objects.select_related("job"), pk=run_id)).data)
+        return Response(ProposalRunOutputSerializer(get_object_or_404(selectors.proposal_run_list(), pk=run_id)).data)
 
 
 # -- trajectories --------------------------------------------------------------------------------
@@ -294,7 +289,7 @@ class TrajectoryListApi(APIView):
                    responses=TrajectoryOutputSerializer(many=True), summary="List trajectories (no observations)")
     def get(self, request):
         qs = selectors.trajectory_list(video_id=_int_param(request, "video"), run_id=_int_param(request, "run"))
-        return paginate(qs.defer("frames", "boxes", "scores", "appearance"), TrajectoryOutputSerializer, request, self)
+        return paginate(qs, TrajectoryOutputSerializer, request, self)
 
 
 class VideoPoolApi(APIView):

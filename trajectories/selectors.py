@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
 from common.errors import ApplicationError, NotFoundError
 from models.video import ReaderPool, VideoError, crop_box, draw_target, encode_jpeg
-from trajectories.models import DuplicateCandidate, ProposalRun, Trajectory, Video
+from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
 
 # One pool per process: decoders stay open between requests and keep an LRU of frames.
 _readers = ReaderPool(size=8, cache_frames=settings.TRAJLAB_FRAME_CACHE_FRAMES)
@@ -22,8 +22,26 @@ def video_list(*, split: str | None = None, source: str | None = None) -> QueryS
     return qs
 
 
+def source_list() -> QuerySet[Source]:
+    return Source.objects.order_by("name")
+
+
+def split_group_list() -> QuerySet[SplitGroup]:
+    return SplitGroup.objects.annotate(n_videos=Count("videos")).order_by("name")
+
+
+def proposal_config_list() -> QuerySet[ProposalConfig]:
+    return ProposalConfig.objects.all()
+
+
+def proposal_run_list(*, video_id: int | None = None) -> QuerySet[ProposalRun]:
+    qs = ProposalRun.objects.select_related("job")
+    return qs.filter(video_id=video_id) if video_id is not None else qs
+
+
 def trajectory_list(*, video_id: int | None = None, run_id: int | None = None) -> QuerySet[Trajectory]:
-    qs = Trajectory.objects.all()
+    """Trajectories without their packed observations (use ``video_pool_read`` for those)."""
+    qs = Trajectory.objects.defer("frames", "boxes", "scores", "appearance")
     if video_id is not None:
         qs = qs.filter(video_id=video_id)
     if run_id is not None:

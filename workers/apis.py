@@ -17,6 +17,14 @@ class JobOutputSerializer(serializers.ModelSerializer):
                   "queue", "attempts", "worker", "created_at", "started_at", "finished_at", "updated_at"]
 
 
+class JobSummaryOutputSerializer(serializers.ModelSerializer):
+    """What anyone who may see a record learns of its job: no logs, errors or parameters."""
+
+    class Meta:
+        model = Job
+        fields = ["id", "status", "progress", "message", "queue", "updated_at"]
+
+
 class JobListApi(APIView):
     permission_classes = [IsStaffMember]
 

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import importlib.util
 import logging
 import math
@@ -57,6 +56,7 @@ import numpy as np
 import torch
 
 from models.tracking.base import FrameObjects, FrameSource, TrackerConfigError, TrackProposal
+from models.video import content_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -382,14 +382,6 @@ def _resolve_model_config(name: str) -> Path | None:
     return None
 
 
-def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class Sam2Tracker:
     """SAM 2 video predictor behind the Tracker interface (see the module docstring)."""
 
@@ -406,7 +398,7 @@ class Sam2Tracker:
         if config.vos_optimized and self.device.type != "cuda":
             raise TrackerConfigError("vos_optimized compiles SAM 2 for CUDA; it cannot run on the CPU")
         self._detector_factory = detector_factory
-        self.checkpoint_sha256 = file_sha256(self.checkpoint_path)
+        self.checkpoint_sha256 = content_sha256(self.checkpoint_path)
         self.fill_hole_area = self._effective_fill_hole_area()
         self.predictor = self._load_predictor()
         self.image_size = int(self.predictor.image_size)

@@ -106,3 +106,27 @@ def test_assign_api(manager_client, client_for, annotator):
     assert client_for(annotator).post("/api/splits/assign/", {"seed": 1}, format="json").status_code == 403
     r = manager_client.post("/api/splits/assign/", {"seed": 1, "ratios": {"train": 1}}, format="json")
     assert r.status_code == 201 and r.json()["result"] == {"x": "train"}
+
+
+@pytest.mark.django_db
+def test_the_database_refuses_to_change_a_locked_split():
+    from django.db import IntegrityError, transaction
+    from django.utils import timezone
+
+    video = video_factory(group="locked", split="train")
+    SplitGroup.objects.filter(pk=video.split_group_id).update(locked_at=timezone.now())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SplitGroup.objects.filter(pk=video.split_group_id).update(split="test")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SplitGroup.objects.filter(pk=video.split_group_id).update(locked_at=None)
+    SplitGroup.objects.filter(pk=video.split_group_id).update(name="renamed")  # other fields may change
+    assert SplitGroup.objects.get(pk=video.split_group_id).split == "train"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fields", [{"split": "val"}, {"split": "", "locked_at": "2026-01-01T00:00:00Z"}])
+def test_split_group_constraints_hold_without_the_service(fields):
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SplitGroup.objects.create(name="raw", **fields)

@@ -4,30 +4,34 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
-from models.tracking import BACKENDS, build_tracker, tracker_settings_for
+from models.tracking import BACKENDS, FILE_SETTINGS, build_tracker, normalize_categories, resolve_tracker_settings
 from models.tracking.base import TrackerConfigError, TrackProposal, run_tracker
 from models.trajectory_ops import TrajectoryError, quality_signals, trajectory_appearance, validate_observations
-from models.video import FrameReader, VideoError
+from models.video import FrameReader, VideoError, content_sha256
 from trajectories.models import ProposalConfig, ProposalRun, SplitGroup, Trajectory, Video
 from trajectories.services.duplicates import duplicate_candidates_propose
 from workers.models import Job
 from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
 
 logger = logging.getLogger(__name__)
+# A queued or running run whose job has not reported for this long may be queued again.
+STALE_AFTER = timedelta(minutes=30)
+# Deliveries of one run (re-delivered when its worker process dies) before it is failed.
+MAX_ATTEMPTS = 3
 
 SOFTWARE_PACKAGES = {
     "hog-bytetrack": ["numpy", "opencv-python-headless", "supervision"],
     "sam2": ["numpy", "opencv-python-headless", "supervision", "torch", "sam2"],
-    "external": ["numpy"],
 }
 
 
@@ -41,64 +45,73 @@ def software_versions(backend: str) -> dict[str, str]:
     return versions
 
 
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _canonical_hash(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-@transaction.atomic
+def _file_digests(settings: dict) -> dict[str, str]:
+    """SHA-256 of the files a configuration names (the SAM 2 checkpoint and model config)."""
+    digests = {}
+    for key in FILE_SETTINGS:
+        path = settings.get(key)
+        if path and Path(path).expanduser().is_file():
+            digests[key] = content_sha256(Path(path).expanduser())
+        elif path:
+            digests[key] = str(path)  # a packaged config name, e.g. configs/sam2.1/sam2.1_hiera_t.yaml
+    return digests
+
+
 def proposal_config_create(*, name: str, backend: str, categories: list[str], checkpoint_path: str = "",
                            model_config_path: str = "", anchor_policy: dict | None = None,
                            detector_settings: dict | None = None, tracker_settings: dict | None = None,
                            created_by=None) -> ProposalConfig:
     """Create (or return the identical existing) versioned proposal configuration.
 
-    The settings are validated by building the tracker's own configuration, and a SAM 2
-    checkpoint must exist (its SHA-256 is recorded), so a configuration that cannot run is
-    refused here instead of failing later in a worker.
+    The settings are resolved through the tracker's own configuration (so a configuration that
+    cannot run is refused here, and two spellings of one configuration are one record), and the
+    files it names are hashed. The identity is the hash of the resolved settings, the file
+    digests, the categories and the software versions; the path of a file is not part of it.
+    Hashing (checkpoints can be gigabytes) happens before the transaction; the insert takes the
+    next version of ``name`` and retries if a concurrent create took it first.
     """
-    if backend not in BACKENDS and backend != "external":
+    if backend not in BACKENDS:
         raise ApplicationError(f"unknown backend {backend!r}; use one of {list(BACKENDS)}", code="unknown_backend")
-    categories = [c.strip() for c in categories if c and c.strip()]
-    if not categories:
-        raise ApplicationError("at least one category prompt is required", code="categories_required")
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise ApplicationError("a configuration name of 1 to 100 characters is required", code="invalid_name")
     anchor_policy, detector_settings, tracker_settings = anchor_policy or {}, detector_settings or {}, tracker_settings or {}
-    checkpoint_sha = ""
-    if backend != "external":
-        try:
-            tracker_settings_for(backend, categories=categories, checkpoint_path=checkpoint_path,
-                                 model_config_path=model_config_path, anchor_policy=anchor_policy,
-                                 detector_settings=detector_settings, tracker_settings=tracker_settings,
-                                 validate=True)
-        except (TrackerConfigError, ValueError, TypeError) as exc:
-            code = "checkpoint_missing" if "not found" in str(exc) else "invalid_tracker_settings"
-            raise ApplicationError(str(exc), code=code) from exc
-        if checkpoint_path:
-            checkpoint_sha = file_sha256(checkpoint_path)
+    try:
+        categories = normalize_categories(categories)
+        resolved = resolve_tracker_settings(
+            backend, categories=categories, checkpoint_path=checkpoint_path, model_config_path=model_config_path,
+            anchor_policy=anchor_policy, detector_settings=detector_settings, tracker_settings=tracker_settings)
+        digests = _file_digests(resolved)
+    except TrackerConfigError as exc:
+        code = "checkpoint_missing" if "not found" in str(exc) else "invalid_tracker_settings"
+        raise ApplicationError(str(exc), code=code) from exc
+    except (ValueError, TypeError, OSError) as exc:
+        raise ApplicationError(str(exc), code="invalid_tracker_settings") from exc
     software = software_versions(backend)
     config_hash = _canonical_hash({
-        "backend": backend, "checkpoint_sha256": checkpoint_sha, "categories": categories,
-        "model_config": file_sha256(model_config_path) if model_config_path and Path(model_config_path).is_file() else model_config_path,
-        "anchor_policy": anchor_policy, "detector_settings": detector_settings,
-        "tracker_settings": tracker_settings, "software": software,
+        "backend": backend, "categories": categories, "files": digests, "software": software,
+        "settings": {k: v for k, v in resolved.items() if k not in FILE_SETTINGS},
     })
-    existing = ProposalConfig.objects.filter(config_hash=config_hash).first()
-    if existing is not None:
-        return existing
-    version = (ProposalConfig.objects.select_for_update().filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
-    return ProposalConfig.objects.create(
-        name=name, version=version, backend=backend, checkpoint_path=checkpoint_path,
-        checkpoint_sha256=checkpoint_sha, model_config_path=model_config_path, categories=categories,
-        anchor_policy=anchor_policy, detector_settings=detector_settings, tracker_settings=tracker_settings,
-        software=software, config_hash=config_hash, created_by=created_by,
-    )
+    fields = dict(backend=backend, checkpoint_path=checkpoint_path, model_config_path=model_config_path,
+                  checkpoint_sha256=digests.get("checkpoint", "") if checkpoint_path else "",
+                  categories=categories, anchor_policy=anchor_policy, detector_settings=detector_settings,
+                  tracker_settings=tracker_settings, software=software, config_hash=config_hash,
+                  created_by=created_by)
+    for _ in range(5):
+        existing = ProposalConfig.objects.filter(config_hash=config_hash).first()
+        if existing is not None:
+            return existing
+        version = (ProposalConfig.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+        try:
+            with transaction.atomic():
+                return ProposalConfig.objects.create(name=name, version=version, **fields)
+        except IntegrityError:
+            continue  # a concurrent create took this version or this hash: look again
+    raise ConflictError(f"could not store configuration {name!r}: too many concurrent versions", code="busy")
 
 
 def _lock_split_group(video: Video) -> None:
@@ -115,19 +128,27 @@ def _lock_split_group(video: Video) -> None:
         group.save(update_fields=["locked_at"])
 
 
+def _is_stale(run: ProposalRun) -> bool:
+    """A queued or running run whose job has not reported for ``STALE_AFTER`` (its message was
+    lost, or the process running it died without a re-delivery)."""
+    if run.status not in (ProposalRun.Status.QUEUED, ProposalRun.Status.RUNNING):
+        return False
+    return run.job is None or timezone.now() - run.job.updated_at > STALE_AFTER
+
+
 def proposal_run_create(*, video: Video, config: ProposalConfig, created_by=None, enqueue: bool = True) -> tuple[ProposalRun, bool]:
     """Create the run of ``config`` on ``video`` and queue it; idempotent.
 
-    Returns ``(run, created)``. Re-running a configuration returns the existing run (a failed run
-    is queued again in place), so nothing is duplicated. Locks the video's split group row.
+    Returns ``(run, queued)``. Re-running a configuration returns the existing run, so nothing is
+    duplicated; a failed run, or a stale one (no progress for ``STALE_AFTER``), is queued again in
+    place with a new job. Locks the video's split group row (its split locks with the first run)
+    and the run row (so two requests cannot queue it twice).
     """
-    if config.backend == "external":
-        raise ApplicationError("external trajectories are imported, not run", code="not_runnable")
     with transaction.atomic():
         _lock_split_group(video)
-        run, created = ProposalRun.objects.select_for_update().get_or_create(
+        run, created = ProposalRun.objects.select_for_update(of=("self",)).select_related("job").get_or_create(
             video=video, config=config, defaults={"created_by": created_by})
-        if not created and run.status != ProposalRun.Status.FAILED:
+        if not created and run.status != ProposalRun.Status.FAILED and not _is_stale(run):
             return run, False
         queue = "gpu" if config.backend == "sam2" else "cpu"
         run.job = job_create(kind="proposal_run", queue=queue, created_by=created_by,
@@ -136,19 +157,30 @@ def proposal_run_create(*, video: Video, config: ProposalConfig, created_by=None
         run.error = ""
         run.save(update_fields=["job", "status", "error"])
         if enqueue:
-            from trajectories.tasks import proposal_run_task
-
-            transaction.on_commit(lambda: proposal_run_task.apply_async(args=[run.pk], queue=queue))
+            transaction.on_commit(lambda: _send(run.pk, queue))
     return run, True
 
 
+def _send(run_id: int, queue: str) -> None:
+    """Hand the run to the broker; if the broker cannot take it, say so on the run and its job."""
+    from trajectories.tasks import proposal_run_task
+
+    try:
+        proposal_run_task.apply_async(args=[run_id], queue=queue)
+    except Exception as exc:  # the broker is down or refuses the message
+        logger.exception("could not queue proposal run %s", run_id)
+        run = ProposalRun.objects.select_related("job").get(pk=run_id)
+        _fail(run, run.job, f"could not queue the run: the task broker refused it ({type(exc).__name__}: {exc}); "
+                            "queue it again once the broker is back")
+
+
 def _tracker_for(config: ProposalConfig):
-    settings = tracker_settings_for(
+    settings = resolve_tracker_settings(
         config.backend, categories=config.categories, checkpoint_path=config.checkpoint_path,
         model_config_path=config.model_config_path, anchor_policy=config.anchor_policy,
         detector_settings=config.detector_settings, tracker_settings=config.tracker_settings,
-    )
-    if config.checkpoint_sha256 and file_sha256(config.checkpoint_path) != config.checkpoint_sha256:
+    )  # raises TrackerConfigError ("SAM 2 checkpoint not found: ...") before any weights load
+    if config.checkpoint_sha256 and _file_digests(settings).get("checkpoint") != config.checkpoint_sha256:
         raise TrackerConfigError(
             f"checkpoint {config.checkpoint_path} changed since configuration {config} was recorded "
             "(SHA-256 differs); create a new configuration for the new weights")
@@ -166,6 +198,12 @@ def proposal_run_execute(*, run_id: int, echo=None) -> ProposalRun:
         return run
     job = run.job or job_create(kind="proposal_run", params={"proposal_run": run.pk})
     job = job_start(job=job)
+    if job.attempts > MAX_ATTEMPTS:
+        # Each delivery died with its worker (e.g. killed for memory): stop re-running it.
+        message = (f"gave up after {job.attempts - 1} attempts: every attempt ended with its worker process; "
+                   "check the worker's memory or the video, then queue the run again")
+        _fail(run, job, message)
+        raise ApplicationError(message, code="proposal_run_failed", extra={"run": run.pk})
     reporter = JobReporter(job, echo=echo)
     ProposalRun.objects.filter(pk=run.pk).update(status=ProposalRun.Status.RUNNING, job=job)
     video, config = run.video, run.config
@@ -194,8 +232,8 @@ def proposal_run_execute(*, run_id: int, echo=None) -> ProposalRun:
         message = exc.message if isinstance(exc, ApplicationError) else str(exc)
         _fail(run, job, message)
         raise ApplicationError(message, code="proposal_run_failed", extra={"run": run.pk}) from exc
-    except Exception as exc:
-        _fail(run, job, f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:  # also Ctrl-C in an inline run: never leave it "running"
+        _fail(run, job, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         raise
     run.refresh_from_db()
     job_succeed(job=job, result={"trajectories": run.trajectory_count, "duplicate_candidates": n_dups},

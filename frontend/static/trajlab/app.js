@@ -7,6 +7,12 @@
     if (!r.ok) throw new Error(`${path}: ${r.status}`);
     return r.json();
   };
+  // Table rows are built from text nodes only: names and messages are user data.
+  const row = (cells) => {
+    const tr = document.createElement("tr");
+    cells.forEach((text) => { const td = document.createElement("td"); td.textContent = String(text); tr.appendChild(td); });
+    return tr;
+  };
   const palette = ["#f43f5e", "#22c55e", "#3b82f6", "#eab308", "#a855f7", "#14b8a6", "#f97316", "#ec4899"];
   const state = { video: null, pool: [], frame: 0, playing: false, image: new Image(), timer: null, selected: null };
   const canvas = $("#canvas"), ctx = canvas.getContext("2d");
@@ -57,9 +63,9 @@
     $("#traj-count").textContent = `(${state.pool.length})`;
     const body = $("#trajectories tbody"); body.innerHTML = "";
     state.pool.forEach((t) => {
-      const tr = document.createElement("tr"); tr.className = "selectable";
-      tr.innerHTML = `<td>${t.id}</td><td>${t.category}</td><td>${t.first_frame}–${t.last_frame}</td><td>${t.n_obs}</td>` +
-        `<td>${(100 * t.temporal_coverage).toFixed(0)}%</td><td>${t.longest_run}</td><td>${t.abrupt_changes}</td>`;
+      const tr = row([t.id, t.category, `${t.first_frame}–${t.last_frame}`, t.n_obs,
+        `${(100 * t.temporal_coverage).toFixed(0)}%`, t.longest_run, t.abrupt_changes]);
+      tr.className = "selectable";
       tr.onclick = () => { state.selected = t.id; show(t.first_frame); };
       body.appendChild(tr);
     });
@@ -71,14 +77,24 @@
     const videos = (await api("/api/videos/?limit=500")).results;
     const body = $("#videos tbody"); body.innerHTML = "";
     videos.forEach((v) => {
-      const tr = document.createElement("tr"); tr.className = "selectable"; tr.dataset.id = v.id;
-      tr.innerHTML = `<td>${v.id}</td><td>${v.name}</td><td>${v.split || "–"}</td><td>${v.frame_count}</td><td>${v.width}×${v.height}</td>`;
+      const tr = row([v.id, v.name, v.split || "–", v.frame_count, `${v.width}×${v.height}`]);
+      tr.className = "selectable"; tr.dataset.id = v.id;
       tr.onclick = () => openVideo(v);
       body.appendChild(tr);
     });
-    const jobs = (await api("/api/jobs/?limit=20")).results;
-    $("#jobs").innerHTML = jobs.map((j) => `<li>#${j.id} ${j.kind}: ${j.status} ${(100 * j.progress).toFixed(0)}% — ${j.message}</li>`).join("");
     if (videos.length) openVideo(videos[0]);
+    refreshJobs();
+    setInterval(refreshJobs, 3000);
+  }
+  async function refreshJobs() {
+    const jobs = (await api("/api/jobs/?limit=20")).results;
+    const list = $("#jobs"); list.replaceChildren();
+    jobs.forEach((j) => {
+      const li = document.createElement("li");
+      li.textContent = `#${j.id} ${j.kind}: ${j.status} ${(100 * j.progress).toFixed(0)}% — ${j.message}`;
+      list.appendChild(li);
+    });
+    if (!jobs.length) list.textContent = "No jobs of yours.";
   }
   $("#prev").onclick = () => show(state.frame - 1);
   $("#next").onclick = () => show(state.frame + 1);
