@@ -177,7 +177,9 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 
 # --- Trajlab --------------------------------------------------------------------------------
-TRAJLAB_FRAME_CACHE_FRAMES = env_int("TRAJLAB_FRAME_CACHE_FRAMES", 256)
+# Per web process: this many open videos, each caching decoded frames within this many MiB.
+TRAJLAB_OPEN_VIDEOS = env_int("TRAJLAB_OPEN_VIDEOS", 8)
+TRAJLAB_FRAME_CACHE_MB = env_int("TRAJLAB_FRAME_CACHE_MB", 64)
 TRAJLAB_SHARED_DATA = Path(os.environ.get("TRAJLAB_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
 
 for _d in (VAR_DIR, MEDIA_ROOT, MEDIA_ROOT / "tmp"):

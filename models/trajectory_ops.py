@@ -182,6 +182,24 @@ class PairSignals:
     appearance: float | None = None
 
 
+def _nearest_in_time(fa: np.ndarray, fb: np.ndarray) -> tuple[int, int, int]:
+    """Indices ``(i, j)`` of the observations of two disjoint frame lists closest in time, and
+    their distance in frames (>= 1)."""
+    pos = np.searchsorted(fb, fa)                                  # [Na] where each fa frame falls in fb
+    best = (0, 0, np.iinfo(np.int64).max)
+    for candidate in (pos - 1, pos):                               # the fb neighbours on each side
+        ok = (candidate >= 0) & (candidate < len(fb))
+        if not ok.any():
+            continue
+        ia = np.flatnonzero(ok)
+        jb = candidate[ok]
+        d = np.abs(fb[jb].astype(np.int64) - fa[ia].astype(np.int64))
+        k = int(np.argmin(d))
+        if d[k] < best[2]:
+            best = (int(ia[k]), int(jb[k]), int(d[k]))
+    return best
+
+
 def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettings = DuplicateSettings(),
                  a: int = 0, b: int = 1) -> PairSignals:
     """The signals that relate two trajectories, and the reasons they would be proposed."""
@@ -194,11 +212,10 @@ def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettin
             sig.reasons.append("overlap")
     reachable = True
     if not len(common):
-        # Temporally adjacent fragments: does one end where the other starts?
-        if fa[-1] < fb[0]:
-            gap, end_box, start_box = int(fb[0] - fa[-1]), ba[-1], bb[0]
-        else:
-            gap, end_box, start_box = int(fa[0] - fb[-1]), bb[-1], ba[0]
+        # Fragments that share no frame: compare the two observations nearest in time (the end of
+        # one and the start of the other, or the closest pair when their spans interleave).
+        i, j, gap = _nearest_in_time(fa, fb)
+        end_box, start_box = ba[i], bb[j]
         sig.gap_frames = gap
         sig.endpoint_iou = float(box_iou(end_box, start_box)[0])
         height = max(end_box[3] - end_box[1], start_box[3] - start_box[1], 1e-6)
@@ -220,14 +237,23 @@ def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettin
 
 def propose_duplicate_pairs(tracks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]],
                             settings: DuplicateSettings = DuplicateSettings()) -> list[PairSignals]:
-    """All pairs ``(id_a < id_b)`` with at least one reason. ``tracks``: (id, frames, boxes, appearance)."""
-    tracks = sorted(tracks, key=lambda t: t[0])
+    """All pairs ``(id_a < id_b)`` with at least one reason. ``tracks``: (id, frames, boxes, appearance).
+
+    A sweep over the tracks sorted by their first frame skips pairs too far apart in time for any
+    signal (more than ``max(max_gap_frames, max_appearance_gap)`` frames), so long videos with
+    many short tracks do not cost a full pairwise comparison.
+    """
+    horizon = max(settings.max_gap_frames, settings.max_appearance_gap)
+    order = sorted(tracks, key=lambda t: (int(t[1][0]), t[0]))
     out = []
-    for i in range(len(tracks)):
-        ida, fa, ba, appa = tracks[i]
-        for j in range(i + 1, len(tracks)):
-            idb, fb, bb, appb = tracks[j]
-            sig = pair_signals(fa, ba, fb, bb, appa, appb, settings, a=ida, b=idb)
+    for i, (ida, fa, ba, appa) in enumerate(order):
+        end_a = int(fa[-1])
+        for idb, fb, bb, appb in order[i + 1:]:
+            if int(fb[0]) - end_a > horizon:
+                break  # every later track starts later still
+            first, second = ((ida, fa, ba, appa), (idb, fb, bb, appb)) if ida < idb else ((idb, fb, bb, appb), (ida, fa, ba, appa))
+            sig = pair_signals(first[1], first[2], second[1], second[2], first[3], second[3], settings,
+                               a=first[0], b=second[0])
             if sig.reasons:
                 out.append(sig)
-    return out
+    return sorted(out, key=lambda p: (p.a, p.b))

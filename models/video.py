@@ -171,7 +171,8 @@ class FrameReader:
     """
 
     def __init__(self, path: str | os.PathLike, *, fps: float | None = None,
-                 frame_count: int | None = None, cache_frames: int = 256, seekable: bool = True):
+                 frame_count: int | None = None, cache_frames: int = 256, seekable: bool = True,
+                 cache_bytes: int | None = None):
         self.path = Path(path)
         # Files whose seeking was found inexact (see probe_video) are only ever read forward:
         # a backward request reopens the file and walks from frame 0.
@@ -201,6 +202,8 @@ class FrameReader:
             self.frame_count = int(frame_count or self._cap.get(cv2.CAP_PROP_FRAME_COUNT))
             if self.frame_count <= 0:
                 self.frame_count = probe_video(self.path).frame_count
+        if cache_bytes is not None:  # a memory budget rather than a frame count
+            self._cache_frames = max(1, int(cache_bytes) // max(1, self.width * self.height * 3))
 
     def _open(self) -> cv2.VideoCapture:
         cap = cv2.VideoCapture(str(self.path), cv2.CAP_FFMPEG)
@@ -293,11 +296,15 @@ class FrameReader:
 
 
 class ReaderPool:
-    """A small process-wide LRU of open readers, keyed by path, so requests reuse decoders."""
+    """A small process-wide LRU of open readers, keyed by path, so requests reuse decoders.
 
-    def __init__(self, size: int = 8, cache_frames: int = 256):
+    Each reader caches decoded frames within ``cache_bytes``, so the pool holds at most about
+    ``size * cache_bytes`` of frames whatever the resolution.
+    """
+
+    def __init__(self, size: int = 8, cache_bytes: int = 64 * 2**20):
         self._size = size
-        self._cache_frames = cache_frames
+        self._cache_bytes = cache_bytes
         self._readers: OrderedDict[str, FrameReader] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -307,7 +314,7 @@ class ReaderPool:
         with self._lock:
             reader = self._readers.get(key)
             if reader is None:
-                reader = FrameReader(key, fps=fps, frame_count=frame_count, cache_frames=self._cache_frames,
+                reader = FrameReader(key, fps=fps, frame_count=frame_count, cache_bytes=self._cache_bytes,
                                      seekable=seekable)
                 self._readers[key] = reader
                 if len(self._readers) > self._size:

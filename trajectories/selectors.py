@@ -9,7 +9,7 @@ from models.video import ReaderPool, VideoError, crop_box, draw_target, encode_j
 from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
 
 # One pool per process: decoders stay open between requests and keep an LRU of frames.
-_readers = ReaderPool(size=8, cache_frames=settings.TRAJLAB_FRAME_CACHE_FRAMES)
+_readers = ReaderPool(size=settings.TRAJLAB_OPEN_VIDEOS, cache_bytes=settings.TRAJLAB_FRAME_CACHE_MB * 2**20)
 MAX_IMAGE_SIZE = 4096
 
 

@@ -123,3 +123,49 @@ def test_appearance_needs_a_reachable_gap():
     assert "appearance" not in pair_signals(fa, ba, *too_far, app, app).reasons
     reachable = track(14, 10, x=30)          # 5 frames later, about one height away
     assert "appearance" in pair_signals(fa, ba, *reachable, app, app).reasons
+
+
+def test_interleaved_fragments_use_the_nearest_observations():
+    # One identity lost and re-found: frames {0, 10, 20} and {5, 15} share none but interleave.
+    fa = np.array([0, 10, 20])
+    ba = np.array([[0, 0, 10, 20], [10, 0, 20, 20], [20, 0, 30, 20]], float)
+    fb = np.array([5, 15])
+    bb = np.array([[5, 0, 15, 20], [15, 0, 25, 20]], float)
+    sig = pair_signals(fa, ba, fb, bb)
+    assert sig.gap_frames == 5 and sig.endpoint_iou > 0.3 and "adjacent" in sig.reasons
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.sets(st.integers(0, 300), min_size=1, max_size=30), st.sets(st.integers(0, 300), min_size=1, max_size=30))
+def test_nearest_in_time_matches_brute_force(a, b):
+    from models.trajectory_ops import _nearest_in_time
+
+    b = b - a
+    if not b:
+        return
+    fa, fb = np.array(sorted(a)), np.array(sorted(b))
+    i, j, gap = _nearest_in_time(fa, fb)
+    assert gap == min(abs(x - y) for x in fa for y in fb) == abs(fa[i] - fb[j])
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(1, 40), st.floats(0, 300), st.floats(-3, 3)),
+                min_size=2, max_size=12), st.integers(0, 3))
+def test_the_sweep_finds_exactly_the_pairs_of_a_full_comparison(specs, seed):
+    rng = np.random.default_rng(seed)
+    tracks = []
+    for k, (start, n, x, dx) in enumerate(specs):
+        f, b = track(start, n, x=x, dx=dx)
+        app = rng.random(4).astype(np.float32)
+        tracks.append((k * 7 + 3, f, b, app / np.linalg.norm(app)))
+    settings = DuplicateSettings(min_appearance=0.8)
+    brute = []
+    for i in range(len(tracks)):
+        for j in range(len(tracks)):
+            a, b = tracks[i], tracks[j]
+            if a[0] < b[0]:
+                sig = pair_signals(a[1], a[2], b[1], b[2], a[3], b[3], settings, a=a[0], b=b[0])
+                if sig.reasons:
+                    brute.append((sig.a, sig.b, tuple(sig.reasons)))
+    swept = [(p.a, p.b, tuple(p.reasons)) for p in propose_duplicate_pairs(tracks, settings)]
+    assert swept == sorted(brute)

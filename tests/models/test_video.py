@@ -453,7 +453,7 @@ def test_frame_folder_reader_natural_order(tmp_path):
 # -- reader pool ---------------------------------------------------------------------------------
 def test_reader_pool_reuses_and_evicts_oldest(tmp_path, monkeypatch):
     paths = [render_video(tmp_path / f"v{i}.mp4", n_frames=5, seed=i) for i in range(3)]
-    pool = ReaderPool(size=2, cache_frames=4)
+    pool = ReaderPool(size=2, cache_bytes=4 * 160 * 120 * 3)  # room for 4 frames of 160x120
 
     a = pool.get(paths[0])
     monkeypatch.chdir(tmp_path)
@@ -469,6 +469,7 @@ def test_reader_pool_reuses_and_evicts_oldest(tmp_path, monkeypatch):
     assert b2 is not b
     assert pool.get(paths[2]) is c              # c was more recent than a
     assert pool.get(paths[0]) is not a          # so a went
+    assert c._cache_frames == 4                # the byte budget, in frames of this size
     pool.clear()
     assert c._cap is None
 

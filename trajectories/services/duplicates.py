@@ -1,10 +1,12 @@
 """Duplicate-pair proposals (DESIGN 2.4): overlap, adjacency and appearance signals."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import transaction
 
 from common.errors import ApplicationError
-from models.trajectory_ops import DuplicateSettings, pair_signals, propose_duplicate_pairs
+from models.trajectory_ops import DuplicateSettings, PairSignals, pair_signals, propose_duplicate_pairs
 from trajectories.models import DuplicateCandidate, Trajectory, Video
 
 
@@ -21,12 +23,18 @@ def _candidate(video: Video, sig, **kw) -> DuplicateCandidate:
     )
 
 
-def duplicate_candidates_propose(*, video: Video, trajectories: list[Trajectory] | None = None,
-                                 settings: DuplicateSettings = DuplicateSettings()) -> int:
-    """Propose duplicate pairs among ``trajectories`` (default: all of the video's); returns how many
-    new pairs were stored. Pairs already stored are kept as they are."""
-    trajectories = list(trajectories if trajectories is not None else video.trajectories.all())
-    pairs = propose_duplicate_pairs([_unpack(t) for t in trajectories], settings)
+def duplicate_candidates_propose(*, video: Video, settings: DuplicateSettings = DuplicateSettings()) -> int:
+    """Propose duplicate pairs among all of a video's trajectories; returns how many new pairs were
+    stored. Pairs already stored are kept as they are."""
+    pairs = propose_duplicate_pairs([_unpack(t) for t in video.trajectories.all()], settings)
+    return duplicate_candidates_store(video=video, pairs=pairs)
+
+
+def duplicate_candidates_store(*, video: Video, pairs: list[PairSignals], ids: list[int] | None = None) -> int:
+    """Store proposed pairs; ``ids`` maps the pairs' track indices to trajectory primary keys (when
+    the pairs were computed before the trajectories were written). Returns how many are new."""
+    if ids is not None:
+        pairs = [replace(sig, a=min(ids[sig.a], ids[sig.b]), b=max(ids[sig.a], ids[sig.b])) for sig in pairs]
     rows = [_candidate(video, sig) for sig in pairs]
     before = DuplicateCandidate.objects.filter(video=video).count()
     DuplicateCandidate.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)

@@ -16,10 +16,12 @@ from django.utils import timezone
 from common.errors import ApplicationError, ConflictError
 from models.tracking import BACKENDS, FILE_SETTINGS, build_tracker, normalize_categories, resolve_tracker_settings
 from models.tracking.base import TrackerConfigError, TrackProposal, run_tracker
-from models.trajectory_ops import TrajectoryError, quality_signals, trajectory_appearance, validate_observations
+from models.trajectory_ops import (
+    TrajectoryError, propose_duplicate_pairs, quality_signals, trajectory_appearance, validate_observations,
+)
 from models.video import FrameReader, VideoError, content_sha256
 from trajectories.models import ProposalConfig, ProposalRun, SplitGroup, Trajectory, Video
-from trajectories.services.duplicates import duplicate_candidates_propose
+from trajectories.services.duplicates import duplicate_candidates_store
 from workers.models import Job
 from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
 
@@ -250,7 +252,8 @@ def _fail(run: ProposalRun, job: Job, message: str) -> None:
 def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
                        appearances: list[np.ndarray] | None = None) -> int:
     """Validate every proposal, then write all trajectories, the duplicate candidates and the run's
-    status in one transaction; returns the number of duplicate candidates.
+    status in one transaction; returns the number of duplicate candidates. Locks the run row, so
+    two deliveries of one run cannot both store.
 
     Any invalid observation (NaN, a box outside the frame, an unordered frame index) refuses the
     whole set with ``ApplicationError(code="invalid_observations")`` and writes nothing.
@@ -268,6 +271,9 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
     if errors:
         raise ApplicationError(f"{len(errors)} trajectories have invalid observations: {errors[0]}",
                                code="invalid_observations", extra={"errors": errors[:50]})
+    # Pairs are found before the transaction (it is pure computation) and stored inside it.
+    pairs = propose_duplicate_pairs([(i, p.frames, p.boxes, appearances[i] if appearances is not None else None)
+                                     for i, p in enumerate(proposals)])
     rows = []
     for i, p in enumerate(proposals):
         q = quality_signals(p.frames, p.boxes, p.scores)
@@ -286,7 +292,7 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
             raise ConflictError(f"proposal run {run.pk} already has its trajectories", code="run_finished")
         Trajectory.objects.filter(run=run).delete()
         created = Trajectory.objects.bulk_create(rows, batch_size=500)
-        n_dups = duplicate_candidates_propose(video=video, trajectories=created)
+        n_dups = duplicate_candidates_store(video=video, pairs=pairs, ids=[t.pk for t in created])
         ProposalRun.objects.filter(pk=run.pk).update(
             status=ProposalRun.Status.SUCCEEDED, trajectory_count=len(created), duplicate_count=n_dups,
             error="", finished_at=timezone.now(),
