@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROLE_NAMES
-from tests.trajectories.factories import config_factory, proposal, run_factory, video_factory
+from tests.conftest import ROLE_NAMES, write_video
+from trajectories.models import SplitGroup
+from trajectories.services.ingestion import video_import
+from workers.services import job_create
+from tests.trajectories.factories import config_factory, proposal, run_factory
 from trajectories.models import Trajectory
 from trajectories.services.proposals import trajectories_store
 
@@ -15,12 +18,15 @@ ANY_ROLE = set(ROLE_NAMES)
 
 
 @pytest.fixture
-def records():
-    video = video_factory(group="g", split="train")
+def records(media_root, tmp_path, manager):
+    video = video_import(path=write_video(tmp_path / "v.mp4", n_frames=10, size=(160, 120)), source="g").video
+    SplitGroup.objects.filter(pk=video.split_group_id).update(split="train")
     run = run_factory(video=video)
     trajectories_store(run=run, proposals=[proposal(1, 0, 5), proposal(2, 0, 5, x=12)])
     a, b = Trajectory.objects.order_by("pk")
-    return {"video": video, "run": run, "group": video.split_group, "config": config_factory(), "a": a, "b": b}
+    job = job_create(kind="proposal_run", created_by=manager)
+    return {"video": video, "run": run, "group": video.split_group, "config": config_factory(), "a": a, "b": b,
+            "job": job, "upload": write_video(tmp_path / "upload.mp4", n_frames=5, seed=9)}
 
 
 def endpoints(r):
@@ -44,6 +50,11 @@ def endpoints(r):
         ("get", "/api/duplicate-candidates/", None, ANY_ROLE),
         ("post", "/api/duplicate-candidates/", {"trajectory_a": r["a"].pk, "trajectory_b": r["b"].pk}, MANAGER_ONLY),
         ("get", "/api/jobs/", None, ANY_ROLE),
+        ("get", f"/api/jobs/{r['job'].pk}/", None, MANAGER_ONLY),  # others see only the jobs they started
+        ("get", f"/api/videos/{r['video'].pk}/frames/3.jpg", None, ANY_ROLE),
+        ("get", f"/api/trajectories/{r['a'].pk}/crops/2.jpg", None, ANY_ROLE),
+        ("get", f"/api/trajectories/{r['a'].pk}/marked/2.jpg", None, ANY_ROLE),
+        ("upload", "/api/videos/", None, MANAGER_ONLY),
         ("get", "/api/me/", None, ANY_ROLE | {None}),  # any signed-in user, roles or not
     ]
 
@@ -55,14 +66,22 @@ def test_each_endpoint_admits_exactly_its_roles(role, records, make_user, client
     user = make_user(role) if role else make_user()
     client = client_for(user)
     anonymous = client_for(None)
+    def call(c, method, url, body):
+        if method == "upload":
+            with open(records["upload"], "rb") as fh:
+                return c.post(url, {"file": fh, "source": f"up-{role}"}, format="multipart")
+        return getattr(c, method)(url, body, format="json") if body is not None else getattr(c, method)(url)
+
     for method, url, body, allowed in endpoints(records):
-        response = getattr(client, method)(url, body, format="json") if body is not None else getattr(client, method)(url)
+        response = call(client, method, url, body)
         if role in allowed:
             assert response.status_code < 400, (role, method, url, response.status_code, response.content[:300])
+        elif role is not None and url.startswith("/api/jobs/") and url != "/api/jobs/":
+            assert response.status_code == 404, (role, url)  # another person's job does not exist for them
         else:
             assert response.status_code == 403, (role, method, url, response.status_code)
             assert response.json()["code"] in {"permission_denied", "not_authenticated"}
-        assert getattr(anonymous, method)(url).status_code in (401, 403), (method, url)
+        assert call(anonymous, method, url, body).status_code in (401, 403), (method, url)
 
 
 def test_token_auth(make_user, client):

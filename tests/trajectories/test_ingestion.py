@@ -171,3 +171,12 @@ def test_browser_upload_with_session_and_csrf(media_root, small_video, make_user
     settings.TRAJLAB_MAX_UPLOAD_BYTES = 10**9
     r = upload()
     assert r.status_code == 201, r.content
+
+
+def test_overlong_names_are_refused_before_anything_is_written(media_root, tmp_path):
+    long_name = tmp_path / ("x" * 230 + ".mp4")
+    write_video(long_name)
+    with pytest.raises(ApplicationError) as err:
+        video_import(path=long_name, source="s" * 201)
+    assert err.value.code == "invalid_name" and "source" in err.value.message
+    assert Video.objects.count() == 0 and media_files(media_root) == []

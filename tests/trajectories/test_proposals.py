@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from common.errors import ApplicationError
-from models.synthetic import demo_scenes, render_scene
+from models.synthetic import box_iou, demo_scenes, render_scene
 from tests.conftest import write_video
 from tests.models.sam2_tiny import build_tiny_sam2
 from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Trajectory
@@ -43,11 +43,17 @@ def test_hog_bytetrack_run_on_a_rendered_scene(media_root, rendered):
     assert progress and progress[-1] >= 0.9 and progress == sorted(progress)
     tracks = list(Trajectory.objects.filter(run=run))
     assert len(tracks) >= 2
-    # Every stored box is one where the tracker had image evidence: it overlaps a rendered person.
+    # Stored boxes lie on rendered people (image evidence, nothing interpolated into empty space).
+    ious = []
     for t in tracks:
         for f, box in zip(t.frames_array(), t.boxes_array()):
-            gt = [p.boxes[f] for p in truth.people if p.boxes[f] is not None]
-            assert gt, f"track {t.track_id} has an observation on frame {f} where nobody is"
+            gt = np.array([p.boxes[f] for p in truth.people if p.boxes[f] is not None], np.float32)
+            assert len(gt), f"track {t.track_id} has an observation on frame {f} where nobody is"
+            ious.append(box_iou(box[None], gt).max())
+    ious = np.array(ious)
+    assert (ious > 0.1).all(), f"boxes on nobody: {np.sort(ious)[:5]}"
+    assert np.median(ious) >= 0.6 and (ious >= 0.5).mean() >= 0.8
+    for t in tracks:
         assert len(t.appearance_array()) > 0 and np.isclose(np.linalg.norm(t.appearance_array()), 1, atol=1e-3)
     # Running the same configuration again changes nothing.
     again, created = proposal_run_create(video=video, config=config, enqueue=False)
@@ -131,3 +137,89 @@ def test_a_duplicate_delivery_that_loses_the_race_keeps_the_winner(media_root, t
     result.job.refresh_from_db()
     assert result.job.status == "succeeded" and "first" in result.job.message
     assert Trajectory.objects.filter(run=run).count() == 1
+
+
+def test_one_configuration_spelled_differently_is_one_record(db):
+    a = proposal_config_create(name="p", backend="hog-bytetrack", categories=["person"])
+    same = [
+        dict(categories=["  Person "]),
+        dict(categories=["person", "person"]),
+        dict(categories=["person"], anchor_policy={"anchor_stride": 1}),
+        dict(categories=["person"], tracker_settings={"anchor_stride": 1, "min_track_length": 3}),
+    ]
+    for kwargs in same:
+        assert proposal_config_create(name="p", backend="hog-bytetrack", **kwargs).pk == a.pk, kwargs
+    b = proposal_config_create(name="p", backend="hog-bytetrack", categories=["person"], anchor_policy={"anchor_stride": 2})
+    assert b.pk != a.pk and b.version == 2 and ProposalConfig.objects.count() == 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(checkpoint_path="/etc/hostname"), "no checkpoint"),
+    (dict(anchor_policy={"anchor_stride": 2}, tracker_settings={"anchor_stride": 3}), "both"),
+    (dict(tracker_settings={"anchor_stride": "often"}), "anchor_stride"),
+])
+def test_settings_that_cannot_mean_anything_are_refused(db, kwargs, message):
+    with pytest.raises(ApplicationError, match=message):
+        proposal_config_create(name="x", backend="hog-bytetrack", categories=["person"], **kwargs)
+    assert ProposalConfig.objects.count() == 0
+
+
+def test_sam2_setting_of_the_wrong_type_is_a_clear_error(tmp_path, db):
+    model_config, checkpoint = build_tiny_sam2(tmp_path / "sam2")
+    with pytest.raises(ApplicationError) as err:
+        proposal_config_create(name="s", backend="sam2", categories=["person"], checkpoint_path=str(checkpoint),
+                               model_config_path=str(model_config), tracker_settings={"device": 0})
+    assert err.value.code == "invalid_tracker_settings"
+
+
+def _queued_run(tmp_path, name="v"):
+    video = _video(write_video(tmp_path / f"{name}.mp4", n_frames=12, size=(160, 120)), source=name)
+    config = proposal_config_create(name="hog", backend="hog-bytetrack", categories=["moving object"])
+    return proposal_run_create(video=video, config=config, enqueue=False)[0]
+
+
+def test_a_run_whose_worker_keeps_dying_is_failed(media_root, tmp_path):
+    from workers.models import Job
+
+    run = _queued_run(tmp_path)
+    Job.objects.filter(pk=run.job_id).update(attempts=3)  # three deliveries died with their worker
+    with pytest.raises(ApplicationError, match="gave up after 3 attempts"):
+        proposal_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and run.job.status == "failed" and Trajectory.objects.count() == 0
+
+
+def test_a_broker_that_refuses_the_message_fails_the_run_visibly(media_root, tmp_path, monkeypatch,
+                                                                 django_capture_on_commit_callbacks):
+    from trajectories.tasks import proposal_run_task
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(proposal_run_task, "apply_async", refuse)
+    video = _video(write_video(tmp_path / "b.mp4", n_frames=12, size=(160, 120)))
+    config = proposal_config_create(name="hog", backend="hog-bytetrack", categories=["person"])
+    with django_capture_on_commit_callbacks(execute=True):
+        run, _ = proposal_run_create(video=video, config=config)
+    run.refresh_from_db()
+    assert run.status == "failed" and "broker" in run.error and run.job.status == "failed"
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        again, queued = proposal_run_create(video=video, config=config)
+    assert queued and again.pk == run.pk and again.status == "queued" and len(callbacks) == 1
+
+
+def test_a_stale_run_is_queued_again_and_a_live_one_is_not(media_root, tmp_path):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workers.models import Job
+
+    run = _queued_run(tmp_path)
+    first_job = run.job_id
+    again, queued = proposal_run_create(video=run.video, config=run.config, enqueue=False)
+    assert not queued and again.job_id == first_job  # still fresh: left alone
+    Job.objects.filter(pk=first_job).update(updated_at=timezone.now() - timedelta(hours=2))
+    again, queued = proposal_run_create(video=run.video, config=run.config, enqueue=False)
+    assert queued and again.pk == run.pk and again.job_id != first_job and ProposalRun.objects.count() == 1

@@ -59,6 +59,12 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
     input; nothing is written in that case. Content already imported returns the existing video.
     """
     path = Path(path)
+    name = name or (path.stem if path.is_file() else path.name)
+    split_group = split_group or source
+    for label, value, limit in (("name", name, 255), ("source", source, 200), ("split group", split_group, 200)):
+        if not value or not value.strip() or len(value) > limit:
+            raise ApplicationError(f"the {label} must be 1 to {limit} characters, got {len(value or '')}",
+                                   code="invalid_name", extra={"field": label})
     try:
         info: VideoInfo = probe_video(path, fps=fps)
         sha = content_sha256(path)
@@ -75,12 +81,13 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
     dest = settings.MEDIA_ROOT / rel
     tmp = settings.MEDIA_ROOT / "tmp" / f"import-{uuid.uuid4().hex}{path.suffix.lower() if info.kind == 'file' else ''}"
     size = _copy_or_move(path, tmp, move=move)
+    placed = False  # whether this call put a file at dest (only then may it remove it)
     try:
         with transaction.atomic():
             video = Video.objects.create(
                 source=source_get_or_create(name=source),
-                split_group=split_group_get_or_create(name=split_group or source),
-                name=name or (path.stem if info.kind == Video.Kind.FILE else path.name),
+                split_group=split_group_get_or_create(name=split_group),
+                name=name,
                 kind=info.kind, path=str(rel), content_sha256=sha, size_bytes=size,
                 fps=info.fps, frame_count=info.frame_count, width=info.width, height=info.height,
                 duration_s=info.duration_s, codec=info.codec[:32], seekable=info.seekable, created_by=created_by,
@@ -88,15 +95,15 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
             )
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, dest)  # atomic on one filesystem; undone below if the commit fails
+            placed = True
             transaction.on_commit(lambda: logger.info("imported %s as video %s", path.name, video.pk))
     except IntegrityError:
-        # Lost a race with a concurrent import of the same content.
+        # Lost a race with a concurrent import of the same content: the winner's file stays.
         _remove(tmp)
-        _remove(dest) if not Video.objects.filter(content_sha256=sha).exists() else None
         return ImportResult(Video.objects.get(content_sha256=sha), False)
     except BaseException:
         _remove(tmp)
-        if not Video.objects.filter(content_sha256=sha).exists():
+        if placed:
             _remove(dest)
         raise
     return ImportResult(video, True)

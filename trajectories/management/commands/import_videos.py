@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError
+from common.progress import ProgressBar
 from models.video import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
 from trajectories.services.ingestion import video_import
 
@@ -30,19 +31,26 @@ class Command(BaseCommand):
 
     def handle(self, *args, paths, source, split_group, fps, **options):
         failures = 0
-        for path in [p for arg in paths for p in expand(arg)]:
-            try:
-                result = video_import(path=path, source=source or path.stem, split_group=split_group, fps=fps)
-            except ApplicationError as exc:
-                failures += 1
-                self.stderr.write(self.style.ERROR(f"{path}: {exc.message}"))
-                continue
-            v = result.video
-            if result.created:
-                self.stdout.write(self.style.SUCCESS(
-                    f"imported {path} as video #{v.pk} '{v.name}': {v.frame_count} frames, {v.width}x{v.height}, "
-                    f"{v.fps:g} fps, {v.codec}, source '{v.source.name}', split group '{v.split_group.name}'"))
-            else:
-                self.stdout.write(f"skipped {path}: same content as video #{v.pk} '{v.name}'")
+        inputs = [p for arg in paths for p in expand(arg)]
+        with ProgressBar(f"importing {len(inputs)} input(s)") as bar:
+            for done, path in enumerate(inputs):
+                bar(done / len(inputs), path.name)
+                try:
+                    result = video_import(path=path, source=source or path.stem, split_group=split_group, fps=fps)
+                except ApplicationError as exc:
+                    failures += 1
+                    self.stderr.write(self.style.ERROR(f"{path}: {exc.message}"))
+                    continue
+                self._report(path, result)
+            bar(1.0)
         if failures:
             raise CommandError(f"{failures} input(s) could not be imported (nothing was stored for them)")
+
+    def _report(self, path, result) -> None:
+        v = result.video
+        if result.created:
+            self.stdout.write(self.style.SUCCESS(
+                f"imported {path} as video #{v.pk} '{v.name}': {v.frame_count} frames, {v.width}x{v.height}, "
+                f"{v.fps:g} fps, {v.codec}, source '{v.source.name}', split group '{v.split_group.name}'"))
+        else:
+            self.stdout.write(f"skipped {path}: same content as video #{v.pk} '{v.name}'")
