@@ -15,14 +15,14 @@ class ProgressBar:
         self._n = 0
 
     def __call__(self, fraction: float, message: str = "") -> None:
-        n = int(round(1000 * min(max(fraction, 0.0), 1.0)))
+        n = round(1000 * min(max(fraction, 0.0), 1.0))
         if n > self._n:
             self._bar.update(n - self._n)
             self._n = n
         if message:
             self._bar.set_postfix_str(message[:60], refresh=False)
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc) -> None:

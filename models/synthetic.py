@@ -392,8 +392,8 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
         arm_back = (cx - sw, shoulder_y + 0.02 * H, cx - sw - 0.035 * H, shoulder_y + arm_len * (0.97 + 0.03 * swing))
         arm_front = (cx + sw, shoulder_y + 0.02 * H, cx + sw + 0.035 * H, shoulder_y + arm_len * (0.97 - 0.03 * swing))
 
-    def leg(l, col):
-        x0, y0, x1, y1 = l
+    def leg(segment, col):
+        x0, y0, x1, y1 = segment
         _limb(canvas, mask, (x0, y0), (x1, y1 - 0.02 * H), 0.095 * H, 0.06 * H, col)
         shoe_dx = 0.035 * H * facing if side else 0.0
         _limb(canvas, mask, (x1 - 0.01 * H * facing if side else x1, y1 - 0.025 * H), (x1 + shoe_dx, y1 - 0.02 * H),
@@ -616,7 +616,7 @@ def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
 def _runs(flags: list[bool]) -> list[tuple[int, int]]:
     """Half-open runs of True in a list of booleans."""
     runs, start = [], None
-    for i, v in enumerate(flags + [False]):
+    for i, v in enumerate([*flags, False]):
         if v and start is None:
             start = i
         elif not v and start is not None:

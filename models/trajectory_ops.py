@@ -129,7 +129,7 @@ def appearance_descriptor(frame_bgr: np.ndarray, box) -> np.ndarray:
     the reverse. Pixels that are nearly grey or black get little hue weight through saturation.
     """
     h, w = frame_bgr.shape[:2]
-    x1, y1, x2, y2 = (int(round(float(v))) for v in box)
+    x1, y1, x2, y2 = (round(float(v)) for v in box)
     x1, y1, x2, y2 = max(0, x1), max(0, y1), min(w, x2), min(h, y2)
     parts = []
     if x2 - x1 < 2 or y2 - y1 < 2:
@@ -143,7 +143,7 @@ def appearance_descriptor(frame_bgr: np.ndarray, box) -> np.ndarray:
         value.extend([half[..., 2].mean() / 255.0, half[..., 2].std() / 255.0, half[..., 1].mean() / 255.0])
     # Brightness/saturation statistics help with grey and black clothing, where hue says little;
     # they are down-weighted so that colour histograms dominate the similarity.
-    vec = np.concatenate(parts + [0.25 * np.asarray(value)]).astype(np.float32)
+    vec = np.concatenate([*parts, 0.25 * np.asarray(value)]).astype(np.float32)
     return vec / max(float(np.linalg.norm(vec)), 1e-9)
 
 

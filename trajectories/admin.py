@@ -1,6 +1,14 @@
 from django.contrib import admin
 
-from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
+from trajectories.models import (
+    DuplicateCandidate,
+    ProposalConfig,
+    ProposalRun,
+    Source,
+    SplitGroup,
+    Trajectory,
+    Video,
+)
 
 
 @admin.register(Source)

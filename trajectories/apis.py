@@ -14,7 +14,15 @@ from accounts.roles import IsManager, IsStaffMember
 from common.errors import ApplicationError
 from common.pagination import paginate
 from trajectories import selectors
-from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
+from trajectories.models import (
+    DuplicateCandidate,
+    ProposalConfig,
+    ProposalRun,
+    Source,
+    SplitGroup,
+    Trajectory,
+    Video,
+)
 from trajectories.services.duplicates import duplicate_candidate_create_manual
 from trajectories.services.ingestion import video_upload_import
 from trajectories.services.proposals import proposal_config_create, proposal_run_create
@@ -270,7 +278,7 @@ class TrajectoryDetailOutputSerializer(TrajectoryOutputSerializer):
     scores = serializers.SerializerMethodField()
 
     class Meta(TrajectoryOutputSerializer.Meta):
-        fields = TrajectoryOutputSerializer.Meta.fields + ["frames", "boxes", "scores"]
+        fields = [*TrajectoryOutputSerializer.Meta.fields, "frames", "boxes", "scores"]
 
     def get_frames(self, obj) -> list[int]:
         return obj.frames_array().tolist()

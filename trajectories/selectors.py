@@ -6,7 +6,15 @@ from django.db.models import Count, QuerySet
 
 from common.errors import ApplicationError, NotFoundError
 from models.video import ReaderPool, VideoError, crop_box, draw_target, encode_jpeg
-from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Source, SplitGroup, Trajectory, Video
+from trajectories.models import (
+    DuplicateCandidate,
+    ProposalConfig,
+    ProposalRun,
+    Source,
+    SplitGroup,
+    Trajectory,
+    Video,
+)
 
 # One pool per process: decoders stay open between requests and keep an LRU of frames.
 _readers = ReaderPool(size=settings.TRAJLAB_OPEN_VIDEOS, cache_bytes=settings.TRAJLAB_FRAME_CACHE_MB * 2**20)

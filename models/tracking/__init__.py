@@ -7,14 +7,32 @@ needs neither torch nor sam2.
 """
 from __future__ import annotations
 
-from models.tracking.base import FrameObjects, FrameSource, Tracker, TrackerConfigError, TrackProposal, run_tracker
+from models.tracking.base import (
+    FrameObjects,
+    FrameSource,
+    Tracker,
+    TrackerConfigError,
+    TrackProposal,
+    run_tracker,
+)
 
 BACKENDS = ("hog-bytetrack", "sam2")
 # Settings that name files: they are recorded by content hash, not by path.
 FILE_SETTINGS = ("checkpoint", "model_config")
 
-__all__ = ["BACKENDS", "FILE_SETTINGS", "FrameObjects", "FrameSource", "Tracker", "TrackerConfigError",
-           "TrackProposal", "build_tracker", "normalize_categories", "resolve_tracker_settings", "run_tracker"]
+__all__ = [
+    "BACKENDS",
+    "FILE_SETTINGS",
+    "FrameObjects",
+    "FrameSource",
+    "TrackProposal",
+    "Tracker",
+    "TrackerConfigError",
+    "build_tracker",
+    "normalize_categories",
+    "resolve_tracker_settings",
+    "run_tracker",
+]
 
 
 def normalize_categories(categories: list[str]) -> list[str]:

@@ -210,9 +210,9 @@ class HogPersonDetector:
         if len(rects) == 0:
             return empty
         rects /= factor
-        l, t, r, b = s.box_trim
+        left, top, right, bottom = s.box_trim
         x, y, w, h = rects[:, 0], rects[:, 1], rects[:, 2], rects[:, 3]
-        boxes = np.stack([x + l * w, y + t * h, x + (1 - r) * w, y + (1 - b) * h], axis=1)  # [n, 4]
+        boxes = np.stack([x + left * w, y + top * h, x + (1 - right) * w, y + (1 - bottom) * h], axis=1)  # [n, 4]
         scores = 1.0 - np.exp(-np.clip(margins, 0, None) / s.margin_scale)  # [n]
         keep = nms(boxes, scores, s.nms_iou, s.max_containment)
         boxes, scores = _clip(boxes[keep], width, height), scores[keep]

@@ -437,13 +437,7 @@ class Sam2Tracker:
                       ("model.compile_image_encoder", True)]
         else:
             target = [("model._target_", "sam2.sam2_video_predictor.SAM2VideoPredictor")]
-        return target + [
-            ("model.sam_mask_decoder_extra_args.dynamic_multimask_via_stability", True),
-            ("model.sam_mask_decoder_extra_args.dynamic_multimask_stability_delta", 0.05),
-            ("model.sam_mask_decoder_extra_args.dynamic_multimask_stability_thresh", 0.98),
-            ("model.binarize_mask_from_pts_for_mem_enc", True),
-            ("model.fill_hole_area", self.fill_hole_area),
-        ]
+        return [*target, ("model.sam_mask_decoder_extra_args.dynamic_multimask_via_stability", True), ("model.sam_mask_decoder_extra_args.dynamic_multimask_stability_delta", 0.05), ("model.sam_mask_decoder_extra_args.dynamic_multimask_stability_thresh", 0.98), ("model.binarize_mask_from_pts_for_mem_enc", True), ("model.fill_hole_area", self.fill_hole_area)]
 
     def _load_predictor(self):
         from hydra.utils import instantiate

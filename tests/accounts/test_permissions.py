@@ -4,12 +4,11 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROLE_NAMES, write_video
-from trajectories.models import SplitGroup
-from trajectories.services.ingestion import video_import
-from workers.services import job_create
 from tests.trajectories.factories import config_factory, proposal, run_factory
-from trajectories.models import Trajectory
+from trajectories.models import SplitGroup, Trajectory
+from trajectories.services.ingestion import video_import
 from trajectories.services.proposals import trajectories_store
+from workers.services import job_create
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +58,7 @@ def endpoints(r):
     ]
 
 
-@pytest.mark.parametrize("role", ROLE_NAMES + [None])
+@pytest.mark.parametrize("role", [*ROLE_NAMES, None])
 def test_each_endpoint_admits_exactly_its_roles(role, records, make_user, client_for, monkeypatch):
     # Queuing work is not under test here.
     monkeypatch.setattr("trajectories.tasks.proposal_run_task.apply_async", lambda *a, **k: None)

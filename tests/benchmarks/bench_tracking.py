@@ -129,7 +129,7 @@ def test_default_tracker_on_demo_scenes(tmp_path_factory):
         rows[spec.name] = row
         accs.append(acc)
     summary = mm.metrics.create().compute_many(accs, names=list(rows), metrics=METRICS, generate_overall=True)
-    for name in list(rows) + ["OVERALL"]:
+    for name in [*list(rows), "OVERALL"]:
         figures = {m: float(summary.loc[name, m]) for m in METRICS}
         if name == "OVERALL":
             covered = sum(r["covered"] for r in rows.values())

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
 from django.contrib.auth import get_user_model

@@ -355,7 +355,7 @@ def test_a_stateful_detector_sees_every_frame_up_to_the_last_anchor(tiny, video_
                        detector_factory=lambda category, settings: _FakeStatefulDetector(calls))
     state = sam2.init_state(FrameReader(video_dir))
     sam2.add_prompt(state, category="moving object")
-    assert [f for f, _ in calls] == ["reset"] + list(range(17))
+    assert [f for f, _ in calls] == ["reset", *list(range(17))]
     assert sorted(state.prompts) == [0, 8, 16]
     assert [len(ps) for ps in state.prompts.values()] == [2, 2, 2]
     assert [p.score for p in state.prompts[8]] == pytest.approx([0.9, 0.4])  # best first

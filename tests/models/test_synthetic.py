@@ -323,7 +323,7 @@ def test_people_coverage(rendered_small):
     p0 = gt.people[0]
     vis = [f for f in p0.frames() if p0.visible[f] >= 0.5]
     part = np.array(vis[: int(0.4 * len(vis))])
-    res = people_coverage(gt, [(part, p0.boxes_array()[part])] + perfect[1:])
+    res = people_coverage(gt, [(part, p0.boxes_array()[part]), *perfect[1:]])
     assert res["covered"] == 2 and res["per_person"][0] == pytest.approx(len(part) / len(vis))
     # boxes shifted by a box width match nobody
     shifted = [(f, b + np.array([1, 0, 1, 0]) * (b[:, 2:3] - b[:, 0:1])) for f, b in perfect]

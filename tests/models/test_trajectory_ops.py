@@ -1,12 +1,23 @@
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from models.trajectory_ops import (
-    DuplicateSettings, TrajectoryError, appearance_descriptor, box_iou, longest_run, pair_signals,
-    propose_duplicate_pairs, quality_signals, validate_observations,
+    DuplicateSettings,
+    TrajectoryError,
+    appearance_descriptor,
+    box_iou,
+    longest_run,
+    pair_signals,
+    propose_duplicate_pairs,
+    quality_signals,
+    validate_observations,
 )
 
 
@@ -39,7 +50,7 @@ def test_box_iou_matches_a_plain_loop(a, b):
 def test_longest_run_matches_a_plain_loop(values):
     frames = np.array(sorted(values))
     best = run = 1
-    for prev, cur in zip(frames, frames[1:]):
+    for prev, cur in itertools.pairwise(frames):
         run = run + 1 if cur == prev + 1 else 1
         best = max(best, run)
     assert longest_run(frames) == best

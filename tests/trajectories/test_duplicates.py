@@ -5,7 +5,10 @@ import pytest
 from common.errors import ApplicationError
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.models import DuplicateCandidate, Trajectory
-from trajectories.services.duplicates import duplicate_candidate_create_manual, duplicate_candidates_propose
+from trajectories.services.duplicates import (
+    duplicate_candidate_create_manual,
+    duplicate_candidates_propose,
+)
 from trajectories.services.proposals import trajectories_store
 
 pytestmark = pytest.mark.django_db

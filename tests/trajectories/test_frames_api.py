@@ -4,11 +4,11 @@ import cv2
 import numpy as np
 import pytest
 
+from models.tracking.base import TrackProposal
 from tests.conftest import write_video
 from tests.trajectories.factories import run_factory
 from trajectories.services.ingestion import video_import
 from trajectories.services.proposals import trajectories_store
-from models.tracking.base import TrackProposal
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,11 @@ from tests.conftest import write_video
 from tests.models.sam2_tiny import build_tiny_sam2
 from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Trajectory
 from trajectories.services.ingestion import video_import
-from trajectories.services.proposals import proposal_config_create, proposal_run_create, proposal_run_execute
+from trajectories.services.proposals import (
+    proposal_config_create,
+    proposal_run_create,
+    proposal_run_execute,
+)
 from trajectories.services.splits import splits_assign
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from common.errors import ApplicationError, ConflictError
 from tests.trajectories.factories import config_factory, video_factory

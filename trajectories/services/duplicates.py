@@ -6,7 +6,12 @@ from dataclasses import replace
 from django.db import transaction
 
 from common.errors import ApplicationError
-from models.trajectory_ops import DuplicateSettings, PairSignals, pair_signals, propose_duplicate_pairs
+from models.trajectory_ops import (
+    DuplicateSettings,
+    PairSignals,
+    pair_signals,
+    propose_duplicate_pairs,
+)
 from trajectories.models import DuplicateCandidate, Trajectory, Video
 
 
@@ -23,10 +28,10 @@ def _candidate(video: Video, sig, **kw) -> DuplicateCandidate:
     )
 
 
-def duplicate_candidates_propose(*, video: Video, settings: DuplicateSettings = DuplicateSettings()) -> int:
+def duplicate_candidates_propose(*, video: Video, settings: DuplicateSettings | None = None) -> int:
     """Propose duplicate pairs among all of a video's trajectories; returns how many new pairs were
     stored. Pairs already stored are kept as they are."""
-    pairs = propose_duplicate_pairs([_unpack(t) for t in video.trajectories.all()], settings)
+    pairs = propose_duplicate_pairs([_unpack(t) for t in video.trajectories.all()], settings or DuplicateSettings())
     return duplicate_candidates_store(video=video, pairs=pairs)
 
 
@@ -54,7 +59,7 @@ def duplicate_candidate_create_manual(*, trajectory_a: Trajectory, trajectory_b:
         return existing
     ia, ib = _unpack(a), _unpack(b)
     sig = pair_signals(ia[1], ia[2], ib[1], ib[2], ia[3], ib[3], a=a.pk, b=b.pk)
-    sig.reasons = ["manual"] + sig.reasons
+    sig.reasons = ["manual", *sig.reasons]
     row = _candidate(a.video, sig, origin=DuplicateCandidate.Origin.MANUAL, created_by=created_by)
     row.save()
     return row

@@ -14,10 +14,20 @@ from django.db.models import Max
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
-from models.tracking import BACKENDS, FILE_SETTINGS, build_tracker, normalize_categories, resolve_tracker_settings
+from models.tracking import (
+    BACKENDS,
+    FILE_SETTINGS,
+    build_tracker,
+    normalize_categories,
+    resolve_tracker_settings,
+)
 from models.tracking.base import TrackerConfigError, TrackProposal, run_tracker
 from models.trajectory_ops import (
-    TrajectoryError, propose_duplicate_pairs, quality_signals, trajectory_appearance, validate_observations,
+    TrajectoryError,
+    propose_duplicate_pairs,
+    quality_signals,
+    trajectory_appearance,
+    validate_observations,
 )
 from models.video import FrameReader, VideoError, content_sha256
 from trajectories.models import ProposalConfig, ProposalRun, SplitGroup, Trajectory, Video

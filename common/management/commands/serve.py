@@ -38,7 +38,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(
             f"\nTrajlab is running at http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs/)\n"
             f"  demo logins: {DEMO_LOGINS}\n"
-            f"  database: {db}, broker: {broker}, worker: {'pid %s' % worker.pid if worker else 'none'}\n"
+            f"  database: {db}, broker: {broker}, worker: {f'pid {worker.pid}' if worker else 'none'}\n"
             "  stop with Ctrl-C\n"))
         # A SIGTERM (from a process manager, or kill) ends the server like Ctrl-C does, so the
         # worker below is always stopped with it.

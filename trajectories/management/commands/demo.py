@@ -15,7 +15,11 @@ from common.progress import ProgressBar
 from models.synthetic import GroundTruth, demo_scenes, gt_path_for, render_scene
 from trajectories.models import Video
 from trajectories.services.ingestion import video_import
-from trajectories.services.proposals import proposal_config_create, proposal_run_create, proposal_run_execute
+from trajectories.services.proposals import (
+    proposal_config_create,
+    proposal_run_create,
+    proposal_run_execute,
+)
 from trajectories.services.splits import splits_assign
 
 DEMO_PASSWORD = "trajlab-demo"

@@ -5,7 +5,11 @@ from django.core.management.base import BaseCommand, CommandError
 from common.errors import ApplicationError
 from common.progress import ProgressBar
 from trajectories.models import Video
-from trajectories.services.proposals import proposal_config_create, proposal_run_create, proposal_run_execute
+from trajectories.services.proposals import (
+    proposal_config_create,
+    proposal_run_create,
+    proposal_run_execute,
+)
 
 
 class Command(BaseCommand):
@@ -39,7 +43,7 @@ class Command(BaseCommand):
             try:
                 run, created = proposal_run_create(video=video, config=config, enqueue=queue)
                 if queue:
-                    self.stdout.write(f"video #{video.pk}: run #{run.pk} {'queued as job #%s' % run.job_id if created else 'exists (' + run.status + ')'}")
+                    self.stdout.write(f"video #{video.pk}: run #{run.pk} {f'queued as job #{run.job_id}' if created else 'exists (' + run.status + ')'}")
                     continue
                 if not created:
                     self.stdout.write(f"video #{video.pk}: run #{run.pk} already {run.status}")
