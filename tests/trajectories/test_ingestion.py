@@ -180,3 +180,20 @@ def test_overlong_names_are_refused_before_anything_is_written(media_root, tmp_p
         video_import(path=long_name, source="s" * 201)
     assert err.value.code == "invalid_name" and "source" in err.value.message
     assert Video.objects.count() == 0 and media_files(media_root) == []
+
+
+def test_staging_sweep_removes_only_old_leftovers(media_root):
+    import os
+    import time
+
+    from trajectories.services.ingestion import staging_sweep
+
+    old = media_root / "tmp" / "upload-old"
+    old.mkdir()
+    (old / "clip.mp4").write_bytes(b"partial")
+    fresh = media_root / "tmp" / "upload-fresh"
+    fresh.mkdir()
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(old, (two_days_ago, two_days_ago))
+    assert staging_sweep() == 1
+    assert not old.exists() and fresh.exists()

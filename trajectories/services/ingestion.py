@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,9 +140,29 @@ def _remove(path: Path) -> None:
         logger.warning("could not remove %s", path)
 
 
+STAGING_MAX_AGE_S = 24 * 3600
+
+
+def staging_sweep(*, max_age_s: float = STAGING_MAX_AGE_S) -> int:
+    """Remove staging leftovers older than ``max_age_s`` from ``MEDIA_ROOT/tmp`` (an upload whose
+    process was killed mid-way leaves its file there); returns how many entries went."""
+    root = settings.MEDIA_ROOT / "tmp"
+    cutoff = time.time() - max_age_s
+    removed = 0
+    for entry in root.iterdir() if root.is_dir() else []:
+        try:
+            if entry.stat().st_mtime < cutoff:
+                _remove(entry)
+                removed += 1
+        except FileNotFoundError:
+            continue  # another process removed it first
+    return removed
+
+
 def video_upload_import(*, uploaded_file, source: str, split_group: str | None = None, name: str | None = None,
                         fps: float | None = None, created_by=None) -> ImportResult:
     """Import an uploaded file (already streamed to disk by Django's upload handlers)."""
+    staging_sweep()
     limit = settings.TRAJLAB_MAX_UPLOAD_BYTES
     if uploaded_file.size > limit:
         raise ApplicationError(f"the upload is {uploaded_file.size} bytes; the limit is {limit}",
