@@ -124,6 +124,8 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = None  # set below once MEDIA_ROOT exists
 TRAJLAB_MAX_UPLOAD_BYTES = env_int("TRAJLAB_MAX_UPLOAD_BYTES", 2 * 1024**3)
+# Uploads up to this size are imported before the response; larger ones by a worker (202 + job).
+TRAJLAB_SYNC_IMPORT_BYTES = env_int("TRAJLAB_SYNC_IMPORT_BYTES", 200 * 1024**2)
 FILE_UPLOAD_HANDLERS = [
     "common.uploads.MaxSizeUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",

@@ -150,6 +150,9 @@ class VideoListApi(APIView):
         created = serializers.BooleanField(help_text="false: the same content was already imported")
         video = VideoOutputSerializer()
 
+    class QueuedOutputSerializer(serializers.Serializer):
+        job = JobSummaryOutputSerializer(help_text="the import job; its result names the video")
+
     @extend_schema(parameters=[OpenApiParameter("split", str), OpenApiParameter("source", str)],
                    responses=VideoOutputSerializer(many=True), summary="List videos")
     def get(self, request):
@@ -157,14 +160,18 @@ class VideoListApi(APIView):
         return paginate(qs, VideoOutputSerializer, request, self)
 
     @extend_schema(request={"multipart/form-data": InputSerializer},
-                   responses={201: UploadOutputSerializer, 200: UploadOutputSerializer, 400: OpenApiTypes.OBJECT,
-                              413: OpenApiTypes.OBJECT},
-                   summary="Upload a video (streamed to disk; corrupt or unsupported files are refused)")
+                   responses={201: UploadOutputSerializer, 200: UploadOutputSerializer, 202: QueuedOutputSerializer,
+                              400: OpenApiTypes.OBJECT, 413: OpenApiTypes.OBJECT},
+                   summary="Upload a video (streamed to disk; corrupt or unsupported files are refused). "
+                           "Large files are imported by a worker: 202 with the job to follow.")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = video_upload_import(uploaded_file=data.validated_data.pop("file"), created_by=request.user,
+        upload = video_upload_import(uploaded_file=data.validated_data.pop("file"), created_by=request.user,
                                      **data.validated_data)
+        if upload.job is not None:
+            return Response(self.QueuedOutputSerializer({"job": upload.job}).data, status=status.HTTP_202_ACCEPTED)
+        result = upload.result
         body = self.UploadOutputSerializer({"created": result.created, "video": result.video}).data
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 

@@ -8,6 +8,7 @@ from celery import shared_task
 from common.errors import ApplicationError
 from trajectories.models import ProposalRun
 from trajectories.services.proposals import proposal_run_execute
+from workers.models import Job
 
 logger = logging.getLogger(__name__)
 
@@ -25,3 +26,15 @@ def proposal_run_task(self, run_id: int) -> dict:
         logger.warning("proposal run %s failed: %s", run_id, exc.message)
         return {"run": run_id, "status": "failed", "error": exc.message}
     return {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
+
+
+@shared_task(bind=True, acks_late=True, max_retries=0)
+def video_import_task(self, job_id: int) -> dict:
+    """Import a large upload that the API staged (see ``video_upload_import``)."""
+    from trajectories.services.ingestion import video_import_job_execute
+
+    if not Job.objects.filter(pk=job_id).exists():
+        logger.warning("import job %s no longer exists; nothing to do", job_id)
+        return {"job": job_id, "status": "missing"}
+    job = video_import_job_execute(job_id=job_id)
+    return {"job": job.pk, "status": job.status, "result": job.result}

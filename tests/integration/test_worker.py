@@ -155,3 +155,22 @@ def test_a_killed_worker_process_loses_nothing(worker, manager_client, tmp_path)
     assert run.job.attempts == 2
     assert Trajectory.objects.filter(run=run).count() == run.trajectory_count >= 1
     assert len(set(Trajectory.objects.filter(run=run).values_list("track_id", flat=True))) == run.trajectory_count
+
+
+def test_a_large_upload_is_imported_by_the_worker(worker, manager_client, tmp_path, settings):
+    from trajectories.models import Video
+    from workers.models import Job
+
+    settings.TRAJLAB_SYNC_IMPORT_BYTES = 1000
+    path = write_video(tmp_path / "big.mp4", n_frames=40, size=(320, 240), fps=10)
+    with open(path, "rb") as fh:
+        r = manager_client.post("/api/videos/", {"file": fh, "source": "itest-upload"}, format="multipart")
+    assert r.status_code == 202, r.content
+    job_id = r.json()["job"]["id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and Job.objects.get(pk=job_id).status in ("queued", "running"):
+        time.sleep(0.3)
+    job = Job.objects.get(pk=job_id)
+    assert job.status == "succeeded", (job.error, worker.log_path.read_text()[-3000:])
+    video = Video.objects.get(pk=job.result["video"])
+    assert video.frame_count == 40 and video.abspath.is_file()

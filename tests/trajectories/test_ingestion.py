@@ -197,3 +197,38 @@ def test_staging_sweep_removes_only_old_leftovers(media_root):
     os.utime(old, (two_days_ago, two_days_ago))
     assert staging_sweep() == 1
     assert not old.exists() and fresh.exists()
+
+
+def test_a_large_upload_is_imported_by_a_job(media_root, manager_client, small_video, settings,
+                                            django_capture_on_commit_callbacks):
+    from trajectories.services.ingestion import video_import_job_execute
+    from workers.models import Job
+
+    settings.TRAJLAB_SYNC_IMPORT_BYTES = 100  # everything counts as large
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        r = _upload(manager_client, small_video, source="cam-big")
+    assert r.status_code == 202, r.content
+    assert len(queued) == 1 and Video.objects.count() == 0
+    job = Job.objects.get(pk=r.json()["job"]["id"])
+    assert job.kind == "video_import" and job.status == "queued"
+    job = video_import_job_execute(job_id=job.pk)  # what the worker's task calls
+    assert job.status == "succeeded" and job.result["created"] is True
+    video = Video.objects.get(pk=job.result["video"])
+    assert video.source.name == "cam-big" and video.frame_count == 30
+    assert media_files(media_root / "tmp") == []
+    assert video_import_job_execute(job_id=job.pk).status == "succeeded"  # a re-delivery changes nothing
+    assert Video.objects.count() == 1
+
+
+def test_a_large_corrupt_upload_fails_its_job_and_leaves_nothing(media_root, manager_client, tmp_path, settings,
+                                                                django_capture_on_commit_callbacks):
+    from trajectories.services.ingestion import video_import_job_execute
+
+    settings.TRAJLAB_SYNC_IMPORT_BYTES = 100
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"\x00\x01" * 5000)
+    with django_capture_on_commit_callbacks(execute=False):
+        r = _upload(manager_client, bad, source="cam-big")
+    job = video_import_job_execute(job_id=r.json()["job"]["id"])
+    assert job.status == "failed" and "broken.mp4" in job.error
+    assert Video.objects.count() == 0 and media_files(media_root) == []

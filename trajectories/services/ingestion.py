@@ -20,6 +20,8 @@ from django.db import IntegrityError, transaction
 from common.errors import ApplicationError
 from models.video import VideoError, VideoInfo, content_sha256, list_frame_files, probe_video
 from trajectories.models import Source, SplitGroup, Video
+from workers.models import Job
+from workers.services import job_create, job_fail, job_start, job_succeed
 
 logger = logging.getLogger(__name__)
 
@@ -159,19 +161,34 @@ def staging_sweep(*, max_age_s: float = STAGING_MAX_AGE_S) -> int:
     return removed
 
 
+@dataclass
+class UploadResult:
+    """An upload imported now (``result``), or queued for a worker (``job``) when it is large."""
+
+    result: ImportResult | None = None
+    job: Job | None = None
+
+
 def video_upload_import(*, uploaded_file, source: str, split_group: str | None = None, name: str | None = None,
-                        fps: float | None = None, created_by=None) -> ImportResult:
-    """Import an uploaded file (already streamed to disk by Django's upload handlers)."""
+                        fps: float | None = None, created_by=None) -> UploadResult:
+    """Import an uploaded file (already streamed to disk by Django's upload handlers).
+
+    Uploads up to ``TRAJLAB_SYNC_IMPORT_BYTES`` are probed and stored before the response. Larger
+    ones (probing decodes every frame, minutes for a long video) are staged under ``MEDIA_ROOT``
+    and imported by a worker: the result is a queued ``Job`` whose result names the video.
+    """
     staging_sweep()
     limit = settings.TRAJLAB_MAX_UPLOAD_BYTES
     if uploaded_file.size > limit:
         raise ApplicationError(f"the upload is {uploaded_file.size} bytes; the limit is {limit}",
                                code="upload_too_large", status_code=413)
     original = Path(uploaded_file.name or "upload").name or "upload"
+    params = {"source": source, "split_group": split_group, "name": name or Path(original).stem, "fps": fps}
     # A private staging folder keeps the person's file name, so errors speak of their file.
     staging_dir = settings.MEDIA_ROOT / "tmp" / f"upload-{uuid.uuid4().hex}"
     staging_dir.mkdir(parents=True)
     staging = staging_dir / original
+    queued = False
     try:
         if hasattr(uploaded_file, "temporary_file_path"):
             shutil.move(uploaded_file.temporary_file_path(), staging)  # already streamed to disk
@@ -179,7 +196,38 @@ def video_upload_import(*, uploaded_file, source: str, split_group: str | None =
             with open(staging, "wb") as out:
                 for chunk in uploaded_file.chunks():
                     out.write(chunk)
-        return video_import(path=staging, source=source, split_group=split_group,
-                            name=name or Path(original).stem, fps=fps, created_by=created_by, move=True)
+        if uploaded_file.size <= settings.TRAJLAB_SYNC_IMPORT_BYTES:
+            return UploadResult(result=video_import(path=staging, created_by=created_by, move=True, **params))
+        with transaction.atomic():
+            job = job_create(kind="video_import", queue="cpu", created_by=created_by,
+                             params={**params, "staging": str(staging.relative_to(settings.MEDIA_ROOT))})
+            from trajectories.tasks import video_import_task
+
+            transaction.on_commit(lambda: video_import_task.apply_async(args=[job.pk], queue="cpu"))
+        queued = True
+        return UploadResult(job=job)
     finally:
-        _remove(staging_dir)
+        if not queued:
+            _remove(staging_dir)
+
+
+def video_import_job_execute(*, job_id: int) -> Job:
+    """Import a staged upload for its job (idempotent: a finished job is returned as it is)."""
+    job = Job.objects.get(pk=job_id)
+    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
+        return job
+    job = job_start(job=job)
+    params = dict(job.params)
+    staging = settings.MEDIA_ROOT / params.pop("staging")
+    user = job.created_by
+    try:
+        if not staging.exists():
+            raise ApplicationError(f"the staged upload {staging.name} is gone; upload it again",
+                                   code="staging_missing")
+        result = video_import(path=staging, created_by=user, move=True, **params)
+    except ApplicationError as exc:
+        return job_fail(job=job, error=exc.message)
+    finally:
+        _remove(staging.parent)
+    return job_succeed(job=job, result={"video": result.video.pk, "created": result.created},
+                       message=f"{'imported' if result.created else 'already had'} video #{result.video.pk}")
