@@ -1,2 +1,130 @@
-# The annotation records (assignments, votes, adjudication, pools, descriptions, queries,
-# relations, snapshots, releases) are added stage by stage on top of the trajectories app.
+"""Curation records: review policy, work items, panel seats (claims with leases) and votes.
+
+A work item is one decision for a panel of distinct annotators: a proposal's usability
+(DESIGN 2.3) or a duplicate pair's identity (DESIGN 2.4). Annotators claim a seat on an item
+(``Assignment``; seats are numbered, so the database itself refuses a panel larger than its size
+whatever the concurrency), then cast exactly one ``Vote``. Votes are never edited: corrections
+are adjudication votes. The database refuses updates and deletes of votes.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+USABILITY_LABELS = ("usable", "unusable", "uncertain")
+IDENTITY_LABELS = ("same", "different", "uncertain")
+ALL_LABELS = tuple(dict.fromkeys(USABILITY_LABELS + IDENTITY_LABELS))
+
+
+class ReviewPolicy(models.Model):
+    """The project's review settings; each work item copies them when it is created."""
+
+    name = models.CharField(max_length=100, unique=True, default="default")
+    panel_size = models.PositiveSmallIntegerField(default=3)
+    required_votes = models.PositiveSmallIntegerField(default=2)
+    lease_seconds = models.PositiveIntegerField(default=600, help_text="how long a claimed item stays reserved")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(required_votes__gte=1) & Q(required_votes__lte=F("panel_size")),
+                                   name="review_policy_required_within_panel"),
+            models.CheckConstraint(condition=Q(lease_seconds__gte=10), name="review_policy_lease_min"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.required_votes} of {self.panel_size}"
+
+
+class WorkItem(models.Model):
+    class Stage(models.TextChoices):
+        USABILITY = "usability"
+        IDENTITY = "identity"
+
+    class State(models.TextChoices):
+        OPEN = "open"                # collecting panel votes
+        ADJUDICATE = "adjudicate"    # panel complete without a majority
+        DECIDED = "decided"          # a decisive label won (see ``decision``)
+        UNRESOLVED = "unresolved"    # adjudicated without a majority
+
+    stage = models.CharField(max_length=16, choices=Stage.choices)
+    video = models.ForeignKey("trajectories.Video", on_delete=models.PROTECT, related_name="work_items")
+    trajectory = models.ForeignKey("trajectories.Trajectory", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="work_items")
+    duplicate = models.ForeignKey("trajectories.DuplicateCandidate", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="work_items")
+    panel_size = models.PositiveSmallIntegerField()
+    required_votes = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
+    decision = models.CharField(max_length=16, blank=True, help_text="the winning label once decided")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["video_id", "id"]
+        indexes = [models.Index(fields=["stage", "state", "video"], name="work_item_queue")]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(stage="usability", trajectory__isnull=False, duplicate__isnull=True)
+                           | Q(stage="identity", trajectory__isnull=True, duplicate__isnull=False)),
+                name="work_item_target_matches_stage"),
+            models.UniqueConstraint(fields=["trajectory"], condition=Q(stage="usability"), name="work_item_one_per_trajectory"),
+            models.UniqueConstraint(fields=["duplicate"], condition=Q(stage="identity"), name="work_item_one_per_pair"),
+            models.CheckConstraint(condition=Q(required_votes__gte=1) & Q(required_votes__lte=F("panel_size")),
+                                   name="work_item_required_within_panel"),
+            models.CheckConstraint(condition=Q(state="decided", decision__gt="") | (~Q(state="decided") & Q(decision="")),
+                                   name="work_item_decision_iff_decided"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.stage} item {self.pk} ({self.state})"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return USABILITY_LABELS if self.stage == self.Stage.USABILITY else IDENTITY_LABELS
+
+    @property
+    def decisive(self) -> tuple[str, ...]:
+        return ("usable", "unusable") if self.stage == self.Stage.USABILITY else ("same", "different")
+
+
+class Assignment(models.Model):
+    """A seat on an item's panel, claimed by one annotator under a lease."""
+
+    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    seat = models.PositiveSmallIntegerField()
+    claimed_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField()
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator"),
+            models.UniqueConstraint(fields=["item", "seat"], name="assignment_seat_unique"),
+        ]
+        indexes = [models.Index(fields=["annotator", "completed_at"], name="assignment_open_by_annotator")]
+
+
+class Vote(models.Model):
+    """One label by one person on one item; never edited (the database refuses it)."""
+
+    item = models.ForeignKey(WorkItem, on_delete=models.PROTECT, related_name="votes")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="votes")
+    label = models.CharField(max_length=16)
+    reasons = models.JSONField(default=list, blank=True)
+    comment = models.TextField(blank=True, help_text="an adjudicator's reason; optional otherwise")
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    is_adjudication = models.BooleanField(default=False)
+    client_request_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="vote_once_per_annotator"),
+            models.UniqueConstraint(fields=["annotator", "client_request_id"], name="vote_request_id_once"),
+            models.CheckConstraint(condition=Q(label__in=ALL_LABELS), name="vote_label_known"),
+            models.CheckConstraint(condition=Q(is_adjudication=False) | ~Q(comment=""),
+                                   name="vote_adjudication_has_reason"),
+        ]

@@ -9,6 +9,7 @@ api = [
     path("", include("accounts.urls")),
     path("", include("workers.urls")),
     path("", include("trajectories.urls")),
+    path("", include("annotation.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),

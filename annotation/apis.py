@@ -1,0 +1,179 @@
+"""REST API of curation: claim the next item, vote, adjudicate, and the managers' summary."""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.roles import IsManager, Role, roles_required
+from annotation import selectors
+from annotation.models import IDENTITY_LABELS, USABILITY_LABELS, Assignment, Vote, WorkItem
+from annotation.services.claims import assignment_release, work_item_claim_next
+from annotation.services.items import work_items_create_for_run
+from annotation.services.votes import adjudication_cast, vote_cast
+from trajectories.models import ProposalRun
+
+IsAnnotator = roles_required(Role.ANNOTATOR)
+IsAdjudicator = roles_required(Role.ADJUDICATOR)
+
+
+class TargetSerializer(serializers.Serializer):
+    """What is being judged, without anything about other people's judgments."""
+
+    video = serializers.IntegerField(source="video_id")
+    trajectory = serializers.IntegerField(source="trajectory_id", allow_null=True)
+    trajectory_a = serializers.SerializerMethodField()
+    trajectory_b = serializers.SerializerMethodField()
+
+    def get_trajectory_a(self, item) -> int | None:
+        return item.duplicate.trajectory_a_id if item.duplicate_id else None
+
+    def get_trajectory_b(self, item) -> int | None:
+        return item.duplicate.trajectory_b_id if item.duplicate_id else None
+
+
+class OwnVoteSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Vote
+        fields = ["id", "label", "reasons", "time_spent_ms", "created_at"]
+
+
+class AssignmentOutputSerializer(serializers.Serializer):
+    """An annotator's view of an item: the target, the labels, their lease and their own vote."""
+
+    item = serializers.IntegerField(source="item_id")
+    stage = serializers.CharField(source="item.stage")
+    labels = serializers.ListField(child=serializers.CharField(), source="item.labels")
+    target = TargetSerializer(source="item")
+    lease_expires_at = serializers.DateTimeField()
+    my_vote = OwnVoteSerializer(allow_null=True)
+
+
+def _assignment_body(seat: Assignment) -> dict:
+    seat.my_vote = selectors.own_vote(annotator=seat.annotator, item_id=seat.item_id)
+    return AssignmentOutputSerializer(seat).data
+
+
+class NextItemApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    class InputSerializer(serializers.Serializer):
+        stage = serializers.ChoiceField(choices=WorkItem.Stage.choices, required=False)
+
+    @extend_schema(request=InputSerializer, responses={200: AssignmentOutputSerializer,
+                                                       204: OpenApiResponse(description="no work left")},
+                   summary="Claim the next item (the same one again while its lease runs and it has no vote)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        seat = work_item_claim_next(annotator=request.user, stage=data.validated_data.get("stage"))
+        if seat is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(_assignment_body(seat))
+
+
+class ItemApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(responses=AssignmentOutputSerializer, summary="An item you hold a seat on")
+    def get(self, request, item_id: int):
+        return Response(_assignment_body(selectors.assignment_for_annotator(annotator=request.user, item_id=item_id)))
+
+    @extend_schema(responses={204: None}, summary="Give back an item you have not voted on (skip)")
+    def delete(self, request, item_id: int):
+        assignment_release(assignment=selectors.assignment_for_annotator(annotator=request.user, item_id=item_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class VoteApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    class InputSerializer(serializers.Serializer):
+        label = serializers.ChoiceField(choices=sorted(set(USABILITY_LABELS + IDENTITY_LABELS)))
+        reasons = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
+        time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+        client_request_id = serializers.UUIDField(required=False, allow_null=True,
+                                                  help_text="repeat a submission with the same id safely")
+
+    @extend_schema(request=InputSerializer, responses={201: OwnVoteSerializer, 200: OwnVoteSerializer,
+                                                       409: OpenApiTypes.OBJECT},
+                   summary="Cast your vote (once; a retry with the same client_request_id returns it)")
+    def post(self, request, item_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        vote, created = vote_cast(item_id=item_id, annotator=request.user, **data.validated_data)
+        return Response(OwnVoteSerializer(vote).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class AdjudicationVoteSerializer(serializers.ModelSerializer):
+    annotator = serializers.CharField(source="annotator.username")
+
+    class Meta:
+        model = Vote
+        fields = ["id", "annotator", "label", "reasons", "comment", "is_adjudication", "time_spent_ms", "created_at"]
+
+
+class AdjudicationItemSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="pk")
+    stage = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    target = TargetSerializer(source="*")
+    votes = AdjudicationVoteSerializer(many=True)
+
+
+class AdjudicationQueueApi(APIView):
+    permission_classes = [IsAdjudicator]
+
+    @extend_schema(responses=AdjudicationItemSerializer(many=True), summary="Items waiting for adjudication, with their votes")
+    def get(self, request):
+        items = list(selectors.adjudication_queue(user=request.user)[:100])
+        return Response(AdjudicationItemSerializer(items, many=True).data)
+
+
+class AdjudicationApi(APIView):
+    permission_classes = [IsAdjudicator]
+
+    class InputSerializer(serializers.Serializer):
+        label = serializers.ChoiceField(choices=sorted(set(USABILITY_LABELS + IDENTITY_LABELS)))
+        reason = serializers.CharField(max_length=2000)
+
+    @extend_schema(responses=AdjudicationItemSerializer, summary="One item in adjudication, with its votes")
+    def get(self, request, item_id: int):
+        return Response(AdjudicationItemSerializer(selectors.adjudication_item(user=request.user, item_id=item_id)).data)
+
+    @extend_schema(request=InputSerializer, responses={201: AdjudicationVoteSerializer},
+                   summary="Decide an item without a panel majority (recorded as a further vote with its reason)")
+    def post(self, request, item_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        vote = adjudication_cast(item_id=item_id, adjudicator=request.user, **data.validated_data)
+        return Response(AdjudicationVoteSerializer(vote).data, status=status.HTTP_201_CREATED)
+
+
+class ReviewSummaryApi(APIView):
+    permission_classes = [IsManager]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Items per stage and state, votes and adjudication rate")
+    def get(self, request):
+        return Response(selectors.review_summary())
+
+
+class ReviewItemsCreateApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        run = serializers.PrimaryKeyRelatedField(queryset=ProposalRun.objects.all())
+
+    class OutputSerializer(serializers.Serializer):
+        usability = serializers.IntegerField()
+        identity = serializers.IntegerField()
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer,
+                   summary="Open review of a finished proposal run (usability and duplicate items; idempotent)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        counts = work_items_create_for_run(run=data.validated_data["run"])
+        return Response(self.OutputSerializer(counts).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,51 @@
+"""The default review policy, and votes the database will not let anyone edit or delete."""
+from django.db import migrations
+
+POSTGRES = [
+    """
+    CREATE OR REPLACE FUNCTION annotation_vote_immutable() RETURNS trigger AS $$
+    BEGIN
+        RAISE EXCEPTION 'votes are never edited or deleted (vote %); record a correction as an adjudication vote',
+            OLD.id USING ERRCODE = 'integrity_constraint_violation';
+    END
+    $$ LANGUAGE plpgsql
+    """,
+    """
+    CREATE TRIGGER annotation_vote_immutable BEFORE UPDATE OR DELETE ON annotation_vote
+    FOR EACH ROW EXECUTE FUNCTION annotation_vote_immutable()
+    """,
+]
+SQLITE = [
+    """
+    CREATE TRIGGER annotation_vote_no_update BEFORE UPDATE ON annotation_vote
+    BEGIN SELECT RAISE(ABORT, 'votes are never edited; record a correction as an adjudication vote'); END
+    """,
+    """
+    CREATE TRIGGER annotation_vote_no_delete BEFORE DELETE ON annotation_vote
+    BEGIN SELECT RAISE(ABORT, 'votes are never deleted'); END
+    """,
+]
+DROP = {
+    "postgresql": ["DROP TRIGGER IF EXISTS annotation_vote_immutable ON annotation_vote",
+                   "DROP FUNCTION IF EXISTS annotation_vote_immutable()"],
+    "sqlite": ["DROP TRIGGER IF EXISTS annotation_vote_no_update", "DROP TRIGGER IF EXISTS annotation_vote_no_delete"],
+}
+
+
+def forwards(apps, schema_editor):
+    apps.get_model("annotation", "ReviewPolicy").objects.get_or_create(name="default")
+    statements = {"postgresql": POSTGRES, "sqlite": SQLITE}.get(schema_editor.connection.vendor)
+    if statements is None:
+        raise RuntimeError(f"no vote-immutability trigger for {schema_editor.connection.vendor}")
+    for sql in statements:
+        schema_editor.execute(sql, params=None)
+
+
+def backwards(apps, schema_editor):
+    for sql in DROP.get(schema_editor.connection.vendor, []):
+        schema_editor.execute(sql, params=None)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("annotation", "0001_initial")]
+    operations = [migrations.RunPython(forwards, backwards)]

@@ -1,0 +1,63 @@
+"""Reads of the annotation app. Blinding lives here: each selector returns only what its reader
+may see. Annotators never see another person's vote on an item, nor its tally or state;
+adjudicators see every vote of the items in adjudication; managers see aggregates."""
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+
+from accounts.roles import Role, user_has_role
+from annotation.models import Assignment, Vote, WorkItem
+from common.errors import ApplicationError, NotFoundError
+
+
+def assignment_for_annotator(*, annotator, item_id: int) -> Assignment:
+    """The annotator's own seat on an item (404 when they have none: the item is not theirs to see)."""
+    seat = (Assignment.objects.select_related("item", "item__trajectory", "item__duplicate")
+            .filter(annotator=annotator, item_id=item_id).first())
+    if seat is None:
+        raise NotFoundError(f"you have no seat on work item {item_id}", code="not_found")
+    return seat
+
+
+def own_vote(*, annotator, item_id: int) -> Vote | None:
+    return Vote.objects.filter(annotator=annotator, item_id=item_id).first()
+
+
+def adjudication_queue(*, user) -> QuerySet[WorkItem]:
+    """Items waiting for an adjudicator, except those the adjudicator sat on."""
+    if not user_has_role(user, Role.ADJUDICATOR):
+        raise ApplicationError("only adjudicators see the adjudication queue", code="permission_denied",
+                               status_code=403)
+    return (WorkItem.objects.filter(state=WorkItem.State.ADJUDICATE).exclude(assignments__annotator=user)
+            .prefetch_related("votes", "votes__annotator").order_by("video_id", "id"))
+
+
+def adjudication_item(*, user, item_id: int) -> WorkItem:
+    item = adjudication_queue(user=user).filter(pk=item_id).first()
+    if item is None:
+        raise NotFoundError(f"work item {item_id} is not in your adjudication queue", code="not_found")
+    return item
+
+
+def review_summary() -> dict:
+    """Aggregates for managers: items per stage and state, votes cast, adjudication rate."""
+    by_state = WorkItem.objects.values("stage", "state").annotate(n=Count("id")).order_by("stage", "state")
+    summary: dict[str, dict] = {}
+    for row in by_state:
+        summary.setdefault(row["stage"], {"items": 0, "states": {}})
+        summary[row["stage"]]["states"][row["state"]] = row["n"]
+        summary[row["stage"]]["items"] += row["n"]
+    votes = Vote.objects.values("item__stage", "is_adjudication").annotate(n=Count("id"))
+    for row in votes:
+        stage = summary.setdefault(row["item__stage"], {"items": 0, "states": {}})
+        key = "adjudication_votes" if row["is_adjudication"] else "panel_votes"
+        stage[key] = stage.get(key, 0) + row["n"]
+    adjudicated = (WorkItem.objects.filter(votes__is_adjudication=True).values("stage")
+                   .annotate(n=Count("id", distinct=True)))
+    for row in adjudicated:
+        summary[row["stage"]]["adjudicated_items"] = row["n"]
+    for stage in summary.values():
+        stage.setdefault("panel_votes", 0)
+        stage.setdefault("adjudication_votes", 0)
+        stage["adjudication_rate"] = stage.get("adjudicated_items", 0) / stage["items"] if stage["items"] else 0.0
+    return summary

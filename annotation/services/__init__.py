@@ -1,0 +1,1 @@
+"""Writes of the annotation app, one module per subdomain."""

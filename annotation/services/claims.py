@@ -1,0 +1,105 @@
+"""Claiming work: the next item for an annotator, under a lease, on a panel of distinct people."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Value, When
+from django.utils import timezone
+
+from accounts.roles import Role, user_has_role
+from annotation.models import Assignment, WorkItem
+from annotation.services.items import review_policy_get
+from common.errors import ApplicationError
+
+CANDIDATES_PER_TRY = 20
+
+
+def _active_assignment(annotator) -> Assignment | None:
+    """The annotator's claimed, unfinished, unexpired seat (asking again returns the same item)."""
+    return (Assignment.objects.select_related("item")
+            .filter(annotator=annotator, completed_at__isnull=True, lease_expires_at__gt=timezone.now(),
+                    item__state=WorkItem.State.OPEN)
+            .first())
+
+
+def _last_video_id(annotator) -> int | None:
+    return (Assignment.objects.filter(annotator=annotator).order_by("-claimed_at")
+            .values_list("item__video_id", flat=True).first())
+
+
+def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment | None:
+    """Claim a seat on the next open item for ``annotator``; ``None`` when there is no work.
+
+    Items of the video the annotator worked on last come first (they keep their context), then
+    items in video order. An annotator never gets an item twice. Seats are numbered: the unique
+    (item, seat) constraint holds the panel size even when claims race, and a losing claim tries
+    the next candidate. On PostgreSQL the candidate rows are read with ``FOR UPDATE SKIP LOCKED``
+    so concurrent annotators do not queue behind each other; on SQLite, which serialises writes,
+    the constraint alone decides. Seats whose lease expired without a vote are given to others.
+    """
+    if not user_has_role(annotator, Role.ANNOTATOR):
+        raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
+    if stage is not None and stage not in WorkItem.Stage.values:
+        raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
+    current = _active_assignment(annotator)
+    if current is not None:
+        return current
+    policy = review_policy_get()
+    now = timezone.now()
+    last_video = _last_video_id(annotator)
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    candidates = (WorkItem.objects.filter(state=WorkItem.State.OPEN)
+                  .exclude(Exists(mine))
+                  .annotate(taken=Count("assignments", filter=Q(assignments__completed_at__isnull=False)
+                                        | Q(assignments__lease_expires_at__gt=now)))
+                  .filter(taken__lt=F("panel_size")))
+    if stage:
+        candidates = candidates.filter(stage=stage)
+    same_video_first = () if last_video is None else (
+        Case(When(video_id=last_video, then=Value(0)), default=Value(1), output_field=IntegerField()),)
+    ordered = candidates.order_by(*same_video_first, "video_id", "id")
+    for _ in range(5):  # a few rounds: candidates taken by concurrent claims are skipped
+        ids = list(ordered.values_list("pk", flat=True)[:CANDIDATES_PER_TRY])
+        if not ids:
+            return None
+        for item_id in ids:
+            claimed = _try_claim(item_id, annotator, policy.lease_seconds)
+            if claimed is not None:
+                return claimed
+    return None
+
+
+def _try_claim(item_id: int, annotator, lease_seconds: int) -> Assignment | None:
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            rows = WorkItem.objects.filter(pk=item_id, state=WorkItem.State.OPEN)
+            if connection.features.has_select_for_update_skip_locked:
+                rows = rows.select_for_update(skip_locked=True)
+            item = rows.first()
+            if item is None:
+                return None  # decided meanwhile, or another claim holds its row
+            seats = list(Assignment.objects.filter(item=item))
+            if any(a.annotator_id == annotator.pk for a in seats):
+                return None
+            # An expired seat without a vote goes back to the pool.
+            stale = [a for a in seats if a.completed_at is None and a.lease_expires_at <= now]
+            if stale:
+                Assignment.objects.filter(pk__in=[a.pk for a in stale]).delete()
+            taken = {a.seat for a in seats if a not in stale}
+            free = [s for s in range(item.panel_size) if s not in taken]
+            if not free:
+                return None
+            return Assignment.objects.create(item=item, annotator=annotator, seat=free[0], claimed_at=now,
+                                             lease_expires_at=now + timedelta(seconds=lease_seconds))
+    except IntegrityError:
+        return None  # a concurrent claim took this seat (or this annotator claimed it twice)
+
+
+def assignment_release(*, assignment: Assignment) -> None:
+    """Give an unvoted seat back (the annotator skips the item); a voted seat stays."""
+    if assignment.completed_at is not None:
+        raise ApplicationError("this item has your vote already; a vote cannot be withdrawn", code="already_voted",
+                               status_code=409)
+    assignment.delete()
