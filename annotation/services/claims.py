@@ -12,7 +12,7 @@ from annotation.models import Assignment, WorkItem
 from annotation.services.items import review_policy_get
 from common.errors import ApplicationError
 
-CANDIDATES_PER_TRY = 20
+CANDIDATES_PER_TRY = 20  # candidate items read per pass
 
 
 def _active_assignment(annotator) -> Assignment | None:
@@ -59,24 +59,26 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
     same_video_first = () if last_video is None else (
         Case(When(video_id=last_video, then=Value(0)), default=Value(1), output_field=IntegerField()),)
     ordered = candidates.order_by(*same_video_first, "video_id", "id")
-    for _ in range(5):  # a few rounds: candidates taken by concurrent claims are skipped
+    # First pass: skip items another claim is holding (annotators spread over the queue). Second
+    # pass: wait for those rows, so the last free seats are not reported as "no work".
+    for skip_locked in (True, False):
         ids = list(ordered.values_list("pk", flat=True)[:CANDIDATES_PER_TRY])
         if not ids:
             return None
         for item_id in ids:
-            claimed = _try_claim(item_id, annotator, policy.lease_seconds)
+            claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
             if claimed is not None:
                 return claimed
     return None
 
 
-def _try_claim(item_id: int, annotator, lease_seconds: int) -> Assignment | None:
+def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool) -> Assignment | None:
     now = timezone.now()
     try:
         with transaction.atomic():
             rows = WorkItem.objects.filter(pk=item_id, state=WorkItem.State.OPEN)
             if connection.features.has_select_for_update_skip_locked:
-                rows = rows.select_for_update(skip_locked=True)
+                rows = rows.select_for_update(skip_locked=skip_locked)
             item = rows.first()
             if item is None:
                 return None  # decided meanwhile, or another claim holds its row
