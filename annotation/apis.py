@@ -1,17 +1,27 @@
-"""REST API of curation: claim the next item, vote, adjudicate, and the managers' summary."""
+"""REST API of curation: claim the next item, vote, adjudicate, the managers' summary, and pools."""
 from __future__ import annotations
 
+import numpy as np
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, Role, roles_required
+from accounts.roles import IsManager, IsStaffMember, Role, roles_required
 from annotation import selectors
-from annotation.models import IDENTITY_LABELS, USABILITY_LABELS, Assignment, Vote, WorkItem
+from annotation.models import (
+    IDENTITY_LABELS,
+    USABILITY_LABELS,
+    Assignment,
+    CandidatePool,
+    PoolMember,
+    Vote,
+    WorkItem,
+)
 from annotation.services.claims import assignment_release, work_item_claim_next
 from annotation.services.items import work_items_create_for_run
+from annotation.services.pools import pool_freeze
 from annotation.services.votes import adjudication_cast, vote_cast
 from trajectories.models import ProposalRun
 
@@ -177,3 +187,63 @@ class ReviewItemsCreateApi(APIView):
         data.is_valid(raise_exception=True)
         counts = work_items_create_for_run(run=data.validated_data["run"])
         return Response(self.OutputSerializer(counts).data, status=status.HTTP_201_CREATED)
+
+
+class PoolMemberOutputSerializer(serializers.ModelSerializer):
+    frames = serializers.SerializerMethodField()
+    boxes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PoolMember
+        fields = ["trajectory", "role", "group_representative", "n_obs", "n_removed", "frames", "boxes"]
+
+    def get_frames(self, obj) -> list[int]:
+        return np.frombuffer(bytes(obj.frames), "<i4").tolist()
+
+    def get_boxes(self, obj) -> list[list[float]]:
+        return np.frombuffer(bytes(obj.boxes), "<f4").reshape(-1, 4).round(2).tolist()
+
+
+class PoolOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CandidatePool
+        fields = ["id", "video", "version", "run", "supersedes", "reason", "n_members", "content_sha256", "frozen_at"]
+
+
+class PoolDetailOutputSerializer(PoolOutputSerializer):
+    members = PoolMemberOutputSerializer(many=True)
+
+    class Meta(PoolOutputSerializer.Meta):
+        fields = [*PoolOutputSerializer.Meta.fields, "members"]
+
+
+class PoolListApi(APIView):
+    def get_permissions(self):
+        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+
+    class InputSerializer(serializers.Serializer):
+        run = serializers.PrimaryKeyRelatedField(queryset=ProposalRun.objects.all())
+        reason = serializers.CharField(required=False, allow_blank=True, default="",
+                                       help_text="required for a new version: the tracking defect it fixes")
+
+    @extend_schema(responses=PoolOutputSerializer(many=True), summary="Frozen candidate pools (optionally ?video=)")
+    def get(self, request):
+        video = request.query_params.get("video")
+        return Response(PoolOutputSerializer(selectors.pool_list(video_id=int(video) if video and video.isdigit() else None),
+                                             many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: PoolOutputSerializer, 409: OpenApiTypes.OBJECT},
+                   summary="Freeze the candidate pool of a reviewed proposal run")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        pool = pool_freeze(frozen_by=request.user, **data.validated_data)
+        return Response(PoolOutputSerializer(pool).data, status=status.HTTP_201_CREATED)
+
+
+class PoolDetailApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=PoolDetailOutputSerializer, summary="One pool with its members' observations")
+    def get(self, request, pool_id: int):
+        return Response(PoolDetailOutputSerializer(selectors.pool_get(pool_id=pool_id)).data)

@@ -58,6 +58,9 @@ class WorkItem(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
     decision = models.CharField(max_length=16, blank=True, help_text="the winning label once decided")
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Set when a decided identity item is sent back because consolidation found it in a conflict
+    # (its `same` would join a confirmed `different` pair): the next adjudication vote decides it.
+    reopened_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -127,4 +130,62 @@ class Vote(models.Model):
             models.CheckConstraint(condition=Q(label__in=ALL_LABELS), name="vote_label_known"),
             models.CheckConstraint(condition=Q(is_adjudication=False) | ~Q(comment=""),
                                    name="vote_adjudication_has_reason"),
+        ]
+
+
+class CandidatePool(models.Model):
+    """A video's frozen candidate pool (DESIGN 2.5): the retained, consolidated trajectories.
+
+    Built inside one transaction with ``frozen_at`` empty, then frozen; from then on the database
+    refuses any change to the pool or its members. A tracking-defect fix makes a new version that
+    ``supersedes`` the old one.
+    """
+
+    video = models.ForeignKey("trajectories.Video", on_delete=models.PROTECT, related_name="pools")
+    version = models.PositiveIntegerField()
+    run = models.ForeignKey("trajectories.ProposalRun", on_delete=models.PROTECT, related_name="pools")
+    supersedes = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT,
+                                      related_name="superseded_by")
+    reason = models.TextField(blank=True, help_text="why a new version was made (the tracking defect fixed)")
+    n_members = models.PositiveIntegerField(default=0)
+    content_sha256 = models.CharField(max_length=64, blank=True)
+    frozen_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["video_id", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["video", "version"], name="pool_version_unique"),
+            models.CheckConstraint(condition=Q(version=1, supersedes__isnull=True) | Q(version__gt=1, supersedes__isnull=False),
+                                   name="pool_versions_chain"),
+        ]
+
+    def __str__(self) -> str:
+        return f"pool of video {self.video_id} v{self.version}"
+
+
+class PoolMember(models.Model):
+    """One trajectory of a pool with its consolidated observations (packed like Trajectory's)."""
+
+    class Role(models.TextChoices):
+        REPRESENTATIVE = "representative"  # the best member of a duplicate group, all observations
+        FRAGMENT = "fragment"              # a group member's frames the representative lacks
+        SINGLE = "single"                  # a retained trajectory without duplicates
+
+    pool = models.ForeignKey(CandidatePool, on_delete=models.PROTECT, related_name="members")
+    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.PROTECT, related_name="pool_members")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    group_representative = models.ForeignKey("trajectories.Trajectory", null=True, blank=True,
+                                             on_delete=models.PROTECT, related_name="+")
+    n_obs = models.PositiveIntegerField()
+    n_removed = models.PositiveIntegerField(default=0, help_text="observations removed as covered by the representative")
+    frames = models.BinaryField()   # int32 little-endian [N]
+    boxes = models.BinaryField()    # float32 little-endian [N, 4]
+
+    class Meta:
+        ordering = ["pool_id", "trajectory_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "trajectory"], name="pool_member_once"),
+            models.CheckConstraint(condition=Q(n_obs__gte=1), name="pool_member_has_observations"),
         ]

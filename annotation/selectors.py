@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Count, QuerySet
 
 from accounts.roles import Role, user_has_role
-from annotation.models import Assignment, Vote, WorkItem
+from annotation.models import Assignment, CandidatePool, Vote, WorkItem
 from common.errors import ApplicationError, NotFoundError
 
 
@@ -61,3 +61,15 @@ def review_summary() -> dict:
         stage.setdefault("adjudication_votes", 0)
         stage["adjudication_rate"] = stage.get("adjudicated_items", 0) / stage["items"] if stage["items"] else 0.0
     return summary
+
+
+def pool_list(*, video_id: int | None = None) -> QuerySet[CandidatePool]:
+    qs = CandidatePool.objects.filter(frozen_at__isnull=False)
+    return qs.filter(video_id=video_id) if video_id is not None else qs
+
+
+def pool_get(*, pool_id: int) -> CandidatePool:
+    pool = pool_list().prefetch_related("members").filter(pk=pool_id).first()
+    if pool is None:
+        raise NotFoundError(f"candidate pool {pool_id} does not exist", code="not_found")
+    return pool

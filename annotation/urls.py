@@ -10,4 +10,6 @@ urlpatterns = [
     path("review/summary/", apis.ReviewSummaryApi.as_view(), name="review-summary"),
     path("adjudication/", apis.AdjudicationQueueApi.as_view(), name="adjudication-queue"),
     path("adjudication/<int:item_id>/", apis.AdjudicationApi.as_view(), name="adjudication-item"),
+    path("pools/", apis.PoolListApi.as_view(), name="pool-list"),
+    path("pools/<int:pool_id>/", apis.PoolDetailApi.as_view(), name="pool-detail"),
 ]

@@ -40,10 +40,23 @@ def _replayed(annotator, client_request_id, item_id: int, label: str) -> Vote | 
     return earlier
 
 
+def _conflict_outcome(item: WorkItem) -> str:
+    """A judgment reopened by a consolidation conflict is decided by the adjudication that follows
+    (a panel majority cannot settle it: it is part of the contradiction)."""
+    later = (Vote.objects.filter(item=item, is_adjudication=True, created_at__gte=item.reopened_at)
+             .order_by("-created_at", "-id").values_list("label", flat=True).first())
+    if later is None:
+        return ADJUDICATE
+    return later if later in item.decisive else UNRESOLVED
+
+
 def _apply_rule(item: WorkItem) -> WorkItem:
     """Move a locked item to the state its votes give (DESIGN 5 ``decide``)."""
-    labels = list(Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", flat=True))
-    outcome = decide(labels, item.decisive, required=item.required_votes, panel=item.panel_size)
+    if item.reopened_at is not None:
+        outcome = _conflict_outcome(item)
+    else:
+        labels = list(Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", flat=True))
+        outcome = decide(labels, item.decisive, required=item.required_votes, panel=item.panel_size)
     state, decision = {
         PENDING: (WorkItem.State.OPEN, ""),
         ADJUDICATE: (WorkItem.State.ADJUDICATE, ""),

@@ -1,0 +1,585 @@
+"""Inter-annotator agreement for one annotation stage, vectorised over items (no Django).
+
+A stage is, for example, usability (labels ``usable | unusable | uncertain``) or duplicate
+identity (``same | different | uncertain``). Call the functions once per stage, and once per
+split or any other subset, with the votes of that subset.
+
+Vote table
+----------
+Parallel 1-D arrays with one entry per vote ``[V]``:
+
+- ``item``: integer item index in ``0 .. I-1`` (the caller maps database keys to indices, e.g.
+  with ``np.unique(keys, return_inverse=True)``);
+- ``rater``: integer annotator id (any integers; used only for the per-rater figures);
+- ``label``: integer category index in ``0 .. K-1`` with ``K = n_categories``;
+- ``is_adjudication``: bool, True for a vote cast by an adjudicator;
+- ``time_spent`` (optional): float seconds, ``nan`` where not recorded.
+
+An item may hold any number of votes: a full panel (3 by default), fewer while it is pending, plus
+adjudication votes. **Adjudication votes never enter the agreement statistics**: raw agreement,
+Fleiss' kappa, Krippendorff's alpha, vote distributions and the per-rater agreement are all
+pre-adjudication figures computed on panel votes only. Adjudication votes count in ``n_votes``,
+the adjudication rate and the time figures.
+
+A count table ``counts [I, K]`` (``count_matrix``) holds, per item, the number of panel votes
+for each category; every statistic below is computed from it with whole-array operations.
+
+Degenerate cases (never a crash, never a NumPy warning)
+-------------------------------------------------------
+- No item with at least two panel votes: raw agreement, kappa and alpha are ``nan``.
+- Every vote in one category: the expected agreement is 1, so kappa and alpha are ``0 / 0`` and
+  returned as ``nan`` (raw agreement is 1.0). ``krippendorff.alpha`` raises in this case and
+  statsmodels returns ``nan`` with a warning.
+- Fleiss' kappa needs the same number of raters on every item. With unequal numbers it uses only
+  the items that have the modal number of votes among items with at least two (a tie between
+  two numbers goes to the larger); ``n_raters=`` picks the number explicitly. The report passes
+  the panel size, so its kappa covers exactly the items with a full panel.
+- Empty input: counts are zeros, rates and statistics ``nan``, ``per_rater`` empty.
+- Ratios with an empty denominator (a rater with no scored vote, an adjudication rate over no
+  item, a mean over no timed vote) are ``nan``.
+
+``per_item_loop_report`` is the same report written the slow, obvious way (a Python loop over
+items with per-item dicts and the textbook formulas); the tests and the benchmark compare the two.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+NAN = float("nan")
+
+
+# -- input checks ---------------------------------------------------------------------------------
+def _int_array(values, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {list(arr.shape)}")
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_range(arr: np.ndarray, upper: int, name: str, what: str) -> None:
+    if arr.size and (arr.min() < 0 or arr.max() >= upper):
+        bad = arr[(arr < 0) | (arr >= upper)][0]
+        raise ValueError(f"{name} must lie in 0..{upper - 1} ({what}), found {bad}")
+
+
+def _check_n_categories(n_categories: int) -> int:
+    if not isinstance(n_categories, int | np.integer) or n_categories < 1:
+        raise ValueError(f"n_categories must be a positive integer, got {n_categories!r}")
+    return int(n_categories)
+
+
+def _label_names(labels: Sequence[str] | None, n_categories: int) -> list[str]:
+    if labels is None:
+        return [str(k) for k in range(n_categories)]
+    names = [str(name) for name in labels]
+    if len(names) != n_categories:
+        raise ValueError(f"labels names {len(names)} categories, n_categories is {n_categories}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"labels must be distinct, got {names}")
+    return names
+
+
+def _as_counts(counts) -> np.ndarray:
+    counts = np.asarray(counts)
+    if counts.ndim != 2:
+        raise ValueError(f"counts must be a 2-D [items, categories] table, got shape {list(counts.shape)}")
+    if counts.size and not np.issubdtype(counts.dtype, np.integer):
+        if not np.all(np.isfinite(counts)) or np.any(counts != np.round(counts)):
+            raise ValueError("counts must hold whole numbers")
+    counts = counts.astype(np.int64)
+    if counts.size and counts.min() < 0:
+        raise ValueError("counts must not be negative")
+    return counts
+
+
+# -- count table ------------------------------------------------------------------------------------
+def count_matrix(item, label, n_items: int, n_categories: int) -> np.ndarray:
+    """Votes per item and category: ``counts[i, k]`` = number of votes on item ``i`` with label
+    ``k``. ``item``, ``label``: int ``[V]``. Returns int64 ``[n_items, n_categories]``."""
+    n_categories = _check_n_categories(n_categories)
+    if not isinstance(n_items, int | np.integer) or n_items < 0:
+        raise ValueError(f"n_items must be a non-negative integer, got {n_items!r}")
+    item = _int_array(item, "item")                                   # [V]
+    label = _int_array(label, "label")                                # [V]
+    if item.shape != label.shape:
+        raise ValueError(f"item and label must have one length, got {item.size} and {label.size}")
+    _check_range(item, n_items, "item", "item index")
+    _check_range(label, n_categories, "label", "category index")
+    flat = np.bincount(item * n_categories + label, minlength=int(n_items) * n_categories)  # [I*K]
+    return flat.reshape(int(n_items), n_categories)                  # [I, K]
+
+
+# -- three-vote distributions ----------------------------------------------------------------------
+def _partitions(total: int, max_parts: int, largest: int | None = None) -> list[tuple[int, ...]]:
+    """Partitions of ``total`` into at most ``max_parts`` positive parts, largest part first."""
+    largest = total if largest is None else largest
+    if total == 0:
+        return [()]
+    if max_parts == 0:
+        return []
+    out = []
+    for first in range(min(total, largest), 0, -1):
+        out += [(first, *rest) for rest in _partitions(total - first, max_parts - 1, first)]
+    return out
+
+
+def _pattern_name(parts: Sequence[int], panel: int) -> str:
+    """``(3,)`` -> ``"3-0"`` (unanimous), ``(2, 1)`` -> ``"2-1"``, ``(1, 1, 1)`` -> ``"1-1-1"``."""
+    parts = [int(p) for p in parts if p > 0]
+    if len(parts) == 1:
+        return f"{panel}-0"
+    return "-".join(str(p) for p in parts)
+
+
+def vote_distributions(counts, labels: Sequence[str] | None = None, *, panel: int = 3) -> dict:
+    """Distribution of vote patterns over the items with exactly ``panel`` votes.
+
+    ``counts``: int ``[I, K]`` panel votes per item and category (items with another number of
+    votes are left out; their number is not reported here). Returns::
+
+        {"panel": 3, "n_items": n,
+         "patterns": {"3-0": n, "2-1": n, "1-1-1": n},           # every possible pattern, 0 too
+         "detail": {"usable,usable,unusable": n, ...},            # label multisets (JSON-ready)
+         "combinations": {(("usable", 2), ("unusable", 1)): n}}   # the same as label-count tuples
+
+    In ``detail`` and ``combinations`` the labels of one item are sorted by count (descending),
+    then by category index; entries are ordered by frequency (descending), then by that key.
+    ``labels`` names the K categories (default ``"0"``, ``"1"``, ...).
+    """
+    counts = _as_counts(counts)                                       # [I, K]
+    n_categories = counts.shape[1]
+    names = _label_names(labels, n_categories)
+    if not isinstance(panel, int | np.integer) or panel < 1:
+        raise ValueError(f"panel must be a positive integer, got {panel!r}")
+    full = counts[counts.sum(axis=1) == panel]                        # [F, K]
+
+    # one integer per label combination (base panel + 1), so that grouping is a 1-D sort
+    if (panel + 1) ** n_categories < 2**62:
+        radix = (panel + 1) ** np.arange(n_categories, dtype=np.int64)  # [K]
+        codes = full @ radix                                            # [F]
+        if (panel + 1) ** n_categories <= 1 << 20:
+            tally = np.bincount(codes, minlength=1)                     # [(panel + 1)^K]
+            keys = np.flatnonzero(tally)                                # [C]
+            n = tally[keys]                                             # [C]
+        else:
+            keys, n = np.unique(codes, return_counts=True)              # [C], [C]
+        combos = (keys[:, None] // radix[None, :]) % (panel + 1)        # [C, K]
+    else:
+        combos, n = np.unique(full, axis=0, return_counts=True)         # [C, K], [C]
+
+    patterns = {_pattern_name(p, panel): 0 for p in _partitions(int(panel), n_categories)}
+    rows = []
+    for row, count in zip(combos.tolist(), n.tolist()):                # one pass per combination
+        patterns[_pattern_name(sorted(row, reverse=True), panel)] += int(count)
+        order = sorted((k for k in range(n_categories) if row[k] > 0), key=lambda k: (-row[k], k))
+        combo = tuple((names[k], int(row[k])) for k in order)
+        rows.append((-count, [k for k in order for _ in range(row[k])], combo, count))
+    detail: dict[str, int] = {}
+    combinations: dict[tuple[tuple[str, int], ...], int] = {}
+    for _, ks, combo, count in sorted(rows, key=lambda r: (r[0], r[1])):
+        detail[",".join(names[k] for k in ks)] = int(count)
+        combinations[combo] = int(count)
+    return {"panel": int(panel), "n_items": len(full), "patterns": patterns, "detail": detail,
+            "combinations": combinations}
+
+
+# -- agreement statistics ------------------------------------------------------------------------------
+def raw_agreement(counts) -> float:
+    """Mean over items with at least two votes of the pairwise agreement proportion
+    ``sum_k n_k (n_k - 1) / (n (n - 1))`` (the fraction of ordered vote pairs on the item that
+    agree). ``counts``: int ``[I, K]``. ``nan`` when no item has two votes."""
+    counts = _as_counts(counts)                                       # [I, K]
+    n = counts.sum(axis=1)                                            # [I]
+    keep = n >= 2                                                     # [I]
+    if not keep.any():
+        return NAN
+    c, n = counts[keep], n[keep]                                      # [J, K], [J]
+    agree = (c * (c - 1)).sum(axis=1)                                 # [J] agreeing ordered pairs
+    return float(np.mean(agree / (n * (n - 1))))
+
+
+def _modal_raters(n: np.ndarray) -> int | None:
+    """The most common number of votes among items with at least two (ties: the larger)."""
+    n = n[n >= 2]
+    if not n.size:
+        return None
+    freq = np.bincount(n)                                             # [max_n + 1]
+    return int(len(freq) - 1 - np.argmax(freq[::-1]))
+
+
+def fleiss_kappa(counts, n_raters: int | None = None) -> float:
+    """Fleiss' kappa (Fleiss 1971) over items rated by the same number of raters.
+
+    ``counts``: int ``[I, K]``. Only items with exactly ``n_raters`` votes are used; by default
+    ``n_raters`` is the modal number of votes among items with at least two (a tie goes to the
+    larger number), so on a table with equal row sums every item is used and the value equals
+    ``statsmodels.stats.inter_rater.fleiss_kappa(counts, method="fleiss")``.
+
+    ``nan`` when no item qualifies, or when all the used votes fall in one category (expected
+    agreement 1, kappa 0/0). ``n_raters`` below 2 is refused with ``ValueError``.
+    """
+    counts = _as_counts(counts)                                       # [I, K]
+    n = counts.sum(axis=1)                                            # [I]
+    if n_raters is None:
+        n_raters = _modal_raters(n)
+        if n_raters is None:
+            return NAN
+    elif not isinstance(n_raters, int | np.integer) or n_raters < 2:
+        raise ValueError(f"n_raters must be an integer >= 2, got {n_raters!r}")
+    table = counts[n == n_raters]                                     # [J, K]
+    if not len(table):
+        return NAN
+    totals = table.sum(axis=0)                                        # [K]
+    if np.count_nonzero(totals) <= 1:
+        return NAN                                                    # expected agreement is 1
+    m = float(n_raters)
+    p_cat = totals / totals.sum()                                     # [K]
+    p_item = ((table * table).sum(axis=1) - m) / (m * (m - 1.0))      # [J]
+    p_mean = p_item.mean()
+    p_exp = (p_cat * p_cat).sum()
+    return float((p_mean - p_exp) / (1.0 - p_exp))
+
+
+def coincidence_matrix(counts) -> np.ndarray:
+    """Krippendorff's coincidence matrix ``o [K, K]`` of the pairable items (two votes or more):
+    ``o[c, k] = sum_u n_uc (n_uk - [c == k]) / (m_u - 1)``. ``counts``: int ``[I, K]``."""
+    counts = _as_counts(counts)                                       # [I, K]
+    m = counts.sum(axis=1)                                            # [I]
+    c = counts[m >= 2].astype(np.float64)                             # [J, K]
+    w = 1.0 / (m[m >= 2] - 1.0)                                       # [J]
+    cw = c * w[:, None]                                               # [J, K]
+    return cw.T @ c - np.diag(cw.sum(axis=0))                         # [K, K]
+
+
+def krippendorff_alpha_nominal(counts) -> float:
+    """Krippendorff's alpha for nominal data from the coincidence matrix.
+
+    ``counts``: int ``[I, K]``; items may hold any number of votes and those with fewer than two
+    are ignored. ``alpha = 1 - (n - 1) * (n - sum_c o_cc) / (n^2 - sum_c n_c^2)`` with ``n_c`` the
+    row sums of the coincidence matrix and ``n`` their total. Equals
+    ``krippendorff.alpha(reliability_data=..., level_of_measurement="nominal")``. ``nan`` with
+    no pairable item, or when every pairable vote is in one category (expected disagreement 0;
+    the ``krippendorff`` package raises in both cases).
+    """
+    counts = _as_counts(counts)                                       # [I, K]
+    n_c = counts[counts.sum(axis=1) >= 2].sum(axis=0)                 # [K] pairable votes = o's row sums
+    if np.count_nonzero(n_c) <= 1:
+        return NAN                                                    # no pairable vote, or one category
+    o = coincidence_matrix(counts)                                    # [K, K]
+    n = float(n_c.sum())
+    expected = n * n - float((n_c * n_c).sum())                       # = sum_{c != k} n_c n_k
+    return float(1.0 - (n - 1.0) * (n - np.trace(o)) / expected)
+
+
+# -- the report -------------------------------------------------------------------------------------------
+def _prepare(item, rater, label, is_adjudication, n_categories, labels, decided, time_spent):
+    """Checked and filtered arrays shared by both report implementations."""
+    n_categories = _check_n_categories(n_categories)
+    names = _label_names(labels, n_categories)
+    item = _int_array(item, "item")                                   # [V]
+    rater = _int_array(rater, "rater")                                # [V]
+    label = _int_array(label, "label")                                # [V]
+    adj = np.asarray(is_adjudication)                                 # [V]
+    if adj.ndim != 1 or (adj.size and adj.dtype != bool and not np.isin(adj, (0, 1)).all()):
+        raise ValueError("is_adjudication must be a 1-D boolean array")
+    adj = adj.astype(bool)
+    arrays = {"rater": rater, "label": label, "is_adjudication": adj}
+    if time_spent is not None:
+        time = np.asarray(time_spent, dtype=np.float64)               # [V]
+        if time.ndim != 1:
+            raise ValueError("time_spent must be a 1-D array")
+        if np.isinf(time).any() or (time[~np.isnan(time)] < 0).any():
+            raise ValueError("time_spent must be non-negative seconds (nan where not recorded)")
+        arrays["time_spent"] = time
+    for name, arr in arrays.items():
+        if arr.shape != item.shape:
+            raise ValueError(f"{name} has {arr.size} entries, item has {item.size}")
+    _check_range(label, n_categories, "label", "category index")
+    if decided is not None:
+        decided = np.asarray(decided)
+        if decided.ndim != 1 or (decided.size and decided.dtype != bool):
+            raise ValueError("decided must be a 1-D boolean array over items")
+        n_items = len(decided)
+    else:
+        n_items = int(item.max()) + 1 if item.size else 0
+    _check_range(item, n_items, "item", "item index; decided has one entry per item")
+    if decided is not None:
+        keep = decided[item]                                          # [V]
+        item, arrays = item[keep], {k: v[keep] for k, v in arrays.items()}
+    time = arrays.get("time_spent")
+    return (names, n_categories, n_items, item, arrays["rater"], arrays["label"],
+            arrays["is_adjudication"], time)
+
+
+def _index(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct ids ``[R]`` and each entry's position among them ``[V]``, like
+    ``np.unique(ids, return_inverse=True)``; without sorting when the ids are small
+    non-negative integers (the usual annotator indices)."""
+    if ids.size and ids.min() >= 0 and ids.max() < max(2 * ids.size, 1 << 16):
+        present = np.bincount(ids) > 0                                # [max + 1]
+        distinct = np.flatnonzero(present)                             # [R]
+        position = np.cumsum(present) - 1                              # [max + 1]
+        return distinct, position[ids]
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def _mean_median(values: np.ndarray) -> dict:
+    if not values.size:
+        return {"n": 0, "mean": NAN, "median": NAN}
+    return {"n": int(values.size), "mean": float(values.mean()), "median": float(np.median(values))}
+
+
+def agreement_report(item, rater, label, is_adjudication, n_categories: int,
+                     labels: Sequence[str] | None = None, decided=None, time_spent=None, *,
+                     panel: int = 3) -> dict:
+    """Agreement figures for one stage, computed with whole-array operations.
+
+    Arguments: the vote table of the module docstring (``item``, ``rater``, ``label``,
+    ``is_adjudication``: ``[V]``), ``n_categories`` K, optional ``labels`` (K names),
+    ``decided``: optional bool ``[I]`` (then only votes on items marked True are used, e.g. to
+    leave pending items out; I = ``len(decided)``), ``time_spent``: optional float ``[V]``
+    seconds (``nan`` = not recorded), ``panel``: the panel size (Fleiss' kappa and the vote
+    distributions use the items with exactly ``panel`` panel votes).
+
+    Returns a dict of plain Python values:
+
+    - ``n_items`` (items with at least one vote), ``n_votes``, ``n_panel_votes``,
+      ``n_adjudication_votes``, ``labels``, ``panel_votes_per_item`` ({number of panel votes:
+      items}), ``label_counts`` ({label: panel votes});
+    - ``vote_distributions`` (see ``vote_distributions``);
+    - ``raw_agreement``, ``fleiss_kappa`` (items with ``panel`` votes; ``fleiss_n_items``),
+      ``krippendorff_alpha`` (nominal, items with two panel votes or more;
+      ``alpha_n_items``), all on panel votes only (pre-adjudication);
+    - ``n_adjudicated_items`` and ``adjudication_rate`` (items with any adjudication vote over
+      ``n_items``);
+    - ``time_per_vote`` and ``time_per_item`` (``{"n", "mean", "median"}`` over votes with a
+      recorded time, and over items with at least one, summing their votes' times) or ``None``
+      without ``time_spent``;
+    - ``per_rater``: ``{rater id: {"n_votes", "n_panel_votes", "n_adjudication_votes",
+      "n_scored", "agreement_with_majority", "mean_time"}}``. A panel vote is scored when the
+      other panel votes on its item have a strict majority label (more than half of them: with
+      three-vote panels, both others agree); ``agreement_with_majority`` is the fraction of
+      scored votes equal to that label. ``mean_time`` is over the rater's timed votes.
+    """
+    names, n_categories, n_items_all, item, rater, label, adj, time = _prepare(
+        item, rater, label, is_adjudication, n_categories, labels, decided, time_spent)
+    panel_mask = ~adj                                                  # [V]
+    p_item, p_label = item[panel_mask], label[panel_mask]              # [Vp]
+    counts = count_matrix(p_item, p_label, n_items_all, n_categories)  # [I, K] panel votes
+    n_panel = counts.sum(axis=1)                                       # [I]
+    votes_on = np.bincount(item, minlength=n_items_all)                # [I] all votes
+    present = votes_on > 0                                             # [I]
+    n_items = int(present.sum())
+    adjudicated = np.bincount(item[adj], minlength=n_items_all) > 0    # [I]
+    n_adjudicated = int(adjudicated.sum())
+
+    per_count = np.bincount(n_panel[present])                          # [max + 1]
+    panel_votes_per_item = {int(m): int(c) for m, c in enumerate(per_count.tolist()) if c}
+    label_totals = counts.sum(axis=0)                                  # [K]
+
+    report = {
+        "n_items": n_items,
+        "n_votes": int(item.size),
+        "n_panel_votes": int(p_item.size),
+        "n_adjudication_votes": int(adj.sum()),
+        "labels": names,
+        "panel_votes_per_item": panel_votes_per_item,
+        "label_counts": {names[k]: int(label_totals[k]) for k in range(n_categories)},
+        "vote_distributions": vote_distributions(counts, names, panel=panel),
+        "raw_agreement": raw_agreement(counts),
+        "fleiss_kappa": fleiss_kappa(counts, n_raters=panel) if panel >= 2 else NAN,
+        "fleiss_n_items": int((n_panel == panel).sum()),
+        "krippendorff_alpha": krippendorff_alpha_nominal(counts),
+        "alpha_n_items": int((n_panel >= 2).sum()),
+        "n_adjudicated_items": n_adjudicated,
+        "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
+        "time_per_vote": None,
+        "time_per_item": None,
+    }
+
+    timed = None
+    if time is not None:
+        timed = ~np.isnan(time)                                        # [V]
+        report["time_per_vote"] = _mean_median(time[timed])
+        t_items = np.bincount(item[timed], minlength=n_items_all)      # [I] timed votes per item
+        t_sums = np.bincount(item[timed], weights=time[timed], minlength=n_items_all)  # [I]
+        report["time_per_item"] = _mean_median(t_sums[t_items > 0])
+
+    # per rater: majority of the *other* panel votes on the same item
+    raters, r_idx = _index(rater)                                      # [R], [V]
+    n_r = len(raters)
+    # the other votes on the item are counts[i] minus the vote itself; their largest count is
+    # max(own, the largest count over the other labels), from the item's two largest counts
+    ranked = np.sort(counts, axis=1)                                   # [I, K] ascending
+    first = ranked[:, -1]                                              # [I]
+    second = ranked[:, -2] if n_categories > 1 else np.zeros_like(first)  # [I]
+    mine = counts.reshape(-1)[p_item * n_categories + p_label]         # [Vp] votes with my label
+    own = mine - 1                                                     # [Vp] others with my label
+    rest = np.where(mine == first[p_item], second[p_item], first[p_item])  # [Vp] best other label
+    top = np.maximum(own, rest)                                        # [Vp] others' largest count
+    scored = 2 * top > n_panel[p_item] - 1                             # [Vp] a strict majority
+    agrees = scored & (own == top)                                     # [Vp]
+    p_r = r_idx[panel_mask]                                            # [Vp]
+    r_votes = np.bincount(r_idx, minlength=n_r)                        # [R]
+    r_adj = np.bincount(r_idx[adj], minlength=n_r)                     # [R]
+    r_scored = np.bincount(p_r[scored], minlength=n_r)                 # [R]
+    r_agree = np.bincount(p_r[agrees], minlength=n_r)                  # [R]
+    r_frac = np.full(n_r, np.nan)                                      # [R]
+    np.divide(r_agree, r_scored, out=r_frac, where=r_scored > 0)
+    r_time = np.full(n_r, np.nan)                                      # [R]
+    if timed is not None:
+        r_timed = np.bincount(r_idx[timed], minlength=n_r)             # [R]
+        r_tsum = np.bincount(r_idx[timed], weights=time[timed], minlength=n_r)  # [R]
+        np.divide(r_tsum, r_timed, out=r_time, where=r_timed > 0)
+    columns = zip(raters.tolist(), r_votes.tolist(), r_adj.tolist(), r_scored.tolist(),
+                  r_frac.tolist(), r_time.tolist())
+    report["per_rater"] = {
+        r: {"n_votes": v, "n_panel_votes": v - a, "n_adjudication_votes": a, "n_scored": s,
+            "agreement_with_majority": f, "mean_time": t if timed is not None else None}
+        for r, v, a, s, f, t in columns                                # one entry per rater
+    }
+    return report
+
+
+# -- the slow reference ---------------------------------------------------------------------------------
+def per_item_loop_report(item, rater, label, is_adjudication, n_categories: int,
+                         labels: Sequence[str] | None = None, decided=None, time_spent=None, *,
+                         panel: int = 3) -> dict:
+    """``agreement_report`` written the obvious way: one Python dict per item, a loop over items
+    and the textbook formulas (Fleiss 1971; Krippendorff's coincidences from vote pairs). Same
+    arguments and same result (up to floating-point rounding); for tests and benchmarks."""
+    names, n_categories, _, item, rater, label, adj, time = _prepare(
+        item, rater, label, is_adjudication, n_categories, labels, decided, time_spent)
+    times = time.tolist() if time is not None else [NAN] * item.size
+    items: dict[int, dict] = {}
+    for i, r, lab, a, t in zip(item.tolist(), rater.tolist(), label.tolist(), adj.tolist(), times):
+        entry = items.setdefault(i, {"panel": [], "adjudication": [], "times": []})
+        entry["adjudication" if a else "panel"].append((r, lab))
+        if not math.isnan(t):
+            entry["times"].append(t)
+
+    label_counts = [0] * n_categories
+    votes_per_item: Counter = Counter()
+    patterns = {_pattern_name(p, panel): 0 for p in _partitions(int(panel), n_categories)}
+    combos: Counter = Counter()
+    agreements = []                              # per item with >= 2 panel votes
+    fleiss_rows = []                             # per item with exactly `panel` votes
+    coincidence = [[0.0] * n_categories for _ in range(n_categories)]
+    pairable = [0] * n_categories                # pairable votes per category (o's row sums)
+    n_alpha = n_adjudicated = 0
+    vote_times, item_times = [], []
+    raters: dict[int, dict] = {}
+    for entry in items.values():
+        votes = [lab for _, lab in entry["panel"]]
+        m = len(votes)
+        tally = Counter(votes)
+        votes_per_item[m] += 1
+        for lab in votes:
+            label_counts[lab] += 1
+        if entry["adjudication"]:
+            n_adjudicated += 1
+        vote_times += entry["times"]
+        if entry["times"]:
+            item_times.append(sum(entry["times"]))
+        if m == panel:
+            parts = sorted(tally.values(), reverse=True)
+            patterns[_pattern_name(parts, panel)] += 1
+            combos[tuple(sorted(tally.items(), key=lambda kv: (-kv[1], kv[0])))] += 1
+            fleiss_rows.append(tally)
+        if m >= 2:
+            pairs = [(a, b) for x, a in enumerate(votes) for y, b in enumerate(votes) if x != y]
+            agreements.append(sum(a == b for a, b in pairs) / len(pairs))
+            for a, b in pairs:
+                coincidence[a][b] += 1.0 / (m - 1)
+            n_alpha += 1
+            for lab in votes:
+                pairable[lab] += 1
+        for x, (r, lab) in enumerate(entry["panel"]):
+            stats = raters.setdefault(r, {"votes": 0, "adj": 0, "scored": 0, "agree": 0})
+            stats["votes"] += 1
+            rest = Counter(votes[:x] + votes[x + 1:])
+            if rest:
+                best, best_n = rest.most_common(1)[0]
+                if 2 * best_n > sum(rest.values()):
+                    stats["scored"] += 1
+                    stats["agree"] += best == lab
+        for r, _ in entry["adjudication"]:
+            stats = raters.setdefault(r, {"votes": 0, "adj": 0, "scored": 0, "agree": 0})
+            stats["votes"] += 1
+            stats["adj"] += 1
+    rater_times: dict[int, list[float]] = {}
+    for r, t in zip(rater.tolist(), times):
+        if not math.isnan(t):
+            rater_times.setdefault(r, []).append(t)
+
+    # Fleiss' kappa, as in Fleiss (1971)
+    kappa = NAN
+    if panel >= 2 and fleiss_rows:
+        n_sub = len(fleiss_rows)
+        p_j = [sum(row[k] for row in fleiss_rows) / (n_sub * panel) for k in range(n_categories)]
+        p_i = [(sum(c * c for c in row.values()) - panel) / (panel * (panel - 1)) for row in fleiss_rows]
+        p_bar, p_e = sum(p_i) / n_sub, sum(p * p for p in p_j)
+        if sum(p > 0 for p in p_j) > 1:
+            kappa = (p_bar - p_e) / (1 - p_e)
+
+    # Krippendorff's alpha (nominal), from the coincidences of vote pairs
+    alpha = NAN
+    n_c, n = pairable, sum(pairable)
+    if sum(x > 0 for x in n_c) > 1:
+        d_o = sum(coincidence[c][k] for c in range(n_categories) for k in range(n_categories) if c != k)
+        d_e = sum(n_c[c] * n_c[k] for c in range(n_categories) for k in range(n_categories) if c != k)
+        alpha = 1 - (n - 1) * d_o / d_e
+
+    combinations, detail = {}, {}
+    ordered = sorted(combos.items(), key=lambda kv: (-kv[1], [lab for lab, c in kv[0] for _ in range(c)]))
+    for combo, count in ordered:
+        combinations[tuple((names[lab], c) for lab, c in combo)] = count
+        detail[",".join(names[lab] for lab, c in combo for _ in range(c))] = count
+
+    def mean_median(values):
+        if not values:
+            return {"n": 0, "mean": NAN, "median": NAN}
+        return {"n": len(values), "mean": statistics.fmean(values), "median": statistics.median(values)}
+
+    timed = time is not None
+    per_rater = {}
+    for r in sorted(raters):
+        s = raters[r]
+        per_rater[r] = {
+            "n_votes": s["votes"], "n_panel_votes": s["votes"] - s["adj"],
+            "n_adjudication_votes": s["adj"], "n_scored": s["scored"],
+            "agreement_with_majority": s["agree"] / s["scored"] if s["scored"] else NAN,
+            "mean_time": (statistics.fmean(rater_times[r]) if r in rater_times else NAN) if timed else None,
+        }
+    n_items = len(items)
+    return {
+        "n_items": n_items,
+        "n_votes": int(item.size),
+        "n_panel_votes": sum(label_counts),
+        "n_adjudication_votes": sum(len(e["adjudication"]) for e in items.values()),
+        "labels": names,
+        "panel_votes_per_item": dict(sorted(votes_per_item.items())),
+        "label_counts": dict(zip(names, label_counts)),
+        "vote_distributions": {"panel": int(panel), "n_items": len(fleiss_rows), "patterns": patterns,
+                               "detail": detail, "combinations": combinations},
+        "raw_agreement": sum(agreements) / len(agreements) if agreements else NAN,
+        "fleiss_kappa": kappa,
+        "fleiss_n_items": len(fleiss_rows),
+        "krippendorff_alpha": alpha,
+        "alpha_n_items": n_alpha,
+        "n_adjudicated_items": n_adjudicated,
+        "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
+        "time_per_vote": mean_median(vote_times) if timed else None,
+        "time_per_item": mean_median(item_times) if timed else None,
+        "per_rater": per_rater,
+    }
