@@ -19,6 +19,7 @@ from annotation.models import (
     Vote,
     WorkItem,
 )
+from annotation.services.agreement import agreement_stats
 from annotation.services.claims import assignment_release, work_item_claim_next
 from annotation.services.items import work_items_create_for_run
 from annotation.services.pools import pool_freeze
@@ -247,3 +248,19 @@ class PoolDetailApi(APIView):
     @extend_schema(responses=PoolDetailOutputSerializer, summary="One pool with its members' observations")
     def get(self, request, pool_id: int):
         return Response(PoolDetailOutputSerializer(selectors.pool_get(pool_id=pool_id)).data)
+
+
+class AgreementApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        stage = serializers.ChoiceField(choices=WorkItem.Stage.choices)
+        split = serializers.ChoiceField(choices=["train", "dev", "test"], required=False)
+
+    @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
+                   summary="Agreement of a stage: vote distributions, raw agreement, Fleiss' kappa, "
+                           "Krippendorff's alpha, adjudication rate, time, per annotator")
+    def get(self, request):
+        data = self.InputSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        return Response(agreement_stats(**data.validated_data))

@@ -24,6 +24,8 @@ class ReviewPolicy(models.Model):
     panel_size = models.PositiveSmallIntegerField(default=3)
     required_votes = models.PositiveSmallIntegerField(default=2)
     lease_seconds = models.PositiveIntegerField(default=600, help_text="how long a claimed item stays reserved")
+    open_review_automatically = models.BooleanField(
+        default=True, help_text="open usability and duplicate review for every proposal run as it is stored")
 
     class Meta:
         constraints = [

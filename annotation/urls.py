@@ -8,6 +8,7 @@ urlpatterns = [
     path("review/items/<int:item_id>/", apis.ItemApi.as_view(), name="review-item"),
     path("review/items/<int:item_id>/votes/", apis.VoteApi.as_view(), name="review-vote"),
     path("review/summary/", apis.ReviewSummaryApi.as_view(), name="review-summary"),
+    path("review/agreement/", apis.AgreementApi.as_view(), name="review-agreement"),
     path("adjudication/", apis.AdjudicationQueueApi.as_view(), name="adjudication-queue"),
     path("adjudication/<int:item_id>/", apis.AdjudicationApi.as_view(), name="adjudication-item"),
     path("pools/", apis.PoolListApi.as_view(), name="pool-list"),

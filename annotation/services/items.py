@@ -37,3 +37,9 @@ def work_items_create_for_run(*, run: ProposalRun) -> dict[str, int]:
         "usability": WorkItem.objects.filter(stage=WorkItem.Stage.USABILITY, trajectory__run=run).count(),
         "identity": WorkItem.objects.filter(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run).count(),
     }
+
+
+def work_items_open_automatically(run: ProposalRun) -> None:
+    """Open review of every stored run when the policy says so (the default)."""
+    if review_policy_get().open_review_automatically:
+        work_items_create_for_run(run=run)

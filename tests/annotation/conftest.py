@@ -1,8 +1,13 @@
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+
+from annotation.models import Assignment, WorkItem
 from annotation.services.items import work_items_create_for_run
+from annotation.services.votes import vote_cast
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.services.proposals import trajectories_store
 
@@ -31,3 +36,14 @@ def annotators(make_user):
 @pytest.fixture
 def adjudicator(make_user):
     return make_user("adjudicator", username="adj")
+
+
+def panel_votes(item: WorkItem, annotators, labels):
+    """Seat the annotators on the item (as claims would) and cast their votes."""
+    now = timezone.now()
+    for seat, (user, label) in enumerate(zip(annotators, labels)):
+        Assignment.objects.create(item=item, annotator=user, seat=seat, claimed_at=now,
+                                  lease_expires_at=now + timedelta(minutes=10))
+        vote_cast(item_id=item.pk, annotator=user, label=label)
+    item.refresh_from_db()
+    return item

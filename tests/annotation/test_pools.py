@@ -1,34 +1,21 @@
 """Freezing candidate pools: consolidation of decided items, conflicts, versions, immutability."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from annotation.models import Assignment, CandidatePool, PoolMember, WorkItem
+from annotation.models import CandidatePool, PoolMember, WorkItem
 from annotation.services import pools as pool_service
 from annotation.services.items import work_items_create_for_run
 from annotation.services.pools import pool_freeze
-from annotation.services.votes import adjudication_cast, vote_cast
+from annotation.services.votes import adjudication_cast
 from common.errors import ConflictError
+from tests.annotation.conftest import panel_votes
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.services.proposals import trajectories_store
 
 pytestmark = pytest.mark.django_db
-
-
-def panel_votes(item: WorkItem, annotators, labels):
-    """Seat the annotators on the item (as claims would) and cast their votes."""
-    now = timezone.now()
-    for seat, (user, label) in enumerate(zip(annotators, labels)):
-        Assignment.objects.create(item=item, annotator=user, seat=seat, claimed_at=now,
-                                  lease_expires_at=now + timedelta(minutes=10))
-        vote_cast(item_id=item.pk, annotator=user, label=label)
-    item.refresh_from_db()
-    return item
 
 
 def make_run(video=None, tracks=None):

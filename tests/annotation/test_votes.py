@@ -182,3 +182,17 @@ def test_database_guarantees_hold_without_the_services(reviewable_run, annotator
     with pytest.raises(IntegrityError), transaction.atomic():
         Assignment.objects.create(item=item, annotator=a, seat=1, claimed_at=now, lease_expires_at=now)  # twice
     assert Vote.objects.get(pk=vote.pk).label == "same"
+
+
+def test_review_opens_with_the_run_unless_the_policy_says_not_to():
+    from tests.trajectories.factories import proposal, run_factory
+    from trajectories.services.proposals import trajectories_store
+
+    run = run_factory()
+    trajectories_store(run=run, proposals=[proposal(1, 0, 10), proposal(2, 0, 10, x=11)])
+    assert WorkItem.objects.filter(trajectory__run=run).count() == 2
+    assert WorkItem.objects.filter(stage="identity").count() == 1
+    ReviewPolicy.objects.update(open_review_automatically=False)
+    quiet = run_factory()
+    trajectories_store(run=quiet, proposals=[proposal(1, 0, 10)])
+    assert not WorkItem.objects.filter(trajectory__run=quiet).exists()

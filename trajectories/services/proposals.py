@@ -40,6 +40,9 @@ logger = logging.getLogger(__name__)
 STALE_AFTER = timedelta(minutes=30)
 # Deliveries of one run (re-delivered when its worker process dies) before it is failed.
 MAX_ATTEMPTS = 3
+# Called as hook(run) inside the transaction that stores a run's trajectories, so later stages
+# (review) can open their work atomically with it. Apps register their hook in ready().
+RUN_STORED_HOOKS: list = []
 
 SOFTWARE_PACKAGES = {
     "hog-bytetrack": ["numpy", "opencv-python-headless", "supervision"],
@@ -308,4 +311,8 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
             error="", finished_at=timezone.now(),
             stats={"observations": int(sum(r.n_obs for r in rows))},
         )
+        if RUN_STORED_HOOKS:
+            stored = ProposalRun.objects.get(pk=run.pk)
+            for hook in RUN_STORED_HOOKS:
+                hook(stored)
     return n_dups
