@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Sequence
 
+import numpy as np
+
 PENDING = "pending"
 ADJUDICATE = "adjudicate"
 UNRESOLVED = "unresolved"
@@ -53,3 +55,36 @@ def decide(votes: Sequence[str], decisive: Collection[str], required: int = 2, p
         return ADJUDICATE
     label = _majority(votes, decisive, required)
     return label if label is not None else UNRESOLVED
+
+
+# -- the same rule over many items at once --------------------------------------------------------
+PENDING_CODE, ADJUDICATE_CODE, UNRESOLVED_CODE = -1, -2, -3
+
+
+def _majority_codes(counts, decisive_mask, required):
+    """Per row: the index of the decisive label with the most votes if it reaches ``required`` and
+    is not tied with another decisive label; else -1."""
+    masked = np.where(decisive_mask[None, :], counts, -1)                       # [I, K]
+    best = masked.argmax(axis=1)                                                 # [I]
+    top = masked[np.arange(len(counts)), best]                                   # [I]
+    ties = (masked == top[:, None]).sum(axis=1) > 1                              # [I]
+    return np.where((top >= required) & ~ties, best, -1)
+
+
+def decide_counts(panel_counts, all_counts, n_adjudication, decisive_mask, required: int = 2, panel: int = 3):
+    """``decide`` for many items at once, from vote counts (panel votes are the non-adjudication ones).
+
+    ``panel_counts``/``all_counts``: [I, K] votes per label (panel only / panel and adjudication),
+    ``n_adjudication``: [I], ``decisive_mask``: [K] bool. Returns [I] ints: a decisive label's index,
+    or ``PENDING_CODE``, ``ADJUDICATE_CODE``, ``UNRESOLVED_CODE``.
+    """
+    panel_counts = np.asarray(panel_counts)
+    all_counts = np.asarray(all_counts)
+    decisive_mask = np.asarray(decisive_mask, bool)
+    n_panel = panel_counts.sum(axis=1)                                           # [I]
+    from_panel = _majority_codes(panel_counts, decisive_mask, required)          # [I]
+    from_all = _majority_codes(all_counts, decisive_mask, required)              # [I]
+    adjudicated = np.asarray(n_adjudication) > 0                                 # [I]
+    out = np.where(from_panel >= 0, from_panel,
+                   np.where(~adjudicated, ADJUDICATE_CODE, np.where(from_all >= 0, from_all, UNRESOLVED_CODE)))
+    return np.where(n_panel < panel, PENDING_CODE, out)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.db.models import Count
 
 from annotation.models import IDENTITY_LABELS, USABILITY_LABELS, Vote, WorkItem
 from common.errors import ApplicationError
@@ -63,3 +64,52 @@ def _json_safe(value):
     if isinstance(value, np.generic):
         return _json_safe(value.item())
     return value
+
+
+def decisions_audit(*, stage: str) -> dict:
+    """Recompute every item's state of a stage from its votes, in bulk, and compare with the stored
+    state: grouped counts from the database, the rule vectorised (``rules.decide_counts``).
+
+    Items reopened by a consolidation conflict follow their adjudication, not the panel rule, and
+    are left out. Returns counts per outcome and the ids of items whose stored state disagrees.
+    """
+    from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, UNRESOLVED_CODE, decide_counts
+
+    if stage not in STAGE_LABELS:
+        raise ApplicationError(f"unknown stage {stage!r}; use {list(STAGE_LABELS)}", code="invalid_stage")
+    labels = STAGE_LABELS[stage]
+    items = list(WorkItem.objects.filter(stage=stage, reopened_at__isnull=True).order_by("id")
+                 .values_list("id", "state", "decision", "panel_size", "required_votes"))
+    if not items:
+        return {"stage": stage, "n_items": 0, "outcomes": {}, "mismatched": []}
+    ids = np.fromiter((r[0] for r in items), np.int64, len(items))
+    grouped = (Vote.objects.filter(item__stage=stage, item__reopened_at__isnull=True).order_by()
+               .values_list("item_id", "label", "is_adjudication").annotate(n=Count("id")))
+    panel_counts = np.zeros((len(ids), len(labels)), np.int64)                  # [I, K]
+    adjudication_counts = np.zeros_like(panel_counts)                           # [I, K]
+    rows = list(grouped)
+    if rows:
+        row_item = np.searchsorted(ids, np.fromiter((r[0] for r in rows), np.int64, len(rows)))
+        row_label = np.fromiter((labels.index(r[1]) for r in rows), np.int64, len(rows))
+        row_adj = np.fromiter((r[2] for r in rows), bool, len(rows))
+        row_n = np.fromiter((r[3] for r in rows), np.int64, len(rows))
+        np.add.at(panel_counts, (row_item[~row_adj], row_label[~row_adj]), row_n[~row_adj])
+        np.add.at(adjudication_counts, (row_item[row_adj], row_label[row_adj]), row_n[row_adj])
+    decisive = np.array([label in WorkItem(stage=stage).decisive for label in labels])
+    outcome = np.full(len(ids), PENDING_CODE)
+    policies = {(r[3], r[4]) for r in items}
+    panel_sizes = np.fromiter((r[3] for r in items), np.int64, len(items))
+    required = np.fromiter((r[4] for r in items), np.int64, len(items))
+    for panel, req in policies:  # one vectorised pass per review policy (usually one)
+        rows_of = (panel_sizes == panel) & (required == req)
+        outcome[rows_of] = decide_counts(panel_counts[rows_of], panel_counts[rows_of] + adjudication_counts[rows_of],
+                                         adjudication_counts[rows_of].sum(axis=1), decisive, req, panel)
+    names = {PENDING_CODE: "open", ADJUDICATE_CODE: "adjudicate", UNRESOLVED_CODE: "unresolved"}
+    expected_state = np.array([names.get(int(c), "decided") for c in outcome])
+    expected_decision = np.array(["" if c < 0 else labels[int(c)] for c in outcome])
+    stored_state = np.array([r[1] for r in items])
+    stored_decision = np.array([r[2] for r in items])
+    wrong = (expected_state != stored_state) | (expected_decision != stored_decision)
+    states, counts = np.unique(expected_state, return_counts=True)
+    return {"stage": stage, "n_items": len(ids), "outcomes": dict(zip(states.tolist(), counts.tolist())),
+            "mismatched": ids[wrong].tolist()}

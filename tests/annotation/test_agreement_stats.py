@@ -57,3 +57,13 @@ def test_api_and_command(voted, manager_client, client_for, annotators):
     call_command("agreement", "--stage", "identity", "--json", stdout=out)
     empty = json.loads(out.getvalue())
     assert empty["n_votes"] == 0 and empty["fleiss_kappa"] is None  # undefined, not NaN
+
+
+def test_the_bulk_audit_agrees_with_the_stored_states(voted):
+    from annotation.services.agreement import decisions_audit
+
+    audit = decisions_audit(stage="usability")
+    assert audit["mismatched"] == [] and audit["outcomes"] == {"decided": 4}
+    items, _ = voted
+    WorkItem.objects.filter(pk=items[0].pk).update(state="adjudicate", decision="")  # a corrupted state
+    assert decisions_audit(stage="usability")["mismatched"] == [items[0].pk]

@@ -83,3 +83,22 @@ def test_panel_order_does_not_matter_and_a_decision_is_final(votes, data):
     if result in USABILITY:
         later = data.draw(st.lists(st.sampled_from(LABELS), max_size=3))
         assert decide(votes + later, USABILITY) == result  # adjudication never overturns a majority
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(st.tuples(st.lists(st.sampled_from(LABELS), max_size=3),
+                                st.lists(st.sampled_from(LABELS), max_size=2)), min_size=1, max_size=20))
+def test_decide_counts_equals_decide_item_by_item(items):
+    import numpy as np
+
+    from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, UNRESOLVED_CODE, decide_counts
+
+    # panel votes come first; adjudication only follows a full panel
+    items = [(p, a if len(p) == 3 else []) for p, a in items]
+    panel_counts = np.array([[p.count(label) for label in LABELS] for p, _ in items])
+    all_counts = np.array([[(p + a).count(label) for label in LABELS] for p, a in items])
+    codes = decide_counts(panel_counts, all_counts, np.array([len(a) for _, a in items]),
+                          np.array([label in USABILITY for label in LABELS]))
+    names = {PENDING_CODE: PENDING, ADJUDICATE_CODE: ADJUDICATE, UNRESOLVED_CODE: UNRESOLVED}
+    for (p, a), code in zip(items, codes):
+        assert names.get(int(code), LABELS[int(code)] if code >= 0 else None) == decide(p + a, USABILITY)
