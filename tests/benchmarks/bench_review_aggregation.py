@@ -1,0 +1,175 @@
+"""Aggregation at scale: decisions and agreement over stored votes, in bulk against item by item.
+
+Stores N votes (100,000 by default, 1,000,000 with ``TRAJLAB_BENCH_FULL=1``) on ~N/3 usability
+items in PostgreSQL with COPY, then times in the same run:
+
+- bulk: ``decisions_audit`` (grouped counts in the database, the rule vectorised) and
+  ``agreement_stats`` (one column query, vectorised statistics);
+- item by item: all votes read in order, grouped per item in Python, ``decide`` per item, and
+  ``per_item_loop_report`` for the statistics.
+
+Both must agree, and the stored states must match the rule. Figures go to
+``var/bench/review_aggregation.json``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.utils import timezone
+
+from annotation.models import USABILITY_LABELS, Vote, WorkItem
+from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, UNRESOLVED_CODE, decide, decide_counts
+from annotation.services.agreement import agreement_stats, decisions_audit, vote_columns
+from models.agreement import per_item_loop_report
+from tests.trajectories.factories import run_factory
+
+FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
+N_VOTES = 1_000_000 if FULL else 100_000
+N_RATERS = 200
+OUT = Path(__file__).resolve().parents[2] / "var" / "bench" / "review_aggregation.json"
+
+
+def _copy(table: str, columns: list[str], rows) -> None:
+    buffer = io.StringIO()
+    for row in rows:
+        buffer.write("\t".join("\\N" if v is None else str(v) for v in row) + "\n")
+    buffer.seek(0)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            while chunk := buffer.read(1 << 20):
+                copy.write(chunk)
+
+
+def _next_id(table: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}")
+        return cursor.fetchone()[0]
+
+
+def _populate(rng) -> dict:
+    users = get_user_model().objects.bulk_create(
+        [get_user_model()(username=f"bench-rater-{i}", password="!") for i in range(N_RATERS)])
+    raters = np.array([u.pk for u in users])
+    run = run_factory()
+    n_items = N_VOTES // 3
+    now = timezone.now().isoformat()
+    packed_frames = "\\\\x" + np.zeros(1, "<i4").tobytes().hex()
+    packed_boxes = "\\\\x" + np.array([[0, 0, 10, 10]], "<f4").tobytes().hex()
+    packed_scores = "\\\\x" + np.ones(1, "<f4").tobytes().hex()
+    first_traj = _next_id("trajectories_trajectory")
+    _copy("trajectories_trajectory",
+          ["id", "run_id", "video_id", "track_id", "category", "n_obs", "first_frame", "last_frame", "frames", "boxes",
+           "scores", "appearance", "temporal_coverage", "longest_run", "median_area", "abrupt_changes", "mean_score",
+           "created_at"],
+          ((first_traj + i, run.pk, run.video_id, i + 1, "person", 1, 0, 0, packed_frames, packed_boxes, packed_scores,
+            "\\\\x", 1.0, 1, 100.0, 0, 1.0, now) for i in range(n_items)))
+    # votes: three distinct panel raters per item, labels from rater accuracy; 1% of items pending
+    truth = rng.integers(0, 2, n_items)                                            # usable / unusable
+    panel_raters = np.stack([rng.choice(N_RATERS - 10, 3, replace=False) for _ in range(n_items)])
+    correct = rng.random((n_items, 3)) < 0.8
+    noise = rng.integers(0, 3, (n_items, 3))
+    labels = np.where(correct, truth[:, None], noise)                              # [I, 3]
+    n_cast = np.where(rng.random(n_items) < 0.01, rng.integers(1, 3, n_items), 3)
+    label_names = np.array(USABILITY_LABELS)
+    panel_counts = np.zeros((n_items, 3), np.int64)
+    for k in range(3):
+        np.add.at(panel_counts, (np.arange(n_items)[n_cast > k], labels[n_cast > k, k]), 1)
+    decisive = np.array([True, True, False])
+    code = decide_counts(panel_counts, panel_counts, np.zeros(n_items), decisive)
+    adjudicated = code == ADJUDICATE_CODE
+    adj_label = np.where(rng.random(n_items) < 0.9, truth, 2)
+    all_counts = panel_counts.copy()
+    np.add.at(all_counts, (np.flatnonzero(adjudicated), adj_label[adjudicated]), 1)
+    final = decide_counts(panel_counts, all_counts, adjudicated.astype(int), decisive)
+    state = np.where(final >= 0, "decided", np.where(final == PENDING_CODE, "open",
+                     np.where(final == ADJUDICATE_CODE, "adjudicate", "unresolved")))
+    decision = np.where(final >= 0, label_names[np.clip(final, 0, 2)], "")
+    first_item = _next_id("annotation_workitem")
+    _copy("annotation_workitem",
+          ["id", "stage", "video_id", "trajectory_id", "panel_size", "required_votes", "state", "decision", "created_at"],
+          ((first_item + i, "usability", run.video_id, first_traj + i, 3, 2, state[i], decision[i], now)
+           for i in range(n_items)))
+    adjudicators = raters[-10:]
+    seconds = rng.gamma(2.0, 3000, (n_items, 4)).astype(int)
+
+    def votes():
+        for i in range(n_items):
+            for k in range(n_cast[i]):
+                yield (first_item + i, raters[panel_raters[i, k]], label_names[labels[i, k]], "[]", "",
+                       seconds[i, k], "f", now)
+            if adjudicated[i]:
+                yield (first_item + i, adjudicators[i % 10], label_names[adj_label[i]], "[]", "bench", seconds[i, 3],
+                       "t", now)
+
+    _copy("annotation_vote",
+          ["item_id", "annotator_id", "label", "reasons", "comment", "time_spent_ms", "is_adjudication", "created_at"],
+          votes())
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE annotation_vote; ANALYZE annotation_workitem")
+    return {"items": n_items, "votes": Vote.objects.count()}
+
+
+def _item_by_item() -> tuple[list[int], dict]:
+    """The obvious way: read the votes in order, group per item in Python, decide per item."""
+    stored = dict(WorkItem.objects.filter(stage="usability").values_list("id", "state"))
+    per_item = defaultdict(list)
+    for item_id, label, _ in (Vote.objects.filter(item__stage="usability")
+                              .order_by("item_id", "is_adjudication", "created_at", "id")
+                              .values_list("item_id", "label", "is_adjudication")):
+        per_item[item_id].append(label)
+    mismatched = []
+    for item_id, state in stored.items():
+        outcome = decide(per_item.get(item_id, []), ("usable", "unusable"))
+        expected = {"pending": "open", "adjudicate": "adjudicate", "unresolved": "unresolved"}.get(outcome, "decided")
+        if expected != state:
+            mismatched.append(item_id)
+    columns = vote_columns(stage="usability")
+    _, index = np.unique(columns["item"], return_inverse=True)
+    report = per_item_loop_report(index, columns["rater"], columns["label"], columns["is_adjudication"], 3,
+                                  labels=list(USABILITY_LABELS), time_spent=columns["time_spent"])
+    return sorted(mismatched), report
+
+
+@pytest.mark.benchmark
+@pytest.mark.django_db
+def test_bulk_aggregation_against_item_by_item():
+    rng = np.random.default_rng(7)
+    t0 = time.perf_counter()
+    sizes = _populate(rng)
+    populate_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    audit = decisions_audit(stage="usability")
+    audit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stats = agreement_stats(stage="usability")
+    stats_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    loop_mismatched, loop_report = _item_by_item()
+    loop_s = time.perf_counter() - t0
+
+    assert audit["mismatched"] == [] and loop_mismatched == []
+    assert audit["n_items"] == sizes["items"]
+    for key in ("raw_agreement", "fleiss_kappa", "krippendorff_alpha", "adjudication_rate"):
+        assert stats[key] == pytest.approx(loop_report[key], rel=1e-9, abs=1e-12), key
+    bulk_s = audit_s + stats_s
+    figures = {"mode": "full" if FULL else "quick", **sizes, "populate_s": round(populate_s, 2),
+               "bulk_decisions_s": round(audit_s, 3), "bulk_agreement_s": round(stats_s, 3),
+               "bulk_total_s": round(bulk_s, 3), "item_by_item_s": round(loop_s, 3),
+               "speedup": round(loop_s / bulk_s, 1), "outcomes": audit["outcomes"],
+               "raw_agreement": stats["raw_agreement"], "krippendorff_alpha": stats["krippendorff_alpha"]}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(figures, indent=2))
+    print(f"\n{sizes['votes']:,} votes on {sizes['items']:,} items (stored in {populate_s:.1f} s)")
+    print(f"  bulk: decisions {audit_s:.2f} s + agreement {stats_s:.2f} s = {bulk_s:.2f} s")
+    print(f"  item by item: {loop_s:.2f} s   ({loop_s / bulk_s:.1f}x slower)")
+    assert loop_s > 1.5 * bulk_s
