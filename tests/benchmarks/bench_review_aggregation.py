@@ -27,7 +27,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.models import USABILITY_LABELS, Vote, WorkItem
-from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, UNRESOLVED_CODE, decide, decide_counts
+from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide, decide_counts
 from annotation.services.agreement import agreement_stats, decisions_audit, vote_columns
 from models.agreement import per_item_loop_report
 from tests.trajectories.factories import run_factory
