@@ -54,6 +54,12 @@ def endpoints(r):
         ("get", f"/api/trajectories/{r['a'].pk}/crops/2.jpg", None, ANY_ROLE),
         ("get", f"/api/trajectories/{r['a'].pk}/marked/2.jpg", None, ANY_ROLE),
         ("upload", "/api/videos/", None, MANAGER_ONLY),
+        ("post", "/api/review/next/", {"stage": "usability"}, {"annotator"}),
+        ("get", "/api/adjudication/", None, {"adjudicator"}),
+        ("get", "/api/review/summary/", None, MANAGER_ONLY),
+        ("get", "/api/review/agreement/?stage=usability", None, MANAGER_ONLY),
+        ("post", "/api/review/items/", {"run": r["run"].pk}, MANAGER_ONLY),
+        ("get", "/api/pools/", None, ANY_ROLE),
         ("get", "/api/me/", None, ANY_ROLE | {None}),  # any signed-in user, roles or not
     ]
 
