@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count
+from django.db.models import Case, Count, FloatField, IntegerField, Value, When
+from django.db.models.functions import Cast, Coalesce
 
 from annotation.models import IDENTITY_LABELS, USABILITY_LABELS, Vote, WorkItem
 from common.errors import ApplicationError
@@ -23,18 +24,22 @@ def vote_columns(*, stage: str, split: str | None = None) -> dict[str, np.ndarra
     votes = Vote.objects.filter(item__stage=stage)
     if split:
         votes = votes.filter(item__video__split_group__split=split)
-    rows = list(votes.order_by().values_list("item_id", "annotator_id", "label", "is_adjudication", "time_spent_ms"))
     labels = STAGE_LABELS[stage]
-    index = {label: i for i, label in enumerate(labels)}
-    n = len(rows)
-    columns = {
-        "item": np.fromiter((r[0] for r in rows), np.int64, n),
-        "rater": np.fromiter((r[1] for r in rows), np.int64, n),
-        "label": np.fromiter((index[r[2]] for r in rows), np.int64, n),
-        "is_adjudication": np.fromiter((r[3] for r in rows), bool, n),
-        "time_spent": np.fromiter((np.nan if r[4] is None else r[4] / 1000.0 for r in rows), np.float64, n),
+    # Labels become indices and missing times NaN in the database, so the rows arrive as numbers
+    # and turn into one float array without a Python step per vote.
+    label_index = Case(*[When(label=name, then=Value(i)) for i, name in enumerate(labels)],
+                       output_field=IntegerField())
+    seconds = Coalesce(Cast("time_spent_ms", FloatField()) / 1000.0, Value(float("nan")), output_field=FloatField())
+    rows = list(votes.order_by().values_list("item_id", "annotator_id", label_index, Cast("is_adjudication", IntegerField()),
+                                             seconds))
+    table = np.array(rows, dtype=np.float64).reshape(-1, 5)                    # [V, 5]
+    return {
+        "item": table[:, 0].astype(np.int64),
+        "rater": table[:, 1].astype(np.int64),
+        "label": table[:, 2].astype(np.int64),
+        "is_adjudication": table[:, 3].astype(bool),
+        "time_spent": table[:, 4],
     }
-    return columns
 
 
 def agreement_stats(*, stage: str, split: str | None = None) -> dict:
