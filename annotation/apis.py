@@ -215,7 +215,7 @@ class PoolDetailOutputSerializer(PoolOutputSerializer):
     members = PoolMemberOutputSerializer(many=True)
 
     class Meta(PoolOutputSerializer.Meta):
-        fields = [*PoolOutputSerializer.Meta.fields, "members"]
+        fields = [*PoolOutputSerializer.Meta.fields, "lineage", "members"]
 
 
 class PoolListApi(APIView):

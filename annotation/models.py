@@ -150,6 +150,9 @@ class CandidatePool(models.Model):
                                       related_name="superseded_by")
     reason = models.TextField(blank=True, help_text="why a new version was made (the tracking defect fixed)")
     n_members = models.PositiveIntegerField(default=0)
+    # One row per retained trajectory: source id, group representative, role (representative,
+    # fragment, single, or removed when wholly covered), observations kept and removed.
+    lineage = models.JSONField(default=list, blank=True)
     content_sha256 = models.CharField(max_length=64, blank=True)
     frozen_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     frozen_at = models.DateTimeField(null=True, blank=True)

@@ -114,9 +114,10 @@ def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> Candid
                 frames=np.asarray(track.frames, "<i4").tobytes(), boxes=np.asarray(track.boxes, "<f4").tobytes()))
         PoolMember.objects.bulk_create(members)
         pool.n_members = len(members)
+        pool.lineage = result.lineage
         pool.content_sha256 = _pool_hash(members)
         pool.frozen_at = timezone.now()
-        pool.save(update_fields=["n_members", "content_sha256", "frozen_at"])
+        pool.save(update_fields=["n_members", "lineage", "content_sha256", "frozen_at"])
         if latest is not None:
             for hook in REVERIFY_HOOKS:
                 hook(latest, pool)

@@ -66,6 +66,9 @@ def test_freeze_consolidates_the_retained_trajectories(annotators, make_user):
     np.testing.assert_array_equal(frames, np.arange(40, 60))     # only frames the representative lacks
     assert fragment.n_removed == 20 and members[3].role == "single"
     assert pool_freeze(run=run).pk == pool.pk                    # freezing again returns it
+    roles = {row["source_id"]: row["role"] for row in pool.lineage}
+    assert roles == {members[1].trajectory_id: "representative", members[2].trajectory_id: "fragment",
+                     members[3].trajectory_id: "single"}
 
 
 def test_a_conflict_goes_back_to_adjudication(annotators, adjudicator, make_user):
@@ -88,6 +91,7 @@ def test_a_conflict_goes_back_to_adjudication(annotators, adjudicator, make_user
     pool = pool_freeze(run=run)
     roles = sorted(pool.members.values_list("trajectory__track_id", "role"))
     assert roles == [(1, "representative"), (3, "single")]      # 2 lies wholly under 1
+    assert {row["role"] for row in pool.lineage} == {"representative", "removed", "single"}  # 2 is on record
 
 
 def test_a_frozen_pool_cannot_change_even_in_raw_sql(annotators):
