@@ -149,6 +149,8 @@ class AdjudicationApi(APIView):
     class InputSerializer(serializers.Serializer):
         label = serializers.ChoiceField(choices=sorted(set(USABILITY_LABELS + IDENTITY_LABELS)))
         reason = serializers.CharField(max_length=2000)
+        client_request_id = serializers.UUIDField(required=False, allow_null=True,
+                                                  help_text="repeat a submission with the same id safely")
 
     @extend_schema(responses=AdjudicationItemSerializer, summary="One item in adjudication, with its votes")
     def get(self, request, item_id: int):

@@ -15,12 +15,15 @@ from common.errors import ApplicationError
 CANDIDATES_PER_TRY = 20  # candidate items read per pass
 
 
-def _active_assignment(annotator) -> Assignment | None:
-    """The annotator's claimed, unfinished, unexpired seat (asking again returns the same item)."""
-    return (Assignment.objects.select_related("item")
-            .filter(annotator=annotator, completed_at__isnull=True, lease_expires_at__gt=timezone.now(),
-                    item__state=WorkItem.State.OPEN)
-            .first())
+def _active_assignment(annotator, stage: str | None) -> Assignment | None:
+    """The annotator's claimed, unfinished, unexpired seat of ``stage`` (asking again returns the
+    same item)."""
+    seats = Assignment.objects.select_related("item").filter(
+        annotator=annotator, completed_at__isnull=True, lease_expires_at__gt=timezone.now(),
+        item__state=WorkItem.State.OPEN)
+    if stage is not None:
+        seats = seats.filter(item__stage=stage)
+    return seats.first()
 
 
 def _last_video_id(annotator) -> int | None:
@@ -42,7 +45,7 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
     if stage is not None and stage not in WorkItem.Stage.values:
         raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
-    current = _active_assignment(annotator)
+    current = _active_assignment(annotator, stage)
     if current is not None:
         return current
     policy = review_policy_get()

@@ -115,11 +115,13 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
         raise ConflictError("you have voted on this item already; votes are never changed", code="already_voted") from None
 
 
-def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str) -> Vote:
+def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str,
+                      client_request_id: uuid.UUID | None = None) -> Vote:
     """Record an adjudicator's decision on an item without a panel majority, as a further vote.
 
     The adjudicator must hold the adjudicator role and must not sit on the item's panel; a reason
-    is required. Locks the item row.
+    is required. A retry with the same ``client_request_id`` returns the recorded decision. Locks
+    the item row.
     """
     if not user_has_role(adjudicator, Role.ADJUDICATOR):
         raise ApplicationError("only adjudicators adjudicate", code="not_an_adjudicator", status_code=403)
@@ -131,6 +133,9 @@ def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str) -> 
         if item is None:
             raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
         _check_label(item, label)
+        earlier = _replayed(adjudicator, client_request_id, item.pk, label)
+        if earlier is not None:
+            return earlier
         if item.state != WorkItem.State.ADJUDICATE:
             raise ConflictError(f"this item is {item.state}; only items without a panel majority are adjudicated",
                                 code="not_in_adjudication")
@@ -139,7 +144,7 @@ def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str) -> 
                                    code="panel_member", status_code=403)
         try:
             vote = Vote.objects.create(item=item, annotator=adjudicator, label=label, comment=reason,
-                                       is_adjudication=True)
+                                       is_adjudication=True, client_request_id=client_request_id)
         except IntegrityError:
             raise ConflictError("you have adjudicated this item already", code="already_voted") from None
         _apply_rule(item)

@@ -97,8 +97,13 @@ def test_majority_decides_and_a_split_panel_goes_to_adjudication(reviewable_run,
     assert items[1].state == "adjudicate"
     with pytest.raises(ApplicationError, match="reason"):
         adjudication_cast(item_id=items[1].pk, adjudicator=adjudicator, label="usable", reason=" ")
-    vote = adjudication_cast(item_id=items[1].pk, adjudicator=adjudicator, label="usable", reason="clear person")
+    request = uuid.uuid4()
+    vote = adjudication_cast(item_id=items[1].pk, adjudicator=adjudicator, label="usable", reason="clear person",
+                             client_request_id=request)
     assert vote.is_adjudication and vote.comment == "clear person"
+    retry = adjudication_cast(item_id=items[1].pk, adjudicator=adjudicator, label="usable", reason="clear person",
+                              client_request_id=request)
+    assert retry.pk == vote.pk  # a lost answer can be asked again
     items[1].refresh_from_db()
     assert (items[1].state, items[1].decision) == ("decided", "usable")
     with pytest.raises(ConflictError):
@@ -196,3 +201,12 @@ def test_review_opens_with_the_run_unless_the_policy_says_not_to():
     quiet = run_factory()
     trajectories_store(run=quiet, proposals=[proposal(1, 0, 10)])
     assert not WorkItem.objects.filter(trajectory__run=quiet).exists()
+
+
+def test_a_held_seat_is_returned_only_for_its_stage(reviewable_run, annotators):
+    reviewable_run()
+    a = annotators[0]
+    usability_seat = work_item_claim_next(annotator=a, stage="usability")
+    identity_seat = work_item_claim_next(annotator=a, stage="identity")
+    assert identity_seat.item.stage == "identity" and identity_seat.pk != usability_seat.pk
+    assert work_item_claim_next(annotator=a, stage="usability").pk == usability_seat.pk
