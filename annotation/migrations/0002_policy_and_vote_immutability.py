@@ -1,4 +1,9 @@
-"""The default review policy, and votes the database will not let anyone edit or delete."""
+"""The default review policy, and votes the database will not let anyone edit or delete.
+
+On SQLite, a later migration that alters these tables (SQLite remakes a table to alter it)
+must drop these triggers first and create them again afterwards: use ``backwards`` and
+``forwards`` of this module around the change.
+"""
 from django.db import migrations
 
 POSTGRES = [

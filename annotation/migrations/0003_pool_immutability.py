@@ -1,4 +1,9 @@
-"""A frozen candidate pool and its members cannot change, in the database itself."""
+"""A frozen candidate pool and its members cannot change, in the database itself.
+
+On SQLite, a later migration that alters these tables (SQLite remakes a table to alter it)
+must drop these triggers first and create them again afterwards: use ``backwards`` and
+``forwards`` of this module around the change.
+"""
 from django.db import migrations
 
 POSTGRES = [
@@ -94,5 +99,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotation", "0003_pools")]
+    dependencies = [("annotation", "0002_policy_and_vote_immutability")]
     operations = [migrations.RunPython(forwards, backwards)]
