@@ -1,10 +1,12 @@
 """The default review policy, and votes the database will not let anyone edit or delete.
 
 On SQLite, a later migration that alters these tables (SQLite remakes a table to alter it)
-must drop these triggers first and create them again afterwards: use ``backwards`` and
-``forwards`` of this module around the change.
+must drop these triggers first and create them again afterwards: run this module's trigger
+operation backwards and forwards around the change.
 """
 from django.db import migrations
+
+from common.db_triggers import trigger_operation
 
 POSTGRES = [
     """
@@ -37,20 +39,13 @@ DROP = {
 }
 
 
-def forwards(apps, schema_editor):
+def default_policy(apps, schema_editor):
     apps.get_model("annotation", "ReviewPolicy").objects.get_or_create(name="default")
-    statements = {"postgresql": POSTGRES, "sqlite": SQLITE}.get(schema_editor.connection.vendor)
-    if statements is None:
-        raise RuntimeError(f"no vote-immutability trigger for {schema_editor.connection.vendor}")
-    for sql in statements:
-        schema_editor.execute(sql, params=None)
-
-
-def backwards(apps, schema_editor):
-    for sql in DROP.get(schema_editor.connection.vendor, []):
-        schema_editor.execute(sql, params=None)
 
 
 class Migration(migrations.Migration):
     dependencies = [("annotation", "0001_initial")]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [
+        migrations.RunPython(default_policy, migrations.RunPython.noop),
+        trigger_operation(create={"postgresql": POSTGRES, "sqlite": SQLITE}, drop=DROP),
+    ]

@@ -1,10 +1,12 @@
 """A frozen candidate pool and its members cannot change, in the database itself.
 
 On SQLite, a later migration that alters these tables (SQLite remakes a table to alter it)
-must drop these triggers first and create them again afterwards: use ``backwards`` and
-``forwards`` of this module around the change.
+must drop these triggers first and create them again afterwards: run this module's operation
+backwards and forwards around the change.
 """
 from django.db import migrations
+
+from common.db_triggers import trigger_operation
 
 POSTGRES = [
     """
@@ -85,19 +87,6 @@ DROP = {
 }
 
 
-def forwards(apps, schema_editor):
-    statements = {"postgresql": POSTGRES, "sqlite": SQLITE}.get(schema_editor.connection.vendor)
-    if statements is None:
-        raise RuntimeError(f"no pool-immutability triggers for {schema_editor.connection.vendor}")
-    for sql in statements:
-        schema_editor.execute(sql, params=None)
-
-
-def backwards(apps, schema_editor):
-    for sql in DROP.get(schema_editor.connection.vendor, []):
-        schema_editor.execute(sql, params=None)
-
-
 class Migration(migrations.Migration):
     dependencies = [("annotation", "0002_policy_and_vote_immutability")]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [trigger_operation(create={"postgresql": POSTGRES, "sqlite": SQLITE}, drop=DROP)]

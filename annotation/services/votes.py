@@ -50,6 +50,15 @@ def _conflict_outcome(item: WorkItem) -> str:
     return later if later in item.decisive else UNRESOLVED
 
 
+def _locked_item(item_id: int, label: str) -> WorkItem:
+    """The item row, locked for this transaction, after checking the label fits its stage."""
+    item = WorkItem.objects.select_for_update().filter(pk=item_id).first()
+    if item is None:
+        raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
+    _check_label(item, label)
+    return item
+
+
 def _apply_rule(item: WorkItem) -> WorkItem:
     """Move a locked item to the state its votes give (DESIGN 5 ``decide``)."""
     if item.reopened_at is not None:
@@ -85,10 +94,7 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
     reasons = _check_reasons(reasons)
     try:
         with transaction.atomic():
-            item = WorkItem.objects.select_for_update().filter(pk=item_id).first()
-            if item is None:
-                raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
-            _check_label(item, label)
+            item = _locked_item(item_id, label)
             earlier = _replayed(annotator, client_request_id, item.pk, label)
             if earlier is not None:
                 return earlier, False
@@ -129,10 +135,7 @@ def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str,
     if not reason:
         raise ApplicationError("an adjudication needs a reason", code="reason_required")
     with transaction.atomic():
-        item = WorkItem.objects.select_for_update().filter(pk=item_id).first()
-        if item is None:
-            raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
-        _check_label(item, label)
+        item = _locked_item(item_id, label)
         earlier = _replayed(adjudicator, client_request_id, item.pk, label)
         if earlier is not None:
             return earlier

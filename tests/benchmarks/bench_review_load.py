@@ -31,7 +31,6 @@ import os
 import platform
 import queue
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -40,7 +39,6 @@ import uuid
 from collections import Counter, defaultdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -51,6 +49,7 @@ from accounts.services import token_for, user_create
 from annotation.models import Assignment, Vote, WorkItem
 from annotation.rules import decide
 from annotation.services.items import work_items_create_for_run
+from tests.processes import database_url_for_subprocess, stop_process_group
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.services.proposals import trajectories_store
 
@@ -203,20 +202,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def database_url() -> str:
-    db = connection.settings_dict
-    auth = quote(db["USER"] or "", safe="")
-    if db.get("PASSWORD"):
-        auth += ":" + quote(db["PASSWORD"], safe="")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 def gunicorn_start(port: int, tmp_path: Path, media_root: Path) -> subprocess.Popen:
     executable = Path(sys.executable).parent / "gunicorn"
     if not executable.is_file():
         pytest.fail(f"{executable} is missing: the load test needs gunicorn in the virtualenv "
                     "(pip install -c requirements/constraints.txt gunicorn)")
-    env = dict(os.environ, DATABASE_URL=database_url(), DJANGO_SECRET_KEY=os.environ.get("DJANGO_SECRET_KEY") or "bench",
+    env = dict(os.environ, DATABASE_URL=database_url_for_subprocess(), DJANGO_SECRET_KEY=os.environ.get("DJANGO_SECRET_KEY") or "bench",
                MEDIA_ROOT=str(media_root), TRAJLAB_VAR_DIR=str(tmp_path / "server-var"), DATABASE_CONN_MAX_AGE="60",
                TRAJLAB_LOG_LEVEL="WARNING", DJANGO_DEBUG="0")
     log = open(tmp_path / "gunicorn.log", "wb")
@@ -245,13 +236,7 @@ def gunicorn_start(port: int, tmp_path: Path, media_root: Path) -> subprocess.Po
 
 def gunicorn_stop(proc: subprocess.Popen) -> None:
     """Graceful stop (requests in flight finish), then kill whatever is left of its group."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    stop_process_group(proc, timeout=40)
 
 
 # -- setup and checks ---------------------------------------------------------------------------

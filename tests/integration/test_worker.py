@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.conftest import write_video
+from tests.processes import database_url_for_subprocess, stop_process_group
 from trajectories.models import ProposalRun, Trajectory
 from trajectories.services.ingestion import video_import
 from trajectories.services.splits import splits_assign
@@ -44,10 +45,8 @@ def worker(media_root, tmp_path):
     """A Celery worker in its own process, on the test database and the test MEDIA_ROOT."""
     _require_production_mode()
     _purge_queues()
-    db = connection.settings_dict
-    env = dict(os.environ,
-               DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-               MEDIA_ROOT=str(media_root), TRAJLAB_VAR_DIR=str(tmp_path / "worker-var"))
+    env = dict(os.environ, DATABASE_URL=database_url_for_subprocess(), MEDIA_ROOT=str(media_root),
+               TRAJLAB_VAR_DIR=str(tmp_path / "worker-var"))
     log = open(tmp_path / "worker.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-c", "1",
@@ -56,12 +55,7 @@ def worker(media_root, tmp_path):
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     proc.log_path = tmp_path / "worker.log"
     yield proc
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    stop_process_group(proc)
     log.close()
 
 

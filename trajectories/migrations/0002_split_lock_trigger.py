@@ -1,6 +1,8 @@
 """The database refuses to change a locked split group's split (or to unlock it)."""
 from django.db import migrations
 
+from common.db_triggers import trigger_operation
+
 POSTGRES = [
     """
     CREATE OR REPLACE FUNCTION trajectories_split_group_locked() RETURNS trigger AS $$
@@ -34,19 +36,6 @@ DROP = {
 }
 
 
-def create(apps, schema_editor):
-    statements = {"postgresql": POSTGRES, "sqlite": SQLITE}.get(schema_editor.connection.vendor)
-    if statements is None:
-        raise RuntimeError(f"no split-lock trigger for {schema_editor.connection.vendor}; use PostgreSQL or SQLite")
-    for sql in statements:
-        schema_editor.execute(sql, params=None)
-
-
-def drop(apps, schema_editor):
-    for sql in DROP.get(schema_editor.connection.vendor, []):
-        schema_editor.execute(sql, params=None)
-
-
 class Migration(migrations.Migration):
     dependencies = [("trajectories", "0001_initial")]
-    operations = [migrations.RunPython(create, drop)]
+    operations = [trigger_operation(create={"postgresql": POSTGRES, "sqlite": SQLITE}, drop=DROP)]
