@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Value, When
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
@@ -12,7 +12,9 @@ from annotation.models import Assignment, WorkItem
 from annotation.services.items import review_policy_get
 from common.errors import ApplicationError
 
-CANDIDATES_PER_TRY = 20  # candidate items read per pass
+CANDIDATES_PER_TRY = 20  # candidate items tried per pass
+SCAN_PAGE = 200          # open items read per query while looking for free seats
+SCAN_LIMIT = 20_000      # open items looked at per claim before reporting no work
 
 
 def _active_assignment(annotator, stage: str | None) -> Assignment | None:
@@ -49,30 +51,50 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
     if current is not None:
         return current
     policy = review_policy_get()
-    now = timezone.now()
-    last_video = _last_video_id(annotator)
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    candidates = (WorkItem.objects.filter(state=WorkItem.State.OPEN)
-                  .exclude(Exists(mine))
-                  .annotate(taken=Count("assignments", filter=Q(assignments__completed_at__isnull=False)
-                                        | Q(assignments__lease_expires_at__gt=now)))
-                  .filter(taken__lt=F("panel_size")))
-    if stage:
-        candidates = candidates.filter(stage=stage)
-    same_video_first = () if last_video is None else (
-        Case(When(video_id=last_video, then=Value(0)), default=Value(1), output_field=IntegerField()),)
-    ordered = candidates.order_by(*same_video_first, "video_id", "id")
     # First pass: skip items another claim is holding (annotators spread over the queue). Second
     # pass: wait for those rows, so the last free seats are not reported as "no work".
     for skip_locked in (True, False):
-        ids = list(ordered.values_list("pk", flat=True)[:CANDIDATES_PER_TRY])
-        if not ids:
-            return None
-        for item_id in ids:
+        for item_id in _free_candidates(annotator, stage):
             claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
             if claimed is not None:
                 return claimed
     return None
+
+
+def _free_candidates(annotator, stage: str | None):
+    """Open items with a free seat that the annotator never had, best first, up to
+    ``CANDIDATES_PER_TRY`` of them.
+
+    Reads the queue in pages (the annotator's last video first, then video order) and counts the
+    taken seats of one page at a time, so a claim costs the same with ten open items or a
+    million.
+    """
+    now = timezone.now()
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    queue = WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(Exists(mine))
+    if stage:
+        queue = queue.filter(stage=stage)
+    last_video = _last_video_id(annotator)
+    parts = [queue.filter(video_id=last_video).order_by("id")] if last_video is not None else []
+    parts.append(queue.order_by("video_id", "id"))
+    found: list[int] = []
+    seen: set[int] = set()
+    for part in parts:
+        for start in range(0, SCAN_LIMIT, SCAN_PAGE):
+            rows = list(part.values_list("pk", "panel_size")[start:start + SCAN_PAGE])
+            page = [row for row in rows if row[0] not in seen]  # the last video's items come twice
+            taken = dict(Assignment.objects.filter(item_id__in=[pk for pk, _ in page])
+                         .filter(Q(completed_at__isnull=False) | Q(lease_expires_at__gt=now))
+                         .values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
+            for pk, panel_size in page:
+                seen.add(pk)
+                if taken.get(pk, 0) < panel_size:
+                    found.append(pk)
+                    if len(found) >= CANDIDATES_PER_TRY:
+                        return found
+            if len(rows) < SCAN_PAGE:
+                break
+    return found
 
 
 def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool) -> Assignment | None:

@@ -210,3 +210,21 @@ def test_a_held_seat_is_returned_only_for_its_stage(reviewable_run, annotators):
     identity_seat = work_item_claim_next(annotator=a, stage="identity")
     assert identity_seat.item.stage == "identity" and identity_seat.pk != usability_seat.pk
     assert work_item_claim_next(annotator=a, stage="usability").pk == usability_seat.pk
+
+
+def test_claims_page_through_a_queue_whose_head_is_full(reviewable_run, annotators, monkeypatch):
+    from annotation.services import claims
+
+    monkeypatch.setattr(claims, "SCAN_PAGE", 2)  # pages of two items: the head spans several pages
+    reviewable_run()
+    reviewable_run()
+    items = list(WorkItem.objects.filter(stage="usability").order_by("video_id", "id"))
+    now = timezone.now()
+    for item in items[:-1]:  # every usability item but the last has a full panel of others
+        for seat, user in enumerate(annotators[1:4]):
+            Assignment.objects.create(item=item, annotator=user, seat=seat, claimed_at=now,
+                                      lease_expires_at=now + timedelta(minutes=10))
+    seat = work_item_claim_next(annotator=annotators[0], stage="usability")
+    assert seat is not None and seat.item_id == items[-1].pk
+    vote_cast(item_id=seat.item_id, annotator=annotators[0], label="usable")
+    assert work_item_claim_next(annotator=annotators[0], stage="usability") is None
