@@ -24,6 +24,8 @@ from annotation.services.claims import assignment_release, work_item_claim_next
 from annotation.services.items import work_items_create_for_run
 from annotation.services.pools import pool_freeze
 from annotation.services.votes import adjudication_cast, vote_cast
+from common.pagination import paginate
+from common.params import int_param
 from trajectories.models import ProposalRun
 
 IsAnnotator = roles_required(Role.ANNOTATOR)
@@ -231,9 +233,7 @@ class PoolListApi(APIView):
 
     @extend_schema(responses=PoolOutputSerializer(many=True), summary="Frozen candidate pools (optionally ?video=)")
     def get(self, request):
-        video = request.query_params.get("video")
-        return Response(PoolOutputSerializer(selectors.pool_list(video_id=int(video) if video and video.isdigit() else None),
-                                             many=True).data)
+        return paginate(selectors.pool_list(video_id=int_param(request, "video")), PoolOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={201: PoolOutputSerializer, 409: OpenApiTypes.OBJECT},
                    summary="Freeze the candidate pool of a reviewed proposal run")

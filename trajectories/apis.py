@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember
-from common.errors import ApplicationError
 from common.pagination import paginate
+from common.params import int_param
 from trajectories import selectors
 from trajectories.models import (
     DuplicateCandidate,
@@ -37,16 +37,6 @@ def _jpeg(data: bytes) -> HttpResponse:
     response = HttpResponse(data, content_type="image/jpeg")
     response["Cache-Control"] = "private, max-age=86400"  # frames of a stored video never change
     return response
-
-
-def _int_param(request, name: str, default=None):
-    raw = request.query_params.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ApplicationError(f"{name} must be an integer, got {raw!r}", code="invalid_parameter") from None
 
 
 # -- sources, split groups, videos ---------------------------------------------------------------
@@ -190,7 +180,7 @@ class VideoFrameApi(APIView):
     @extend_schema(parameters=[MAX_SIZE_PARAM], responses=JPEG, summary="One frame as JPEG (random access)")
     def get(self, request, video_id: int, index: int):
         video = get_object_or_404(Video, pk=video_id)
-        return _jpeg(selectors.video_frame_jpeg(video=video, index=index, max_size=_int_param(request, "max_size")))
+        return _jpeg(selectors.video_frame_jpeg(video=video, index=index, max_size=int_param(request, "max_size")))
 
 
 # -- proposal configs and runs ---------------------------------------------------------------------
@@ -249,7 +239,7 @@ class ProposalRunListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("video", int)], responses=ProposalRunOutputSerializer(many=True),
                    summary="List proposal runs")
     def get(self, request):
-        qs = selectors.proposal_run_list(video_id=_int_param(request, "video"))
+        qs = selectors.proposal_run_list(video_id=int_param(request, "video"))
         return paginate(qs, ProposalRunOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={202: ProposalRunOutputSerializer, 200: ProposalRunOutputSerializer,
@@ -303,7 +293,7 @@ class TrajectoryListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("video", int), OpenApiParameter("run", int)],
                    responses=TrajectoryOutputSerializer(many=True), summary="List trajectories (no observations)")
     def get(self, request):
-        qs = selectors.trajectory_list(video_id=_int_param(request, "video"), run_id=_int_param(request, "run"))
+        qs = selectors.trajectory_list(video_id=int_param(request, "video"), run_id=int_param(request, "run"))
         return paginate(qs, TrajectoryOutputSerializer, request, self)
 
 
@@ -314,7 +304,7 @@ class VideoPoolApi(APIView):
                    summary="All trajectories of a video with their observations")
     def get(self, request, video_id: int):
         get_object_or_404(Video, pk=video_id)
-        pool = selectors.video_pool_read(video_id=video_id, run_id=_int_param(request, "run"))
+        pool = selectors.video_pool_read(video_id=video_id, run_id=int_param(request, "run"))
         return Response(TrajectoryDetailOutputSerializer(pool, many=True).data)
 
 
@@ -339,7 +329,7 @@ class TrajectoryCropListApi(APIView):
                    responses=OutputSerializer(many=True), summary="A trajectory's crops in chronological order")
     def get(self, request, trajectory_id: int):
         trajectory = get_object_or_404(Trajectory, pk=trajectory_id)
-        frames = selectors.trajectory_sample_frames(trajectory=trajectory, n=_int_param(request, "n", 16))
+        frames = selectors.trajectory_sample_frames(trajectory=trajectory, n=int_param(request, "n", 16))
         base = f"/api/trajectories/{trajectory.pk}"
         items = [{"frame_index": f, "box": trajectory.box_at(f).round(2).tolist(),
                   "crop_url": f"{base}/crops/{f}.jpg", "marked_url": f"{base}/marked/{f}.jpg"} for f in frames]
@@ -352,7 +342,7 @@ class TrajectoryCropApi(APIView):
     @extend_schema(parameters=[MAX_SIZE_PARAM], responses=JPEG, summary="The crop of a trajectory's box on one frame")
     def get(self, request, trajectory_id: int, index: int):
         trajectory = get_object_or_404(Trajectory.objects.select_related("video"), pk=trajectory_id)
-        return _jpeg(selectors.trajectory_crop_jpeg(trajectory=trajectory, index=index, max_size=_int_param(request, "max_size")))
+        return _jpeg(selectors.trajectory_crop_jpeg(trajectory=trajectory, index=index, max_size=int_param(request, "max_size")))
 
 
 class TrajectoryMarkedFrameApi(APIView):
@@ -362,7 +352,7 @@ class TrajectoryMarkedFrameApi(APIView):
     def get(self, request, trajectory_id: int, index: int):
         trajectory = get_object_or_404(Trajectory.objects.select_related("video"), pk=trajectory_id)
         return _jpeg(selectors.trajectory_marked_frame_jpeg(trajectory=trajectory, index=index,
-                                                            max_size=_int_param(request, "max_size")))
+                                                            max_size=int_param(request, "max_size")))
 
 
 # -- duplicate candidates ------------------------------------------------------------------------
@@ -384,7 +374,7 @@ class DuplicateCandidateListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("video", int)], responses=DuplicateCandidateOutputSerializer(many=True),
                    summary="List duplicate-pair candidates with the signals that proposed them")
     def get(self, request):
-        qs = selectors.duplicate_candidate_list(video_id=_int_param(request, "video"))
+        qs = selectors.duplicate_candidate_list(video_id=int_param(request, "video"))
         return paginate(qs, DuplicateCandidateOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={201: DuplicateCandidateOutputSerializer},

@@ -141,4 +141,5 @@ def test_pool_api(annotators, client_for, manager_client, annotator):
     assert r.status_code == 201 and r.json()["n_members"] == 3
     detail = client_for(annotator).get(f"/api/pools/{r.json()['id']}/").json()
     assert {m["role"] for m in detail["members"]} == {"representative", "fragment", "single"}
-    assert client_for(annotator).get(f"/api/pools/?video={run.video_id}").json()[0]["version"] == 1
+    assert client_for(annotator).get(f"/api/pools/?video={run.video_id}").json()["results"][0]["version"] == 1
+    assert client_for(annotator).get("/api/pools/?video=first").status_code == 400
