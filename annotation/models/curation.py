@@ -1,7 +1,8 @@
-"""Curation records: review policy, work items, panel seats (claims with leases) and votes.
+"""Review records: review policy, work items, panel seats (claims with leases) and votes.
 
 A work item is one decision for a panel of distinct annotators: a proposal's usability
-(DESIGN 2.3) or a duplicate pair's identity (DESIGN 2.4). Annotators claim a seat on an item
+(DESIGN 2.3), a duplicate pair's identity (DESIGN 2.4), a description version (2.6), a query's
+row of relations against its video's pool (2.8) or a mined cross-video pair (2.9). Annotators claim a seat on an item
 (``Assignment``; seats are numbered, so the database itself refuses a panel larger than its size
 whatever the concurrency), then cast exactly one ``Vote``. Votes are never edited: corrections
 are adjudication votes. The database refuses updates and deletes of votes.
@@ -14,7 +15,15 @@ from django.db.models import F, Q
 
 USABILITY_LABELS = ("usable", "unusable", "uncertain")
 IDENTITY_LABELS = ("same", "different", "uncertain")
-ALL_LABELS = tuple(dict.fromkeys(USABILITY_LABELS + IDENTITY_LABELS))
+DESCRIPTION_LABELS = ("usable", "usable_after_minor_correction", "unusable", "uncertain")
+RELATION_LABELS = ("reviewed",)   # a relation row's per-candidate labels are RelationJudgment rows
+PAIR_LABELS = ("match", "mismatch", "uncertain")
+ALL_LABELS = tuple(dict.fromkeys(USABILITY_LABELS + IDENTITY_LABELS + DESCRIPTION_LABELS + RELATION_LABELS
+                                 + PAIR_LABELS))
+STAGE_LABELS = {"usability": USABILITY_LABELS, "identity": IDENTITY_LABELS, "description": DESCRIPTION_LABELS,
+                "relation": RELATION_LABELS, "pair": PAIR_LABELS}
+STAGE_DECISIVE = {"usability": ("usable", "unusable"), "identity": ("same", "different"),
+                  "description": ("usable", "unusable"), "relation": ("reviewed",), "pair": ("match", "mismatch")}
 
 
 class ReviewPolicy(models.Model):
@@ -42,6 +51,9 @@ class WorkItem(models.Model):
     class Stage(models.TextChoices):
         USABILITY = "usability"
         IDENTITY = "identity"
+        DESCRIPTION = "description"
+        RELATION = "relation"
+        PAIR = "pair"
 
     class State(models.TextChoices):
         OPEN = "open"                # collecting panel votes
@@ -55,6 +67,16 @@ class WorkItem(models.Model):
                                    related_name="work_items")
     duplicate = models.ForeignKey("trajectories.DuplicateCandidate", null=True, blank=True, on_delete=models.PROTECT,
                                   related_name="work_items")
+    description = models.ForeignKey("annotation.DescriptionVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                    related_name="work_items")
+    query = models.ForeignKey("annotation.Query", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="work_items")
+    pair = models.ForeignKey("annotation.CrossPair", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="work_items")
+    # Relation and pair items: the model's suggestions shown to reviewers (never deciding), and
+    # the candidates sent to an independent second review.
+    prelabels = models.JSONField(default=dict, blank=True)
+    disputed = models.JSONField(default=list, blank=True)
     panel_size = models.PositiveSmallIntegerField()
     required_votes = models.PositiveSmallIntegerField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
@@ -70,9 +92,21 @@ class WorkItem(models.Model):
         indexes = [models.Index(fields=["stage", "state", "video"], name="work_item_queue")]
         constraints = [
             models.CheckConstraint(
-                condition=(Q(stage="usability", trajectory__isnull=False, duplicate__isnull=True)
-                           | Q(stage="identity", trajectory__isnull=True, duplicate__isnull=False)),
+                condition=(Q(stage="usability", trajectory__isnull=False, duplicate__isnull=True, description__isnull=True,
+                             query__isnull=True, pair__isnull=True)
+                           | Q(stage="identity", trajectory__isnull=True, duplicate__isnull=False, description__isnull=True,
+                               query__isnull=True, pair__isnull=True)
+                           | Q(stage="description", trajectory__isnull=False, duplicate__isnull=True,
+                               description__isnull=False, query__isnull=True, pair__isnull=True)
+                           | Q(stage="relation", trajectory__isnull=True, duplicate__isnull=True, description__isnull=True,
+                               query__isnull=False, pair__isnull=True)
+                           | Q(stage="pair", trajectory__isnull=True, duplicate__isnull=True, description__isnull=True,
+                               query__isnull=True, pair__isnull=False)),
                 name="work_item_target_matches_stage"),
+            models.UniqueConstraint(fields=["description"], condition=Q(stage="description"),
+                                    name="work_item_one_per_description_version"),
+            models.UniqueConstraint(fields=["query"], condition=Q(stage="relation"), name="work_item_one_per_query"),
+            models.UniqueConstraint(fields=["pair"], condition=Q(stage="pair"), name="work_item_one_per_cross_pair"),
             models.UniqueConstraint(fields=["trajectory"], condition=Q(stage="usability"), name="work_item_one_per_trajectory"),
             models.UniqueConstraint(fields=["duplicate"], condition=Q(stage="identity"), name="work_item_one_per_pair"),
             models.CheckConstraint(condition=Q(required_votes__gte=1) & Q(required_votes__lte=F("panel_size")),
@@ -86,11 +120,11 @@ class WorkItem(models.Model):
 
     @property
     def labels(self) -> tuple[str, ...]:
-        return USABILITY_LABELS if self.stage == self.Stage.USABILITY else IDENTITY_LABELS
+        return STAGE_LABELS[self.stage]
 
     @property
     def decisive(self) -> tuple[str, ...]:
-        return ("usable", "unusable") if self.stage == self.Stage.USABILITY else ("same", "different")
+        return STAGE_DECISIVE[self.stage]
 
 
 class Assignment(models.Model):
@@ -116,7 +150,12 @@ class Vote(models.Model):
 
     item = models.ForeignKey(WorkItem, on_delete=models.PROTECT, related_name="votes")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="votes")
-    label = models.CharField(max_length=16)
+    label = models.CharField(max_length=32)
+    # A description vote ``usable_after_minor_correction`` names the corrected version it approves.
+    correction = models.ForeignKey("annotation.DescriptionVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="correcting_votes")
+    # Stage-specific ratings, e.g. a relation row's {"faithful": true, "natural": 4}.
+    payload = models.JSONField(default=dict, blank=True)
     reasons = models.JSONField(default=list, blank=True)
     comment = models.TextField(blank=True, help_text="an adjudicator's reason; optional otherwise")
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -132,6 +171,9 @@ class Vote(models.Model):
             models.CheckConstraint(condition=Q(label__in=ALL_LABELS), name="vote_label_known"),
             models.CheckConstraint(condition=Q(is_adjudication=False) | ~Q(comment=""),
                                    name="vote_adjudication_has_reason"),
+            models.CheckConstraint(condition=Q(label="usable_after_minor_correction", correction__isnull=False)
+                                   | (~Q(label="usable_after_minor_correction") & Q(correction__isnull=True)),
+                                   name="vote_correction_iff_minor_correction"),
         ]
 
 

@@ -1,0 +1,29 @@
+"""Annotation records: curation (review items, votes, pools) and relations (descriptions, queries,
+relations, mining, pseudo-label rules, snapshots)."""
+from annotation.models.curation import (  # noqa: F401
+    ALL_LABELS,
+    DESCRIPTION_LABELS,
+    IDENTITY_LABELS,
+    PAIR_LABELS,
+    USABILITY_LABELS,
+    Assignment,
+    CandidatePool,
+    PoolMember,
+    ReviewPolicy,
+    Vote,
+    WorkItem,
+)
+from annotation.models.relations import (  # noqa: F401
+    CrossPair,
+    Description,
+    DescriptionRun,
+    DescriptionVersion,
+    GenerationRun,
+    MiningRun,
+    PseudoLabelRule,
+    Query,
+    Relation,
+    RelationJudgment,
+    RelationSnapshot,
+    SnapshotRelation,
+)
