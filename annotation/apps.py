@@ -6,6 +6,10 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation: votes, descriptions, queries, relations, releases"
 
     def ready(self) -> None:
+        # The later review stages register their vote handlers and re-verification hooks on import.
+        import annotation.services.descriptions
+        import annotation.services.mining
+        import annotation.services.queries  # noqa: F401
         from annotation.services.items import work_items_open_automatically
         from trajectories.services.proposals import RUN_STORED_HOOKS
 

@@ -88,3 +88,105 @@ def decide_counts(panel_counts, all_counts, n_adjudication, decisive_mask, requi
     out = np.where(from_panel >= 0, from_panel,
                    np.where(~adjudicated, ADJUDICATE_CODE, np.where(from_all >= 0, from_all, UNRESOLVED_CODE)))
     return np.where(n_panel < panel, PENDING_CODE, out)
+
+
+# -- descriptions (DESIGN 2.6) --------------------------------------------------------------------
+APPROVED, REJECTED, CONSOLIDATE = "approved", "rejected", "consolidate"
+MINOR = "usable_after_minor_correction"
+
+
+def description_outcome(votes: Sequence[tuple[str, str | None]], version_hash: str, *, required: int = 2,
+                        panel: int = 3, may_consolidate: bool = True) -> tuple[str, str | None]:
+    """The state of one description version's review: ``(outcome, approved_hash)``.
+
+    ``votes`` are ``(label, corrected_hash)`` in casting order (the first ``panel`` from the panel,
+    later ones from adjudication); ``corrected_hash`` is the content hash of the correction that a
+    ``usable_after_minor_correction`` vote proposes (``None`` for other labels). A ``usable`` vote
+    approves exactly ``version_hash``; a correction vote approves exactly its corrected version.
+    Approvals are counted per hash, so approving different edits never approves their union.
+
+    Outcomes: ``pending`` (panel incomplete); ``approved`` with the hash that has ≥ ``required``
+    approvals; ``rejected`` (≥ ``required`` ``unusable``); ``consolidate`` when corrections were
+    proposed but no version reached ``required`` (the corrections are merged into one final version
+    that goes to a new round; only when ``may_consolidate``); otherwise ``adjudicate`` until an
+    adjudication vote exists, after which all votes count and the result is ``approved``,
+    ``rejected`` or ``unresolved``.
+    """
+    if len(votes) < panel:
+        return PENDING, None
+
+    def tally(vs) -> tuple[str | None, int]:
+        approvals = Counter(version_hash if label == "usable" else h for label, h in vs
+                            if label == "usable" or (label == MINOR and h is not None))
+        if approvals:
+            best, n = approvals.most_common(1)[0]
+            if n >= required and list(approvals.values()).count(n) == 1:
+                return best, n
+        return None, 0
+
+    approved, _ = tally(votes[:panel])
+    if approved is not None:
+        return APPROVED, approved
+    if sum(1 for label, _ in votes[:panel] if label == "unusable") >= required:
+        return REJECTED, None
+    if len(votes) == panel:
+        if may_consolidate and any(label == MINOR for label, _ in votes[:panel]):
+            return CONSOLIDATE, None
+        return ADJUDICATE, None
+    approved, _ = tally(votes)
+    if approved is not None:
+        return APPROVED, approved
+    if sum(1 for label, _ in votes if label == "unusable") >= required:
+        return REJECTED, None
+    return UNRESOLVED, None
+
+
+def consolidate_corrections(base: dict, corrections: Sequence[dict]) -> dict:
+    """One final version from several corrections of ``base`` (``models.facts.Description`` dicts).
+
+    Field by field: what every correction agrees on is kept; a text field the corrections disagree
+    on becomes empty (unknown); a fact (by id) that the corrections give differently, or that some
+    delete and others keep, stays in as ``known: false`` with an empty value (unresolved fields
+    stay unknown). A fact added by only some corrections is left out.
+    """
+    if not corrections:
+        raise ValueError("nothing to consolidate")
+    out: dict = {}
+    for key in ("appearance", "motion"):
+        values = {c[key] for c in corrections}
+        out[key] = values.pop() if len(values) == 1 else ""
+    base_ids = [f["id"] for f in base["facts"]]
+    ids = base_ids + sorted({f["id"] for c in corrections for f in c["facts"]} - set(base_ids))
+    facts = []
+    for fid in ids:
+        versions = [next((f for f in c["facts"] if f["id"] == fid), None) for c in corrections]
+        present = [v for v in versions if v is not None]
+        if len(present) == len(versions) and all(v == present[0] for v in present):
+            facts.append(dict(present[0]))
+        elif fid in base_ids and present:
+            template = next(f for f in base["facts"] if f["id"] == fid)
+            facts.append({**template, "value": "", "known": False})
+        # a fact only some corrections add, or that all delete, is left out
+    out["facts"] = facts
+    return out
+
+
+# -- relations (DESIGN 2.8, 2.9) ------------------------------------------------------------------
+def relation_disputed(first: int, prelabel: int | None) -> bool:
+    """A reviewed pair needs an independent second review when the reviewer was unsure (⊥) or
+    disagrees with a binary pre-label."""
+    return first == -1 or (prelabel in (0, 1) and first != prelabel)
+
+
+def relation_final(labels: Sequence[int]) -> int:
+    """The final label of a pair from its reviews in order (1, 0 or -1 each): one review stands
+    alone; with a second review, its binary label stands if the first was unsure or agrees, and two
+    contradicting reviews (or a second unsure one) leave the pair ⊥."""
+    if not labels or any(x not in (1, 0, -1) for x in labels):
+        raise ValueError(f"labels must be a non-empty sequence of 1, 0, -1; got {list(labels)!r}")
+    if len(labels) == 1:
+        return int(labels[0])
+    first, second = labels[0], labels[-1]
+    if second != -1 and first in (-1, second):
+        return int(second)
+    return -1

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 LABELS = (1, 0, -1)
-SOURCES = ("human", "adjudicated", "pool", "pseudo", "ground_truth")
-STRATA = ("within", "potential_match", "hard_negative", "easy_negative", "random")
+SOURCES = ("human", "second_review", "adjudicated", "pool", "pseudo", "ground_truth")
+STRATA = ("within", "potential_match", "hard_negative", "easy_negative", "random", "completion")
 
 
 @dataclass

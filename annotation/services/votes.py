@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -13,6 +15,28 @@ from common.errors import ApplicationError, ConflictError, NotFoundError
 
 MAX_REASONS = 10
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class StageHandler:
+    """How a later review stage (descriptions, relation rows, cross-video pairs) plugs into voting.
+
+    ``check(item, annotator, label, correction, payload, judgments)`` validates what a vote carries
+    besides its label and returns the extra ``Vote`` fields (raises ``ApplicationError``);
+    ``after_vote(item, vote, judgments)`` stores rows that belong to the vote; ``rule(item)`` gives
+    the item's ``(state, decision)`` from its votes (it may widen the panel for a second review);
+    ``on_closed(item)`` runs once the item is decided or unresolved. All run inside the vote's
+    transaction with the item row locked.
+    """
+
+    check: Callable
+    after_vote: Callable
+    rule: Callable
+    on_closed: Callable
+
+
+# Registered by the stage services at import (annotation.apps.ready imports them).
+STAGE_HANDLERS: dict[str, StageHandler] = {}
 
 
 def _check_label(item: WorkItem, label: str) -> None:
@@ -60,7 +84,18 @@ def _locked_item(item_id: int, label: str) -> WorkItem:
 
 
 def _apply_rule(item: WorkItem) -> WorkItem:
-    """Move a locked item to the state its votes give (DESIGN 5 ``decide``)."""
+    """Move a locked item to the state its votes give (DESIGN 5 ``decide``, or its stage's rule)."""
+    handler = STAGE_HANDLERS.get(item.stage)
+    closed = (WorkItem.State.DECIDED, WorkItem.State.UNRESOLVED)
+    if handler is not None:
+        state, decision = handler.rule(item)
+        if (state, decision) != (item.state, item.decision):
+            item.state, item.decision = state, decision
+            item.decided_at = timezone.now() if state in closed else None
+            item.save(update_fields=["state", "decision", "decided_at"])
+            if state in closed:
+                handler.on_closed(item)
+        return item
     if item.reopened_at is not None:
         outcome = _conflict_outcome(item)
     else:
@@ -79,9 +114,12 @@ def _apply_rule(item: WorkItem) -> WorkItem:
 
 
 def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_ms: int | None = None,
-              client_request_id: uuid.UUID | None = None) -> tuple[Vote, bool]:
+              client_request_id: uuid.UUID | None = None, correction=None, payload: dict | None = None,
+              judgments: dict[int, int] | None = None) -> tuple[Vote, bool]:
     """Cast the annotator's panel vote on an item they hold a seat on; returns ``(vote, created)``.
 
+    ``correction`` (a description's corrected content), ``payload`` (ratings) and ``judgments``
+    (a relation row's ``{trajectory id: 1 | 0 | -1}``) are checked by the item's stage handler.
     Idempotent under ``client_request_id``: a retried submission returns the vote it created.
     Refused: a non-annotator (403), no seat on the item (403), a second vote (409), an item no
     longer collecting votes (409), an unknown label (400). Locks the item row, so the rule sees
@@ -107,8 +145,18 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
                                     code="already_voted")
             if item.state != WorkItem.State.OPEN:
                 raise ConflictError(f"this item is {item.state}; it takes no more panel votes", code="item_closed")
+            handler = STAGE_HANDLERS.get(item.stage)
+            if handler is not None:
+                extra = handler.check(item=item, annotator=annotator, label=label, correction=correction,
+                                      payload=payload, judgments=judgments)
+            elif correction is not None or payload or judgments:
+                raise ApplicationError(f"a {item.stage} vote carries only a label and reasons", code="unexpected_fields")
+            else:
+                extra = {}
             vote = Vote.objects.create(item=item, annotator=annotator, label=label, reasons=reasons,
-                                       time_spent_ms=time_spent_ms, client_request_id=client_request_id)
+                                       time_spent_ms=time_spent_ms, client_request_id=client_request_id, **extra)
+            if handler is not None:
+                handler.after_vote(item=item, vote=vote, judgments=judgments)
             seat.completed_at = timezone.now()
             seat.save(update_fields=["completed_at"])
             _apply_rule(item)
@@ -134,6 +182,9 @@ def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str,
     reason = (reason or "").strip()
     if not reason:
         raise ApplicationError("an adjudication needs a reason", code="reason_required")
+    if label == "usable_after_minor_correction":
+        raise ApplicationError("an adjudicator decides usable, unusable or uncertain; corrections come from the panel",
+                               code="invalid_label")
     with transaction.atomic():
         item = _locked_item(item_id, label)
         earlier = _replayed(adjudicator, client_request_id, item.pk, label)

@@ -1,0 +1,139 @@
+"""The model backends as the annotation services use them: a describer (VLM) and a query writer
+(LLM), built from a run's recorded settings. Bad settings are a 400 ``invalid_backend``.
+
+``backend`` settings are ``{"name": "heuristic" | "transformers" | "openai", ...backend fields}``
+for the describer and ``{"name": "template" | "transformers" | "openai", ...}`` for the writer;
+the embedded defaults (``heuristic``, ``template``) need nothing else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from common.errors import ApplicationError
+from models.facts import Description, Fact, QueryProposal
+
+DEFAULT_DESCRIBER = {"name": "heuristic"}
+DEFAULT_WRITER = {"name": "template"}
+
+
+@dataclass
+class RunSettings:
+    backend: dict
+    budget: dict
+    prompt_version: str
+    prompt_sha256: str
+
+
+def _split(backend: dict | None, default: dict) -> tuple[str, dict]:
+    backend = dict(backend or default)
+    name = backend.pop("name", None)
+    if not isinstance(name, str) or not name:
+        raise ApplicationError("backend settings need a 'name'", code="invalid_backend")
+    return name, backend
+
+
+# -- describer ------------------------------------------------------------------------------------
+@dataclass
+class Described:
+    description: Description | None
+    failure: str
+    raw_outputs: list[str]
+    attempts: int
+    inputs: dict = field(default_factory=dict)
+    prompt_version: str = ""
+    prompt_sha256: str = ""
+
+
+class DescriberAdapter:
+    def __init__(self, describer, budget):
+        self.describer = describer
+        self.budget = budget
+
+    def describe(self, *, video_path: str, frames: np.ndarray, boxes: np.ndarray, n_frames: int,
+                 fps: float | None = None, trajectory_id: int | None = None) -> Described:
+        from models.vlm.base import DescribeRequest
+
+        request = DescribeRequest(video_path=video_path, frames=frames, boxes=boxes, budget=self.budget,
+                                  fps=fps, trajectory_id=trajectory_id)
+        result = self.describer.describe(request)
+        return Described(
+            description=None if result.failed else result.description,
+            failure="; ".join(result.errors[-3:]) if result.failed else "",
+            raw_outputs=list(result.raw_texts), attempts=result.attempts,
+            inputs={"crop_frames": result.crop_frames, "full_frames": result.full_frames,
+                    "context_frames": result.context_frames, "seconds": round(result.seconds, 3)},
+            prompt_version=result.prompt_version, prompt_sha256=result.prompt_sha256)
+
+
+def describer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
+    """Check that the describer can be built and its budget is valid; the run's record."""
+    adapter = build_describer(backend, budget)
+    describer = adapter.describer
+    return RunSettings(backend={"name": describer.name, **_split(backend, DEFAULT_DESCRIBER)[1]},
+                       budget=adapter.budget.to_dict(), prompt_version=getattr(describer, "prompt_version", ""),
+                       prompt_sha256=getattr(describer, "prompt_sha256", ""))
+
+
+def build_describer(backend: dict | None, budget: dict | None) -> DescriberAdapter:
+    from models.vlm import build_describer as build
+    from models.vlm.base import DescribeBudget
+
+    name, settings = _split(backend, DEFAULT_DESCRIBER)
+    try:
+        return DescriberAdapter(build(name, settings), DescribeBudget.from_dict(budget))
+    except ValueError as exc:
+        raise ApplicationError(f"describer {name!r}: {exc}", code="invalid_backend") from None
+
+
+# -- query writer ---------------------------------------------------------------------------------
+@dataclass
+class Written:
+    proposal: QueryProposal | None               # None: rejected
+    raw: str
+    reason: str = ""                             # why it was rejected
+
+
+@dataclass
+class WriterAdapter:
+    writer: object
+    budget: object
+
+    @property
+    def prompt_version(self) -> str:
+        return getattr(self.writer, "prompt_version", "")
+
+    @property
+    def prompt_sha256(self) -> str:
+        return getattr(self.writer, "prompt_sha256", "")
+
+    def generate(self, facts: list[Fact]) -> tuple[list[Written], dict]:
+        result = self.writer.generate_queries(facts, budget=self.budget)
+        out = [Written(q, raw) for q, raw in zip(result.queries, result.accepted_raw, strict=False)]
+        out += [Written(None, r.raw, r.reason) for r in result.rejected]
+        return out, {"attempts": result.attempts, "prompt_version": result.prompt_version,
+                     "prompt_sha256": result.prompt_sha256}
+
+    def propose_relation(self, predicates: list[dict], facts: list[Fact]) -> dict:
+        proposal = self.writer.propose_relation(predicates, facts)
+        return {"label": int(proposal.label), "predicates": list(proposal.decisive),
+                "evidence": list(proposal.evidence)}
+
+
+def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
+    from models.llm import build_writer as build
+    from models.llm.base import GenerationBudget
+
+    name, settings = _split(backend, DEFAULT_WRITER)
+    try:
+        return WriterAdapter(build(name, settings), GenerationBudget.from_dict(budget))
+    except ValueError as exc:
+        raise ApplicationError(f"query writer {name!r}: {exc}", code="invalid_backend") from None
+
+
+def writer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
+    adapter = build_writer(backend, budget)
+    return RunSettings(backend={"name": getattr(adapter.writer, "name", ""), **_split(backend, DEFAULT_WRITER)[1]},
+                       budget=adapter.budget.to_dict(), prompt_version=adapter.prompt_version,
+                       prompt_sha256=adapter.prompt_sha256)

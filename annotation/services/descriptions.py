@@ -1,0 +1,241 @@
+"""Verified descriptions (DESIGN 2.6): a describer proposes, a panel of three reviews.
+
+A describer run proposes one description per member of the given frozen pools and opens a
+``description`` review item on it. Panel votes are ``usable``, ``usable_after_minor_correction``
+(with the corrected content), ``unusable`` or ``uncertain``. Approvals count on exact versions
+(content hashes, ``annotation.rules.description_outcome``); corrections without a majority are
+consolidated into one final version (``consolidate_corrections``: disagreements become unknown)
+that a new round reviews; a round without any majority goes to adjudication. The approved
+version's known facts are the trajectory's ``D_r^H``.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Max
+
+from annotation import backends
+from annotation.models import (
+    CandidatePool,
+    Description,
+    DescriptionRun,
+    DescriptionVersion,
+    PoolMember,
+    Vote,
+    WorkItem,
+)
+from annotation.rules import (
+    APPROVED,
+    CONSOLIDATE,
+    MINOR,
+    REJECTED,
+    consolidate_corrections,
+    description_outcome,
+)
+from annotation.services.items import review_policy_get
+from annotation.services.votes import STAGE_HANDLERS, StageHandler
+from common.errors import ApplicationError, ConflictError
+from models.facts import Description as DescriptionRecord
+from models.facts import Fact, InvalidOutput, parse_description
+from workers.services import JobReporter, job_create
+
+logger = logging.getLogger(__name__)
+
+
+# -- proposing -------------------------------------------------------------------------------------
+def description_run_create(*, pools: list[CandidatePool], backend: dict | None = None, budget: dict | None = None,
+                           created_by=None, queue: bool = True) -> DescriptionRun:
+    """Record a describer run over frozen pools and queue it (``description_run`` job, cpu queue).
+
+    Refused: an empty pool list, a pool that is not frozen, or a backend configuration the backend
+    factory rejects (400 ``invalid_backend``).
+    """
+    if not pools:
+        raise ApplicationError("name at least one frozen pool", code="no_pools")
+    unfrozen = [p.pk for p in pools if p.frozen_at is None]
+    if unfrozen:
+        raise ConflictError(f"pools {unfrozen} are not frozen; describe frozen pools only", code="pool_not_frozen")
+    settings_ = backends.describer_settings(backend, budget)
+    with transaction.atomic():
+        job = job_create(kind="description_run", params={"pools": [p.pk for p in pools]}, created_by=created_by)
+        run = DescriptionRun.objects.create(backend=settings_.backend, prompt_version=settings_.prompt_version,
+                                            prompt_sha256=settings_.prompt_sha256, budget=settings_.budget,
+                                            job=job, created_by=created_by)
+        run.pools.set(pools)
+        job.params = {**job.params, "run": run.pk}
+        job.save(update_fields=["params"])
+        if queue:
+            from annotation.tasks import description_run_task
+
+            transaction.on_commit(lambda: description_run_task.delay(run.pk))
+    return run
+
+
+def _member_record(member: PoolMember) -> tuple[np.ndarray, np.ndarray]:
+    frames = np.frombuffer(bytes(member.frames), dtype="<i4")
+    boxes = np.frombuffer(bytes(member.boxes), dtype="<f4").reshape(-1, 4)
+    return frames, boxes
+
+
+def description_run_execute(*, run: DescriptionRun, reporter: JobReporter | None = None) -> dict:
+    """Describe every pool member that has no description yet; idempotent (a re-delivered run
+    continues where it stopped). Returns counts."""
+    describer = backends.build_describer(run.backend, run.budget)
+    members = list(PoolMember.objects.filter(pool__in=run.pools.all()).select_related("pool__video")
+                   .order_by("pool_id", "trajectory_id"))
+    done = set(Description.objects.filter(pool__in=run.pools.all()).values_list("pool_id", "trajectory_id"))
+    policy = review_policy_get()
+    counts = {"described": 0, "failed": 0, "skipped": len(done)}
+    for i, member in enumerate(members):
+        if (member.pool_id, member.trajectory_id) in done:
+            continue
+        video = member.pool.video
+        frames, boxes = _member_record(member)
+        result = describer.describe(video_path=str(video.abspath), frames=frames, boxes=boxes,
+                                    n_frames=video.n_frames, fps=video.fps, trajectory_id=member.trajectory_id)
+        if result.prompt_sha256 and (run.prompt_sha256, run.prompt_version) != (result.prompt_sha256,
+                                                                               result.prompt_version):
+            run.prompt_version, run.prompt_sha256 = result.prompt_version, result.prompt_sha256
+            run.save(update_fields=["prompt_version", "prompt_sha256"])
+        with transaction.atomic():
+            if result.description is None:
+                Description.objects.create(run=run, pool=member.pool, trajectory_id=member.trajectory_id,
+                                           status=Description.Status.FAILED, failure=result.failure or "no valid output",
+                                           raw_outputs=result.raw_outputs, attempts=result.attempts, inputs=result.inputs)
+                counts["failed"] += 1
+            else:
+                description = Description.objects.create(
+                    run=run, pool=member.pool, trajectory_id=member.trajectory_id, status=Description.Status.IN_REVIEW,
+                    raw_outputs=result.raw_outputs, attempts=result.attempts, inputs=result.inputs)
+                content = result.description.to_dict()
+                version = DescriptionVersion.objects.create(
+                    description=description, number=1, origin=DescriptionVersion.Origin.MODEL, content=content,
+                    content_sha256=result.description.content_hash())
+                WorkItem.objects.create(stage=WorkItem.Stage.DESCRIPTION, video=video, trajectory_id=member.trajectory_id,
+                                        description=version, panel_size=policy.panel_size,
+                                        required_votes=policy.required_votes)
+                counts["described"] += 1
+        if reporter is not None:
+            reporter((i + 1) / max(len(members), 1), f"described {i + 1}/{len(members)}")
+    run.stats = counts
+    run.save(update_fields=["stats"])
+    return counts
+
+
+# -- reviewing -------------------------------------------------------------------------------------
+def _record(content: dict) -> DescriptionRecord:
+    return DescriptionRecord(appearance=content["appearance"], motion=content["motion"],
+                             facts=[Fact(**f) for f in content["facts"]])
+
+
+def description_correction_create(*, version: DescriptionVersion, content: dict, created_by) -> DescriptionVersion:
+    """The version a reviewer's correction makes (or the existing version with the same content).
+
+    The correction must be valid against the schema and the video; it may change values, mark
+    facts unknown, remove or add facts, and edit the texts. Refused with 400 ``invalid_correction``.
+    """
+    description = version.description
+    n_frames = description.pool.video.n_frames
+    try:
+        record = parse_description(content, n_frames=n_frames)
+    except InvalidOutput as exc:
+        raise ApplicationError(f"the correction is not a valid description: {exc}", code="invalid_correction") from None
+    sha = record.content_hash()
+    if sha == version.content_sha256:
+        raise ApplicationError("the correction changes nothing; vote usable instead", code="invalid_correction")
+    existing = DescriptionVersion.objects.filter(description=description, content_sha256=sha).first()
+    if existing is not None:
+        return existing
+    number = (DescriptionVersion.objects.filter(description=description).aggregate(n=Max("number"))["n"] or 0) + 1
+    return DescriptionVersion.objects.create(description=description, number=number,
+                                             origin=DescriptionVersion.Origin.CORRECTION, parent=version,
+                                             content=record.to_dict(), content_sha256=sha, created_by=created_by)
+
+
+def _check(*, item: WorkItem, annotator, label: str, correction, payload, judgments) -> dict:
+    if judgments:
+        raise ApplicationError("a description vote carries no relation judgments", code="unexpected_fields")
+    if label == MINOR:
+        if not isinstance(correction, dict):
+            raise ApplicationError("usable_after_minor_correction needs the corrected description", code="correction_required")
+        version = description_correction_create(version=item.description, content=correction, created_by=annotator)
+        return {"correction": version, "payload": payload or {}}
+    if correction is not None:
+        raise ApplicationError(f"a {label!r} vote carries no correction; use usable_after_minor_correction",
+                               code="unexpected_fields")
+    return {"payload": payload or {}}
+
+
+def _after_vote(*, item, vote, judgments) -> None:
+    return None
+
+
+def _votes(item: WorkItem) -> list[tuple[str, str | None]]:
+    rows = Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", "correction__content_sha256")
+    return [(label, sha) for label, sha in rows]
+
+
+def _round(item: WorkItem) -> int:
+    """1 for the model's version, 2 for the consolidated one (which is not consolidated again)."""
+    earlier = WorkItem.objects.filter(stage=WorkItem.Stage.DESCRIPTION, pk__lt=item.pk,
+                                      description__description_id=item.description.description_id)
+    return 2 if earlier.exists() else 1
+
+
+def _rule(item: WorkItem) -> tuple[str, str]:
+    outcome, _ = description_outcome(_votes(item), item.description.content_sha256, required=item.required_votes,
+                                     panel=item.panel_size, may_consolidate=_round(item) == 1)
+    return {
+        "pending": (WorkItem.State.OPEN, ""),
+        "adjudicate": (WorkItem.State.ADJUDICATE, ""),
+        "unresolved": (WorkItem.State.UNRESOLVED, ""),
+        APPROVED: (WorkItem.State.DECIDED, "usable"),
+        REJECTED: (WorkItem.State.DECIDED, "unusable"),
+        CONSOLIDATE: (WorkItem.State.DECIDED, "corrected"),
+    }[outcome]
+
+
+def _on_closed(item: WorkItem) -> None:
+    """Approve, reject, or consolidate the corrections into a new round."""
+    version = item.description
+    description = Description.objects.select_for_update().get(pk=version.description_id)
+    outcome, approved_sha = description_outcome(_votes(item), version.content_sha256, required=item.required_votes,
+                                                panel=item.panel_size, may_consolidate=_round(item) == 1)
+    if outcome == APPROVED:
+        description.approved_version = DescriptionVersion.objects.get(description=description, content_sha256=approved_sha)
+        description.status = Description.Status.APPROVED
+    elif outcome == REJECTED:
+        description.status = Description.Status.REJECTED
+    elif outcome == CONSOLIDATE:
+        corrections = [v.correction.content for v in Vote.objects.filter(item=item, label=MINOR).select_related("correction")]
+        record = _record(consolidate_corrections(version.content, corrections))
+        sha = record.content_hash()
+        final = DescriptionVersion.objects.filter(description=description, content_sha256=sha).first()
+        if final is None:
+            number = (DescriptionVersion.objects.filter(description=description).aggregate(n=Max("number"))["n"] or 0) + 1
+            final = DescriptionVersion.objects.create(description=description, number=number,
+                                                      origin=DescriptionVersion.Origin.CONSOLIDATED, parent=version,
+                                                      content=record.to_dict(), content_sha256=sha)
+        if WorkItem.objects.filter(stage=WorkItem.Stage.DESCRIPTION, description=final).exists():
+            description.status = Description.Status.UNRESOLVED  # nothing new to review
+        else:
+            WorkItem.objects.create(stage=WorkItem.Stage.DESCRIPTION, video_id=item.video_id,
+                                    trajectory_id=item.trajectory_id, description=final, panel_size=item.panel_size,
+                                    required_votes=item.required_votes)
+    else:
+        description.status = Description.Status.UNRESOLVED
+    description.save(update_fields=["status", "approved_version"])
+
+
+STAGE_HANDLERS[WorkItem.Stage.DESCRIPTION] = StageHandler(check=_check, after_vote=_after_vote, rule=_rule,
+                                                          on_closed=_on_closed)
+
+
+# -- reading ----------------------------------------------------------------------------------------
+def approved_facts(description: Description) -> list[Fact]:
+    """``D_r^H``: the known facts of the approved version (empty unless approved)."""
+    if description.status != Description.Status.APPROVED or description.approved_version is None:
+        return []
+    return [Fact(**f) for f in description.approved_version.content["facts"] if f.get("known", True)]
