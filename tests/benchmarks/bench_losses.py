@@ -1,0 +1,125 @@
+"""The mask-guided contrastive loss, forward and backward: the vectorised ``mask_guided_loss``
+against the plain-loop ``mask_guided_loss_reference`` on the same batch, in the same run.
+
+The batch is VTrajEmbed's: B queries, each with a group of four records (clean GT, noisy GT,
+matched raw positive: G = 1; confirmed negative: G = 0), so P = 4B records, unit embeddings of
+width 256 and logit scale 20. The batch relations M hold each query's own positives (1) and
+negative (0); across groups 1% of the pairs are verified matches, 7% verified mismatches and the
+rest ⊥ (about 92% of the cross-group pairs unknown, as in a snapshot of mostly unverified
+cross-video pairs).
+
+The loop is timed once per size (it is slow by design) and both implementations must agree on the
+loss and the gradients (float64 check at the smallest size). Sizes: 32 groups (B = 32, P = 128)
+for both; 128 and 512 groups for the vectorised loss (and 2048 groups with
+``TRAJLAB_BENCH_FULL=1``, where the loop also runs at 64 groups). One thread. Figures go to
+``var/bench/losses.json``; run with ``-s`` to see the table.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from models.losses import mask_guided_loss, mask_guided_loss_reference
+
+pytestmark = pytest.mark.benchmark
+
+FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
+REPO = Path(__file__).resolve().parents[2]
+DIM = 256
+LOGIT_SCALE = 20.0
+P_CROSS_MATCH, P_CROSS_MISMATCH = 0.01, 0.07
+LOOP_GROUPS = (32, 64) if FULL else (32,)
+FAST_GROUPS = (32, 128, 512, 2048) if FULL else (32, 128, 512)
+REPEATS = 10
+MIN_SPEEDUP = 20.0
+SEED = 41
+
+
+def batch(n_groups: int, dtype=torch.float32, seed: int = SEED) -> tuple[torch.Tensor, ...]:
+    """Embeddings and labels of ``n_groups`` groups of four records, as in the module docstring."""
+    rng = np.random.default_rng(seed)
+    n_rows, n_cols = n_groups, 4 * n_groups
+    owner = np.arange(n_cols) // 4                                          # [P] group of each record
+    slot = np.arange(n_cols) % 4                                            # [P] position in the group
+    own = owner[None, :] == np.arange(n_rows)[:, None]                      # [B, P]
+    group = np.where(own, np.where(slot[None, :] < 3, 1, 0), -1)            # [B, P]
+    u = rng.random((n_rows, n_cols))
+    cross = np.where(u < P_CROSS_MATCH, 1, np.where(u < P_CROSS_MATCH + P_CROSS_MISMATCH, 0, -1))
+    relation = np.where(own, group, cross)                                  # [B, P]
+    q = rng.normal(size=(n_rows, DIM))
+    v = rng.normal(size=(n_cols, DIM))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return (torch.tensor(q, dtype=dtype), torch.tensor(v, dtype=dtype),
+            torch.tensor(group), torch.tensor(relation))
+
+
+def forward_backward(fn, q, v, group, relation) -> tuple[dict, float, tuple[torch.Tensor, ...]]:
+    q = q.clone().requires_grad_(True)
+    v = v.clone().requires_grad_(True)
+    scale = torch.tensor(LOGIT_SCALE, dtype=q.dtype, requires_grad=True)
+    start = time.perf_counter()
+    out = fn(q, v, group, relation, scale)
+    out["loss"].backward()
+    return out, time.perf_counter() - start, (q.grad, v.grad, scale.grad)
+
+
+def best_time(fn, data, repeats: int) -> float:
+    return min(forward_backward(fn, *data)[1] for _ in range(repeats))
+
+
+def test_vectorised_mask_guided_loss_against_loop():
+    torch.set_num_threads(1)
+    # the two agree (float64, smallest size)
+    data64 = batch(LOOP_GROUPS[0], torch.float64)
+    fast, _, fast_grads = forward_backward(mask_guided_loss, *data64)
+    slow, _, slow_grads = forward_backward(mask_guided_loss_reference, *data64)
+    for key in ("loss", "group", "t2v", "v2t"):
+        assert torch.allclose(fast[key], slow[key], rtol=1e-9), key
+    for a, b in zip(fast_grads, slow_grads):
+        assert torch.allclose(a, b, rtol=1e-7, atol=1e-12)
+
+    rows = []
+    for n_groups in FAST_GROUPS:
+        data = batch(n_groups)
+        out, _, _ = forward_backward(mask_guided_loss, *data)
+        fast_s = best_time(mask_guided_loss, data, REPEATS)
+        loop_s = best_time(mask_guided_loss_reference, data, 1) if n_groups in LOOP_GROUPS else None
+        unknown = float((data[3] == -1).float().mean())
+        rows.append({
+            "groups": n_groups, "B": n_groups, "P": 4 * n_groups,
+            "unknown_fraction": round(unknown, 4),
+            "zero_neg_row_rate": round(out["zero_neg_row_rate"], 4),
+            "zero_neg_col_rate": round(out["zero_neg_col_rate"], 4),
+            "vectorised_ms": round(1000 * fast_s, 3),
+            "loop_ms": round(1000 * loop_s, 1) if loop_s is not None else None,
+            "speedup": round(loop_s / fast_s, 1) if loop_s is not None else None,
+        })
+
+    result = {
+        "mode": "full" if FULL else "quick",
+        "what": "forward + backward, float32, d=256, one thread",
+        "sizes": rows,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu_count": os.cpu_count(),
+    }
+    out_dir = REPO / "var" / "bench"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "losses.json").write_text(json.dumps(result, indent=2) + "\n")
+
+    print(f"\nmask-guided loss, forward + backward ({result['mode']} size, float32, d={DIM}, 1 thread)")
+    print(f"{'B':>6}{'P':>7}{'⊥ share':>9}{'vectorised ms':>15}{'loop ms':>11}{'speedup':>9}")
+    for r in rows:
+        loop = f"{r['loop_ms']:>11.1f}{r['speedup']:>8.1f}x" if r["loop_ms"] is not None else f"{'-':>11}{'-':>9}"
+        print(f"{r['B']:>6}{r['P']:>7}{r['unknown_fraction']:>9.3f}{r['vectorised_ms']:>15.3f}{loop}")
+    for r in rows:
+        if r["speedup"] is not None:
+            assert r["speedup"] >= MIN_SPEEDUP, f"vectorised loss only {r['speedup']}x faster at B={r['B']}"
