@@ -93,7 +93,7 @@ class ScoutConfig:
 
 @dataclass
 class ScoutITMConfig:
-    """ScoutITM cross-encoder; defaults give about the paper's 29.7 M trainable parameters."""
+    """ScoutITM cross-encoder; the defaults have 30.3 M trainable parameters (paper: 29.73 M)."""
 
     d_visual: int = 1024             # width of a frozen visual token
     d_text: int = 768                # width of a frozen text-token state (EmbeddingGemma: 768)
@@ -423,7 +423,8 @@ class ScoutITM(nn.Module):
         """Match probabilities ``[Q, M]`` of each query's short-listed tracks.
 
         ``track_tokens [N, nv, d_visual]`` is the gallery, ``text_tokens [Q, nt, d_text]`` the
-        queries, ``shortlist [Q, M]`` gallery indices per query (e.g. the CombSUM top-20)."""
+        queries, ``shortlist [Q, M]`` gallery indices per query (e.g. the CombSUM top-20). The
+        result lines up with the shortlist, as the ITM signal of ``models.rerank.rerank_blend``."""
         if shortlist.ndim != 2 or shortlist.shape[0] != text_tokens.shape[0]:
             raise ValueError(f"shortlist must be [Q, M] with Q = {text_tokens.shape[0]}")
         n = track_tokens.shape[0]

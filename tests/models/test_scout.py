@@ -260,3 +260,8 @@ def test_scout_itm_learns_to_separate_mined_hard_negatives():
     assert auc > 0.9, f"match above hard negative in {auc:.2f} of the pairs"
     retriever_auc = float((retriever.gather(1, match) > retriever.gather(1, hard)).float().mean())
     assert retriever_auc < 0.7                                               # the retriever alone cannot
+
+
+def test_default_scout_itm_is_about_the_papers_size():
+    n_params = sum(p.numel() for p in build_scout_itm().parameters())
+    assert abs(n_params - 29.73e6) / 29.73e6 < 0.05, n_params
