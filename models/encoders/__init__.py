@@ -1,0 +1,102 @@
+"""Frozen encoders behind one small interface (``base.py``), and a content-keyed feature cache.
+
+Image encoders (``ImageEncoder``): object crops → one vector each; full frames → a unit global
+feature and spatial context tokens. Text encoders (``TextEncoder``): texts → a pooled vector and
+per-token vectors. Each has a stable ``name`` (implementation, settings and weights digest) that
+feature caches key on.
+
+- Embedded defaults (CPU, nothing downloaded): ``HandcraftedAppearanceEncoder`` (CIELAB colour
+  histograms of the box's upper and lower halves, HOG, geometry) and the packaged
+  all-MiniLM-L6-v2 (``SentenceTransformerTextEncoder`` with ``kind="minilm"``).
+- Real models from a local Hugging Face folder: ``HFVisionEncoder`` (SigLIP, SigLIP2, CLIP,
+  V-JEPA 2), ``SentenceTransformerTextEncoder`` (EmbeddingGemma or any sentence-transformers
+  folder) and ``CLIPTextEncoder``.
+
+Build them from plain data with :func:`build_image_encoder` and :func:`build_text_encoder`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from models.encoders.base import (
+    EncoderConfigError,
+    FrameEncoding,
+    ImageEncoder,
+    TextEncoder,
+    TextEncoding,
+    weights_digest,
+)
+from models.encoders.cache import FeatureCache, array_digest, cache_key
+from models.encoders.handcrafted import HandcraftedAppearanceEncoder, HandcraftedConfig
+from models.encoders.text import (
+    CLIPTextEncoder,
+    SentenceTransformerTextEncoder,
+    TextEncoderConfig,
+    build_text_encoder,
+    packaged_minilm_path,
+)
+
+IMAGE_KINDS = ("handcrafted", "hf")
+
+
+@dataclass
+class ImageEncoderConfig:
+    """Which frozen image encoder to load and how to run it."""
+
+    kind: str = "handcrafted"                    # "handcrafted" (embedded default) | "hf" (a local HF vision tower)
+    path: str = ""                               # local model folder (kind "hf")
+    device: str = "cpu"                          # "cpu" | "cuda[:N]" | "auto" (kind "hf")
+    batch_size: int = 32                         # images per forward pass (kind "hf")
+    image_size: int | None = None                # square input side; None: the model's own (kind "hf")
+    max_patches: int | None = None               # SigLIP2 patch budget; None: the model's num_patches
+    handcrafted: dict = field(default_factory=dict)  # HandcraftedConfig settings (kind "handcrafted")
+
+    def __post_init__(self) -> None:
+        if self.kind not in IMAGE_KINDS:
+            raise ValueError(f"ImageEncoderConfig: kind must be one of {', '.join(IMAGE_KINDS)}, got {self.kind!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> ImageEncoderConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data or {}) - known)
+        if unknown:
+            raise ValueError(f"ImageEncoderConfig: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**(data or {}))
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def build_image_encoder(config: ImageEncoderConfig | dict | None = None) -> ImageEncoder:
+    """The image encoder a config names (the handcrafted one by default)."""
+    cfg = config if isinstance(config, ImageEncoderConfig) else ImageEncoderConfig.from_dict(config)
+    if cfg.kind == "handcrafted":
+        return HandcraftedAppearanceEncoder(HandcraftedConfig.from_dict(cfg.handcrafted))
+    from models.encoders.vision_hf import HFVisionEncoder
+
+    return HFVisionEncoder(cfg.path, device=cfg.device, batch_size=cfg.batch_size, image_size=cfg.image_size,
+                           max_patches=cfg.max_patches)
+
+
+__all__ = [
+    "IMAGE_KINDS",
+    "CLIPTextEncoder",
+    "EncoderConfigError",
+    "FeatureCache",
+    "FrameEncoding",
+    "HandcraftedAppearanceEncoder",
+    "HandcraftedConfig",
+    "ImageEncoder",
+    "ImageEncoderConfig",
+    "SentenceTransformerTextEncoder",
+    "TextEncoder",
+    "TextEncoderConfig",
+    "TextEncoding",
+    "array_digest",
+    "build_image_encoder",
+    "build_text_encoder",
+    "cache_key",
+    "packaged_minilm_path",
+    "weights_digest",
+]
