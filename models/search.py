@@ -154,6 +154,19 @@ class TrajectoryIndex:
         elif c.kind == "hnsw":
             faiss.downcast_index(self._index.index).hnsw.efSearch = c.ef_search
 
+    def set_search_parameters(self, *, nprobe: int | None = None, ef_search: int | None = None) -> None:
+        """Change how wide an approximate search looks (IVF ``nprobe``, HNSW ``ef_search``) without
+        rebuilding; the values are kept in ``config`` and saved with the index."""
+        for value, name in ((nprobe, "nprobe"), (ef_search, "ef_search")):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if nprobe is not None:
+            self.config.nprobe = nprobe
+        if ef_search is not None:
+            self.config.ef_search = ef_search
+        if self._index is not None:
+            self._apply_search_parameters()
+
     def add(self, embeddings, ids, video_ids) -> None:
         """Add trajectories: ``embeddings`` ``[n, dim]`` unit rows, ``ids`` and ``video_ids``
         ``[n]`` integers; ids must be new."""
