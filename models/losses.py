@@ -42,7 +42,8 @@ def _check_embeddings(a: torch.Tensor, b: torch.Tensor, names: tuple[str, str], 
 
 
 def _check_labels(labels: torch.Tensor, name: str, shape: tuple[int, int]) -> None:
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex():
+    if (not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex()
+            or labels.dtype == torch.bool):
         raise ValueError(f"{name} must be an integer tensor in {{1, 0, -1}}")
     if tuple(labels.shape) != shape:
         raise ValueError(f"{name} must have shape {list(shape)} (queries × records), got {list(labels.shape)}")

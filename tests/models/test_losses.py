@@ -160,6 +160,7 @@ def test_large_scale_in_float32_is_finite_and_matches_float64():
 
 @pytest.mark.parametrize("change, message", [
     (lambda g, m: (g.float(), m), "integer"),
+    (lambda g, m: (g == 1, m), "integer"),
     (lambda g, m: (g, m[:, :-1]), "shape"),
     (lambda g, m: (g, torch.where(m == 0, 2, m)), "outside"),
     (lambda g, m: (torch.where(m == 1, 1, g), torch.where(m == 1, -1, m)), "verified match"),
