@@ -1,0 +1,461 @@
+"""Training and evaluating retrievers on relation snapshots, whatever the model (DESIGN 2.10, 4).
+
+The retriever interface
+=======================
+
+A trainable retriever is a ``torch.nn.Module`` built from plain data by a builder registered in
+:data:`MODEL_KINDS` (``builder(config: dict) -> module``) that also has:
+
+``prepare(snapshot, records=None, *, cache_dir=None) -> data``
+    Everything frozen the model needs for ``snapshot``: features of every stored trajectory
+    (record ``(track_id, 0)``), of the extra ``records`` (``{(track_id, k): (frames [n] int32,
+    boxes [n, 4] float32 xyxy pixels)}``, the noisy-GT variants of ``models.batching``, ``k >= 1``)
+    and of every query. Called once per snapshot; cache on disk under ``cache_dir``.
+``encode_queries(data, query_ids) -> Tensor [Q, d]`` and ``encode_tracks(data, records) -> Tensor [P, d]``
+    Unit embeddings, rows in the order asked, on the model's device, differentiable.
+``score(q, v) -> Tensor [Q, P]``
+    Similarities; rankings use them as they are.
+``training_loss(data, batch, ctx) -> dict``
+    The loss of one :class:`models.batching.TrainBatch` (``batch.local_slices(ctx.rank,
+    ctx.world_size)`` says which groups this process encodes; with ``ctx.gather`` the losses of
+    ``models.losses`` gather the other ranks' embeddings). Must hold ``"loss"`` (a scalar tensor);
+    any other tensor or float (loss parts, ``zero_neg_row_rate``, ...) is reported per step.
+``config_dict() -> dict``
+    The plain-data config the builder takes (stored in checkpoints).
+
+Frozen submodules (pretrained weights loaded from a path) must have ``requires_grad = False``:
+checkpoints keep only trained parameters and buffers, and the builder reloads the rest.
+
+The trainer
+===========
+
+:func:`train` builds the model, its groups and batches (``models.batching``), trains with AdamW
+under a warm-up + cosine schedule, reports per-step loss parts and the batch's realized
+positive/negative counts (overall and across videos) and zero-negative rates through ``on_step``
+(and ``steps.jsonl``), saves a checkpoint (trained weights, optimizer, scheduler, every RNG, step)
+atomically every ``checkpoint_every`` steps and at the end, and **resumes** from the checkpoint in
+``out_dir``: the batch of step ``s`` is a pure function of the seed, so a resumed run does the same
+steps as an uninterrupted one (on CPU with a fixed seed it ends with the same weights). At the end
+it evaluates on ``eval_snapshot`` (T2Traj, Traj2T, OCVR through ``models.metrics``).
+
+Several processes: under ``torchrun`` (``WORLD_SIZE > 1``) each rank encodes its share of the
+global batch of ``batch_size`` groups; parameter gradients are averaged over ranks after each
+backward pass, and with ``gather_negatives`` the loss scores all ranks' embeddings together
+(``models.distributed``: the result is the gradient of the single-process loss of the whole batch).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from models.batching import BatchingConfig, TrainingPlan
+from models.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t
+from models.snapshot import RelationSnapshotData
+
+CHECKPOINT = "checkpoint.pt"
+CHECKPOINT_FORMAT = "trajlab-train/v1"
+# A model kind's builder: a callable or "module:function" (imported when first used).
+MODEL_KINDS: dict[str, Callable[[dict], torch.nn.Module] | str] = {
+    "vtrajembed": "models.vtrajembed:build_vtrajembed",
+    "scout": "models.scout:build_retriever",
+    "actpair": "models.actpair:build_retriever",
+}
+# TrainConfig fields that shape the sequence of updates: a resumed run must agree on them.
+RUN_IDENTITY = ("batch_size", "lr", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "seed",
+                "batching", "model", "gather_negatives")
+
+
+@dataclass
+class TrainConfig:
+    """How to train (defaults: the paper's 4.1 where it gives them)."""
+
+    steps: int = 1000                            # optimizer steps in all (a resumed run counts from its checkpoint)
+    batch_size: int = 32                         # groups per step across all ranks (paper: effective batch 32)
+    lr: float = 5e-5                             # peak learning rate (paper 4.1)
+    weight_decay: float = 0.01                   # AdamW weight decay
+    warmup_steps: int = 0                        # linear warm-up steps before the cosine decay
+    min_lr_ratio: float = 0.0                    # the cosine ends at lr · min_lr_ratio
+    grad_clip: float = 1.0                       # max global gradient norm (0: no clipping)
+    seed: int = 0                                # seeds initialisation, batches, augmentation, dropout
+    checkpoint_every: int = 100                  # steps between checkpoints (one is always saved at the end)
+    eval_at_end: bool = True                     # evaluate on eval_snapshot when training ends
+    device: str = "auto"                         # "auto" | "cpu" | "cuda[:N]"
+    distributed: str = "auto"                    # "auto": torchrun's env vars when WORLD_SIZE > 1; "off"
+    gather_negatives: bool = True                # with several ranks, score all ranks' embeddings together
+    cache_dir: str | None = None                 # frozen-feature cache; None: <out_dir>/feature_cache
+    batching: dict = field(default_factory=dict)  # models.batching.BatchingConfig
+    model: dict = field(default_factory=dict)    # the model kind's config
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
+            problems.append("steps, batch_size and checkpoint_every must be >= 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)) or self.weight_decay < 0:
+            problems.append("lr must be a positive number and weight_decay >= 0")
+        if self.warmup_steps < 0 or not 0.0 <= self.min_lr_ratio <= 1.0 or self.grad_clip < 0:
+            problems.append("warmup_steps >= 0, min_lr_ratio in [0, 1] and grad_clip >= 0 are required")
+        if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
+            problems.append(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {self.device!r}")
+        if self.distributed not in ("auto", "off"):
+            problems.append(f"distributed must be 'auto' or 'off', got {self.distributed!r}")
+        if problems:
+            raise ValueError("TrainConfig: " + "; ".join(problems))
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data or {}) - known)
+        if unknown:
+            raise ValueError(f"TrainConfig: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**(data or {}))
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class StepContext:
+    """What a model's ``training_loss`` knows about the step and the processes."""
+
+    step: int                                    # 0-based optimizer step
+    rank: int = 0                                # this process
+    world_size: int = 1                          # processes in all
+    gather: bool = False                         # score all ranks' embeddings together
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+
+# -- models ---------------------------------------------------------------------------------------------
+def build_model(model_kind: str, model_config: dict | None = None) -> torch.nn.Module:
+    """The model of a registered kind (see :data:`MODEL_KINDS`)."""
+    builder = MODEL_KINDS.get(model_kind)
+    if builder is None:
+        raise ValueError(f"unknown model kind {model_kind!r}; known: {', '.join(sorted(MODEL_KINDS))}")
+    if isinstance(builder, str):
+        module_name, func = builder.split(":")
+        module = importlib.import_module(module_name)
+        if not hasattr(module, func):
+            raise ValueError(f"model kind {model_kind!r}: {module_name} has no {func}() builder for the training "
+                             "interface (see models.training)")
+        builder = getattr(module, func)
+    model = builder(dict(model_config or {}))
+    for name in ("prepare", "encode_queries", "encode_tracks", "score", "training_loss", "config_dict"):
+        if not callable(getattr(model, name, None)):
+            raise TypeError(f"model kind {model_kind!r} has no {name}() (see the interface in models.training)")
+    return model
+
+
+def trained_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Trained parameters and persistent buffers (frozen pretrained weights are left out)."""
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    params = {n for n, _ in model.named_parameters()}
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items() if k in trainable or k not in params}
+
+
+def load_trained_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    missing_trained = sorted(set(missing) & trainable)
+    if missing_trained or unexpected:
+        raise ValueError(f"checkpoint does not fit the model: missing {missing_trained[:5]}, unexpected {unexpected[:5]}")
+
+
+def load_model(out_dir: str | os.PathLike, *, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
+    """The trained model in ``out_dir`` (from its checkpoint) and the checkpoint's metadata."""
+    path = Path(out_dir) / CHECKPOINT
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    model = build_model(ckpt["model_kind"], ckpt["model_config"])
+    load_trained_state(model, ckpt["model"])
+    model.to(_device(device)).eval()
+    meta = {k: ckpt[k] for k in ("model_kind", "model_config", "train_config", "snapshot_sha256", "step")}
+    return model, meta
+
+
+def _device(name: str, local_rank: int = 0) -> torch.device:
+    if name == "auto":
+        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} asked for, but CUDA is not available")
+    return torch.device(name)
+
+
+# -- evaluation -----------------------------------------------------------------------------------------
+@torch.inference_mode()
+def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, data=None, *,
+                   cache_dir: str | None = None, chunk: int = 256) -> tuple[np.ndarray, np.ndarray, object]:
+    """Unit query and trajectory embeddings ``[E, d]``, ``[T, d]`` of a snapshot (model in eval mode)."""
+    was_training = model.training
+    model.eval()
+    try:
+        data = data if data is not None else model.prepare(snapshot, None, cache_dir=cache_dir)
+        qids = [q.id for q in snapshot.queries]
+        records = [(t.id, 0) for t in snapshot.tracks]
+        q = [model.encode_queries(data, qids[i:i + chunk]).float().cpu() for i in range(0, len(qids), chunk)]
+        v = [model.encode_tracks(data, records[i:i + chunk]).float().cpu() for i in range(0, len(records), chunk)]
+    finally:
+        model.train(was_training)
+    return torch.cat(q).numpy(), torch.cat(v).numpy(), data
+
+
+def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, data=None,
+             cache_dir: str | None = None) -> dict:
+    """T2Traj, Traj2T and OCVR of ``model`` on ``snapshot`` (verified binary labels only; pseudo-labels
+    never count), and the random T2Traj baseline (:func:`random_baseline`)."""
+    q, v, data = embed_snapshot(model, snapshot, data, cache_dir=cache_dir)
+    with torch.inference_mode():
+        sim = model.score(torch.from_numpy(q).to(_model_device(model)),
+                          torch.from_numpy(v).to(_model_device(model))).float().cpu().numpy()  # [E, T]
+    return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
+
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    return next(iter(model.parameters())).device
+
+
+def _protocols(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
+    relation, _, _ = snapshot.matrix(include_pseudo=False)                          # [E, T]
+    track_video = np.asarray([t.video_id for t in snapshot.tracks], np.int64)      # [T]
+    query_video = np.asarray([q.video_id for q in snapshot.queries], np.int64)     # [E]
+    return {"t2traj": evaluate_t2traj(sim, relation, track_video, query_video),
+            "traj2t": evaluate_traj2t(sim, relation, track_video, query_video),
+            "ocvr": evaluate_ocvr(sim, relation, track_video, query_video)}
+
+
+def random_baseline(snapshot: RelationSnapshotData) -> dict:
+    """Expected T2Traj figures (percent) of a uniformly random ranking of each query's pool.
+
+    Per query with ``N`` binary-labelled pool items of which ``R`` are relevant (⊥ items leave the
+    gallery, as in ``evaluate_rankings``): ``E[R@k] = 1 - C(N-R, k) / C(N, k)`` and
+    ``E[AP] = H_N / N + (R - 1)(N - H_N) / (N (N - 1))`` (``H_N`` the harmonic number: the chance
+    term of each relevant item's own rank plus that of each other relevant item ranked above it).
+    With one relevant item ``E[R@1] = 1/N``, the ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3.
+    """
+    relation, _, _ = snapshot.matrix(include_pseudo=False)
+    track_video = np.asarray([t.video_id for t in snapshot.tracks])
+    out = {f"R@{k}": [] for k in (1, 3, 5, 10)} | {"mAP": []}
+    for i, q in enumerate(snapshot.queries):
+        row = relation[i][track_video == q.video_id]
+        n, r = int((row != -1).sum()), int((row == 1).sum())
+        if r == 0:
+            continue
+        for k in (1, 3, 5, 10):
+            out[f"R@{k}"].append(1.0 - (math.comb(n - r, k) / math.comb(n, k) if k <= n else 0.0))
+        h = sum(1.0 / j for j in range(1, n + 1))
+        out["mAP"].append(h / n + ((r - 1) * (n - h) / (n * (n - 1)) if n > 1 else 0.0))
+    n_queries = len(out["mAP"])
+    return {k: (100.0 * float(np.mean(v)) if v else math.nan) for k, v in out.items()} | {"n_queries": n_queries}
+
+
+# -- training ------------------------------------------------------------------------------------------
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> dict:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def _set_rng_state(state: dict) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _schedule(config: TrainConfig) -> Callable[[int], float]:
+    def factor(step: int) -> float:
+        if step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        span = max(1, config.steps - config.warmup_steps)
+        progress = min(1.0, (step - config.warmup_steps) / span)
+        return config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return factor
+
+
+def _save_atomic(obj: dict, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _plain(value):
+    if isinstance(value, torch.Tensor):
+        value = value.detach().float().item() if value.numel() == 1 else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _setup_processes(config: TrainConfig) -> tuple[int, int, int]:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if config.distributed == "off" or world <= 1:
+        return 0, 1, 0
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if not dist.is_initialized():
+        use_cuda = config.device != "cpu" and torch.cuda.is_available()
+        if use_cuda:
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return dist.get_rank(), dist.get_world_size(), local_rank
+
+
+def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig | dict, out_dir: str | os.PathLike, *,
+          eval_snapshot: RelationSnapshotData | None = None, on_step: Callable[[dict], None] | None = None,
+          should_stop: Callable[[], bool] | None = None) -> dict:
+    """Train ``model_kind`` on ``snapshot`` into ``out_dir`` (the module docstring), resuming from a
+    checkpoint there. Returns (and writes to ``result.json``) the run's summary: status
+    (``"finished"`` or ``"stopped"`` when ``should_stop()`` said so), steps done, the last step's
+    record, label totals, and the evaluation on ``eval_snapshot``."""
+    cfg = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config)
+    snapshot.validate()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rank, world, local_rank = _setup_processes(cfg)
+    if cfg.batch_size % world:
+        raise ValueError(f"batch_size {cfg.batch_size} must be a multiple of the {world} processes")
+    device = _device(cfg.device, local_rank)
+    snapshot_sha = snapshot.content_sha256()
+    cache_dir = cfg.cache_dir or str(out / "feature_cache")
+
+    _seed_everything(cfg.seed)                                      # same initial weights on every rank
+    model = build_model(model_kind, cfg.model)
+    model.to(device)
+    torch.manual_seed(cfg.seed * 1009 + rank)                       # per-rank dropout stream
+    plan = TrainingPlan(snapshot, BatchingConfig.from_dict(cfg.batching), seed=cfg.seed)
+    data = model.prepare(snapshot, plan.variant_observations(), cache_dir=cache_dir)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(cfg))
+
+    start = 0
+    ckpt_path = out / CHECKPOINT
+    if ckpt_path.is_file():
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        _check_resume(ckpt, model_kind, cfg, snapshot_sha)
+        load_trained_state(model, ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        states = ckpt["rng"]
+        if len(states) == world:
+            _set_rng_state(states[rank])
+        start = int(ckpt["step"])
+    log_path = out / "steps.jsonl"
+    if rank == 0:                                                   # drop records past the checkpoint
+        kept = [line for line in (log_path.read_text().splitlines() if log_path.is_file() else [])
+                if line.strip() and json.loads(line)["step"] <= start]
+        log_path.write_text("".join(line + "\n" for line in kept))
+
+    def save(step: int) -> None:
+        states = [None] * world
+        if world > 1:
+            dist.all_gather_object(states, _rng_state())
+        else:
+            states = [_rng_state()]
+        if rank == 0:
+            _save_atomic({"format": CHECKPOINT_FORMAT, "step": step, "model_kind": model_kind,
+                          "model_config": model.config_dict(), "train_config": cfg.as_dict(),
+                          "snapshot_sha256": snapshot_sha, "model": trained_state(model),
+                          "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": states},
+                         ckpt_path)
+        if world > 1:
+            dist.barrier()
+
+    totals = {"positives": 0, "negatives": 0, "cross_video_positives": 0, "cross_video_negatives": 0}
+    rates = {"zero_neg_row_rate": [], "zero_neg_col_rate": []}
+    record: dict = {}
+    status, began = "finished", time.perf_counter()
+    model.train()
+    step = start
+    while step < cfg.steps:
+        tick = time.perf_counter()
+        batch = plan.batch(step, cfg.batch_size)
+        ctx = StepContext(step=step, rank=rank, world_size=world, gather=cfg.gather_negatives, device=device)
+        parts = model.training_loss(data, batch, ctx)
+        loss = parts["loss"]
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"step {step}: the loss is {float(loss)}")
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        if world > 1:
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+                p.grad /= world
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        counts = batch.stats()
+        record = {"step": step, "lr": lr, **{k: _plain(v) for k, v in parts.items()}, **counts,
+                  "seconds": round(time.perf_counter() - tick, 4)}
+        for k in totals:
+            totals[k] += counts[k]
+        for k in rates:
+            if record.get(k) is not None:
+                rates[k].append(record[k])
+        if rank == 0:
+            with open(log_path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            if on_step is not None:
+                on_step(record)
+        stop = bool(should_stop()) if should_stop is not None else False
+        if world > 1:
+            flag = torch.tensor([int(stop)], device=device if dist.get_backend() == "nccl" else "cpu")
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stop = bool(flag.item())
+        if stop and step < cfg.steps:
+            status = "stopped"
+            save(step)
+            break
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            save(step)
+
+    metrics = None
+    if status == "finished" and cfg.eval_at_end and eval_snapshot is not None:
+        metrics = evaluate(model, eval_snapshot, cache_dir=cache_dir)
+    result = {"status": status, "model_kind": model_kind, "step": step, "steps": cfg.steps, "resumed_from": start,
+              "snapshot_sha256": snapshot_sha, "n_groups": len(plan.groups), "excluded_queries": len(plan.excluded),
+              "last": record, "totals": totals,
+              "mean_zero_neg_row_rate": float(np.mean(rates["zero_neg_row_rate"])) if rates["zero_neg_row_rate"] else None,
+              "mean_zero_neg_col_rate": float(np.mean(rates["zero_neg_col_rate"])) if rates["zero_neg_col_rate"] else None,
+              "seconds": round(time.perf_counter() - began, 2), "world_size": world, "device": str(device),
+              "metrics": metrics, "checkpoint": str(ckpt_path)}
+    if rank == 0:
+        (out / "result.json").write_text(json.dumps(result, indent=2, default=_plain) + "\n")
+    return result
+
+
+def _check_resume(ckpt: dict, model_kind: str, cfg: TrainConfig, snapshot_sha: str) -> None:
+    if ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"the checkpoint's format {ckpt.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    problems = []
+    if ckpt["model_kind"] != model_kind:
+        problems.append(f"model kind {ckpt['model_kind']!r} != {model_kind!r}")
+    if ckpt["snapshot_sha256"] != snapshot_sha:
+        problems.append("it was trained on another snapshot")
+    before = ckpt["train_config"]
+    now = cfg.as_dict()
+    problems += [f"{k}: {before.get(k)!r} != {now[k]!r}" for k in RUN_IDENTITY if before.get(k) != now[k]]
+    if problems:
+        raise ValueError("out_dir holds a checkpoint of a different run; use a new folder ("
+                         + "; ".join(problems) + ")")
