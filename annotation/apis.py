@@ -3,21 +3,25 @@ from __future__ import annotations
 
 import numpy as np
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember, Role, roles_required
-from annotation import selectors
+from annotation import relation_selectors, selectors
 from annotation.models import (
-    IDENTITY_LABELS,
-    USABILITY_LABELS,
+    ALL_LABELS,
     Assignment,
     CandidatePool,
     PoolMember,
     Vote,
     WorkItem,
+)
+from annotation.relation_apis import (
+    DescriptionTargetSerializer,
+    PairTargetSerializer,
+    RelationRowTargetSerializer,
 )
 from annotation.services.agreement import agreement_stats
 from annotation.services.claims import assignment_release, work_item_claim_next
@@ -33,12 +37,20 @@ IsAdjudicator = roles_required(Role.ADJUDICATOR)
 
 
 class TargetSerializer(serializers.Serializer):
-    """What is being judged, without anything about other people's judgments."""
+    """What is being judged, without anything about other people's judgments.
+
+    Items of the description, relation and pair stages also carry what their reviewer needs
+    (``annotation.relation_selectors.review_target``, attached to the item as ``review_target``
+    by the view); the other two fields are null.
+    """
 
     video = serializers.IntegerField(source="video_id")
     trajectory = serializers.IntegerField(source="trajectory_id", allow_null=True)
     trajectory_a = serializers.SerializerMethodField()
     trajectory_b = serializers.SerializerMethodField()
+    description = serializers.SerializerMethodField()
+    relation_row = serializers.SerializerMethodField()
+    pair = serializers.SerializerMethodField()
 
     def get_trajectory_a(self, item) -> int | None:
         return item.duplicate.trajectory_a_id if item.duplicate_id else None
@@ -46,11 +58,39 @@ class TargetSerializer(serializers.Serializer):
     def get_trajectory_b(self, item) -> int | None:
         return item.duplicate.trajectory_b_id if item.duplicate_id else None
 
+    @staticmethod
+    def _part(item, key: str, serializer_class):
+        part = (getattr(item, "review_target", None) or {}).get(key)
+        return None if part is None else serializer_class(part).data
+
+    @extend_schema_field(DescriptionTargetSerializer(allow_null=True))
+    def get_description(self, item):
+        return self._part(item, "description", DescriptionTargetSerializer)
+
+    @extend_schema_field(RelationRowTargetSerializer(allow_null=True))
+    def get_relation_row(self, item):
+        return self._part(item, "relation_row", RelationRowTargetSerializer)
+
+    @extend_schema_field(PairTargetSerializer(allow_null=True))
+    def get_pair(self, item):
+        return self._part(item, "pair", PairTargetSerializer)
+
+
+def _with_review_target(item: WorkItem, viewer) -> WorkItem:
+    item.review_target = relation_selectors.review_target(item=item, viewer=viewer)
+    return item
+
 
 class OwnVoteSerializer(serializers.ModelSerializer):
+    judgments = serializers.SerializerMethodField()
+
     class Meta:
         model = Vote
-        fields = ["id", "label", "reasons", "time_spent_ms", "created_at"]
+        fields = ["id", "label", "reasons", "time_spent_ms", "created_at", "correction", "payload", "judgments"]
+
+    def get_judgments(self, vote) -> dict[str, int]:
+        """One's own labels of a relation row's candidates ({trajectory id: 1 | 0 | -1})."""
+        return {str(j.trajectory_id): j.label for j in vote.judgments.all()}
 
 
 class AssignmentOutputSerializer(serializers.Serializer):
@@ -66,6 +106,7 @@ class AssignmentOutputSerializer(serializers.Serializer):
 
 def _assignment_body(seat: Assignment) -> dict:
     seat.my_vote = selectors.own_vote(annotator=seat.annotator, item_id=seat.item_id)
+    _with_review_target(seat.item, seat.annotator)
     return AssignmentOutputSerializer(seat).data
 
 
@@ -104,14 +145,22 @@ class VoteApi(APIView):
     permission_classes = [IsAnnotator]
 
     class InputSerializer(serializers.Serializer):
-        label = serializers.ChoiceField(choices=sorted(set(USABILITY_LABELS + IDENTITY_LABELS)))
+        label = serializers.ChoiceField(choices=sorted(ALL_LABELS), help_text="one of the item's labels")
         reasons = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
         time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
         client_request_id = serializers.UUIDField(required=False, allow_null=True,
                                                   help_text="repeat a submission with the same id safely")
+        correction = serializers.DictField(required=False, allow_null=True,
+                                           help_text="description items, usable_after_minor_correction: the "
+                                                     "corrected appearance, motion and facts")
+        payload = serializers.DictField(required=False, allow_null=True,
+                                        help_text='relation items, first review: {"faithful": bool, "natural": 1-5}')
+        judgments = serializers.DictField(child=serializers.IntegerField(), required=False, allow_null=True,
+                                          help_text="relation items: {trajectory id: 1 | 0 | -1} for every "
+                                                    "candidate shown")
 
     @extend_schema(request=InputSerializer, responses={201: OwnVoteSerializer, 200: OwnVoteSerializer,
-                                                       409: OpenApiTypes.OBJECT},
+                                                       400: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
                    summary="Cast your vote (once; a retry with the same client_request_id returns it)")
     def post(self, request, item_id: int):
         data = self.InputSerializer(data=request.data)
@@ -141,7 +190,7 @@ class AdjudicationQueueApi(APIView):
 
     @extend_schema(responses=AdjudicationItemSerializer(many=True), summary="Items waiting for adjudication, with their votes")
     def get(self, request):
-        items = list(selectors.adjudication_queue(user=request.user)[:100])
+        items = [_with_review_target(i, request.user) for i in selectors.adjudication_queue(user=request.user)[:100]]
         return Response(AdjudicationItemSerializer(items, many=True).data)
 
 
@@ -149,14 +198,16 @@ class AdjudicationApi(APIView):
     permission_classes = [IsAdjudicator]
 
     class InputSerializer(serializers.Serializer):
-        label = serializers.ChoiceField(choices=sorted(set(USABILITY_LABELS + IDENTITY_LABELS)))
+        label = serializers.ChoiceField(choices=sorted(ALL_LABELS), help_text="one of the item's decisive labels "
+                                                                             "or uncertain")
         reason = serializers.CharField(max_length=2000)
         client_request_id = serializers.UUIDField(required=False, allow_null=True,
                                                   help_text="repeat a submission with the same id safely")
 
     @extend_schema(responses=AdjudicationItemSerializer, summary="One item in adjudication, with its votes")
     def get(self, request, item_id: int):
-        return Response(AdjudicationItemSerializer(selectors.adjudication_item(user=request.user, item_id=item_id)).data)
+        item = _with_review_target(selectors.adjudication_item(user=request.user, item_id=item_id), request.user)
+        return Response(AdjudicationItemSerializer(item).data)
 
     @extend_schema(request=InputSerializer, responses={201: AdjudicationVoteSerializer},
                    summary="Decide an item without a panel majority (recorded as a further vote with its reason)")

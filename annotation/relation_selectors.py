@@ -1,0 +1,275 @@
+"""Reads of descriptions, queries, relations, mining and snapshots (DESIGN 2.6-2.10).
+
+Blinding lives here, as in ``annotation.selectors``:
+
+- model suggestions (the writer's pre-labels, the pair proposals, a relation's evidence, the
+  describer's raw outputs) are shown to the people who review with them (annotators,
+  adjudicators, managers) and never to someone reading as an auditor (DESIGN 1: auditors re-check
+  records blinded to model suggestions and votes);
+- a description's correction versions are votes: an annotator sees only their own, the model's,
+  the consolidated and the approved versions; adjudicators and managers see every version;
+- the describer's raw outputs are for managers only;
+- a relation row's second reviewer sees only the disputed candidates, never the first review.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+
+from accounts.roles import Role, user_has_role
+from annotation.models import (
+    CrossPair,
+    Description,
+    DescriptionRun,
+    DescriptionVersion,
+    GenerationRun,
+    MiningRun,
+    PoolMember,
+    PseudoLabelRule,
+    Query,
+    Relation,
+    RelationSnapshot,
+    Vote,
+    WorkItem,
+)
+from annotation.services.descriptions import approved_facts
+from common.errors import NotFoundError
+
+
+# -- who sees what ---------------------------------------------------------------------------------
+def model_suggestions_visible(user) -> bool:
+    """Whether ``user`` may see model suggestions: reviewers and managers do; a person whose only
+    staff role is auditor does not."""
+    return user_has_role(user, Role.ANNOTATOR, Role.ADJUDICATOR, Role.MANAGER)
+
+
+def all_versions_visible(user) -> bool:
+    """Whether ``user`` may see every version of a description, other reviewers' corrections
+    included (adjudicators decide between them; managers run the review)."""
+    return user_has_role(user, Role.ADJUDICATOR, Role.MANAGER)
+
+
+def raw_outputs_visible(user) -> bool:
+    return user_has_role(user, Role.MANAGER)
+
+
+def _get(queryset: QuerySet, pk: int, what: str):
+    row = queryset.filter(pk=pk).first()
+    if row is None:
+        raise NotFoundError(f"{what} {pk} does not exist", code="not_found")
+    return row
+
+
+# -- descriptions ----------------------------------------------------------------------------------
+def description_run_list() -> QuerySet[DescriptionRun]:
+    return DescriptionRun.objects.select_related("job").prefetch_related("pools").order_by("-created_at", "-id")
+
+
+def description_run_get(*, run_id: int) -> DescriptionRun:
+    return _get(description_run_list(), run_id, "description run")
+
+
+def description_list(*, pool_id: int | None = None, status: str | None = None, trajectory_id: int | None = None,
+                     video_id: int | None = None) -> QuerySet[Description]:
+    qs = Description.objects.select_related("pool").order_by("pool_id", "trajectory_id")
+    if pool_id is not None:
+        qs = qs.filter(pool_id=pool_id)
+    if status:
+        qs = qs.filter(status=status)
+    if trajectory_id is not None:
+        qs = qs.filter(trajectory_id=trajectory_id)
+    if video_id is not None:
+        qs = qs.filter(pool__video_id=video_id)
+    return qs
+
+
+def description_versions_visible(*, description: Description, viewer) -> list[DescriptionVersion]:
+    """The versions ``viewer`` may see (see the module docstring), oldest first."""
+    versions = DescriptionVersion.objects.filter(description=description).order_by("number")
+    if not all_versions_visible(viewer):
+        versions = versions.filter(~Q(origin=DescriptionVersion.Origin.CORRECTION)
+                                   | Q(created_by_id=getattr(viewer, "pk", None))
+                                   | Q(pk=description.approved_version_id or 0))
+    return list(versions)
+
+
+def description_get(*, description_id: int, viewer) -> Description:
+    """One description with what ``viewer`` may see of it attached: ``visible_versions``,
+    ``facts`` (``D_r^H``, the approved version's known facts with their evidence frames) and
+    ``visible_raw_outputs`` (``None`` unless the viewer is a manager)."""
+    description = _get(description_list().select_related("approved_version"), description_id, "description")
+    description.visible_versions = description_versions_visible(description=description, viewer=viewer)
+    description.facts = [asdict(f) for f in approved_facts(description)]
+    description.visible_raw_outputs = description.raw_outputs if raw_outputs_visible(viewer) else None
+    return description
+
+
+# -- queries ---------------------------------------------------------------------------------------
+def generation_run_list() -> QuerySet[GenerationRun]:
+    return GenerationRun.objects.select_related("job").prefetch_related("pools").order_by("-created_at", "-id")
+
+
+def generation_run_get(*, run_id: int) -> GenerationRun:
+    return _get(generation_run_list(), run_id, "generation run")
+
+
+def query_list(*, video_id: int | None = None, status: str | None = None, split: str | None = None,
+               pool_id: int | None = None) -> QuerySet[Query]:
+    qs = Query.objects.order_by("video_id", "id")
+    if video_id is not None:
+        qs = qs.filter(video_id=video_id)
+    if status:
+        qs = qs.filter(status=status)
+    if split:
+        qs = qs.filter(video__split_group__split=split)
+    if pool_id is not None:
+        qs = qs.filter(pool_id=pool_id)
+    return qs
+
+
+def query_get(*, query_id: int) -> Query:
+    return _get(query_list(), query_id, "query")
+
+
+def query_detail(*, query_id: int, viewer) -> Query:
+    """One query with its within-video relation row attached (``row``: one entry per member of
+    its pool, ``label`` ``None`` where nothing is recorded yet; the evidence only for viewers who
+    may see model suggestions), ``revised_by_id``, and ``visible_raw_output`` (the writer's raw
+    text, managers only)."""
+    query = query_get(query_id=query_id)
+    members = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
+                   .values_list("trajectory_id", flat=True))
+    recorded = {r.trajectory_id: r for r in Relation.objects.filter(query=query, trajectory_id__in=members)}
+    show = model_suggestions_visible(viewer)
+    query.row = [{"trajectory": tid, "label": recorded[tid].label if tid in recorded else None,
+                  "source": recorded[tid].source if tid in recorded else None,
+                  "evidence": recorded[tid].evidence if tid in recorded and show else None} for tid in members]
+    query.revised_by_id = Query.objects.filter(parent=query).values_list("pk", flat=True).first()
+    query.visible_raw_output = query.raw_output if raw_outputs_visible(viewer) else None
+    return query
+
+
+# -- relations and mining --------------------------------------------------------------------------
+def relation_list(*, query_id: int | None = None, trajectory_id: int | None = None, label: int | None = None,
+                  stratum: str | None = None, pseudo: bool | None = None, split: str | None = None
+                  ) -> QuerySet[Relation]:
+    qs = Relation.objects.order_by("query_id", "trajectory_id")
+    if query_id is not None:
+        qs = qs.filter(query_id=query_id)
+    if trajectory_id is not None:
+        qs = qs.filter(trajectory_id=trajectory_id)
+    if label is not None:
+        qs = qs.filter(label=label)
+    if stratum:
+        qs = qs.filter(stratum=stratum)
+    if pseudo is not None:
+        qs = qs.filter(pseudo=pseudo)
+    if split:
+        qs = qs.filter(query__video__split_group__split=split)
+    return qs
+
+
+def mining_run_list() -> QuerySet[MiningRun]:
+    return MiningRun.objects.select_related("job").order_by("-created_at", "-id")
+
+
+def mining_run_get(*, run_id: int) -> MiningRun:
+    return _get(mining_run_list(), run_id, "mining run")
+
+
+def cross_pair_list(*, query_id: int | None = None, stratum: str | None = None, review: str | None = None,
+                    trajectory_id: int | None = None) -> QuerySet[CrossPair]:
+    """Mined pairs with their final label (``label``: the recorded relation, ``None`` while
+    unreviewed); stratum and label stay separate fields."""
+    final = Relation.objects.filter(query_id=OuterRef("query_id"), trajectory_id=OuterRef("trajectory_id"))
+    qs = CrossPair.objects.annotate(label=Subquery(final.values("label")[:1])).order_by("query_id", "trajectory_id")
+    if query_id is not None:
+        qs = qs.filter(query_id=query_id)
+    if stratum:
+        qs = qs.filter(stratum=stratum)
+    if review:
+        qs = qs.filter(review=review)
+    if trajectory_id is not None:
+        qs = qs.filter(trajectory_id=trajectory_id)
+    return qs
+
+
+def pseudo_rule_list() -> QuerySet[PseudoLabelRule]:
+    return PseudoLabelRule.objects.order_by("-created_at", "-id")
+
+
+def pseudo_rule_get(*, rule_id: int) -> PseudoLabelRule:
+    return _get(pseudo_rule_list(), rule_id, "pseudo-label rule")
+
+
+# -- snapshots -------------------------------------------------------------------------------------
+def snapshot_list(*, split: str | None = None) -> QuerySet[RelationSnapshot]:
+    qs = RelationSnapshot.objects.filter(sealed_at__isnull=False).order_by("-created_at", "-id")
+    return qs.filter(split=split) if split else qs
+
+
+def snapshot_get(*, snapshot_id: int) -> RelationSnapshot:
+    snapshot = _get(snapshot_list(), snapshot_id, "relation snapshot")
+    snapshot.n_relations = snapshot.relations.count()
+    return snapshot
+
+
+# -- what a reviewer is shown ----------------------------------------------------------------------
+def _second_reviewer(item: WorkItem, viewer) -> bool:
+    """Whether ``viewer`` sits on the independent second review of a widened item: someone else
+    cast the item's first vote (what that vote said is not read here)."""
+    if not item.disputed:
+        return False
+    first = Vote.objects.filter(item=item, is_adjudication=False).order_by("created_at", "id") \
+        .values_list("annotator_id", flat=True).first()
+    return first is not None and first != getattr(viewer, "pk", None)
+
+
+def _prelabel(entry) -> dict | None:
+    if not isinstance(entry, dict) or "label" not in entry:
+        return None
+    return {"label": int(entry["label"]), "predicates": list(entry.get("predicates") or []),
+            "evidence": list(entry.get("evidence") or [])}
+
+
+def review_target(*, item: WorkItem, viewer, audit: bool = False) -> dict:
+    """What a reviewer needs to judge an item of the description, relation or pair stage, as
+    plain data: ``{"description": ..., "relation_row": ..., "pair": ...}`` with ``None`` for the
+    stages the item is not in.
+
+    A description item shows the version under review; a relation item the query, its predicates
+    and its pool's candidates (all of them on the first review, only the disputed ones on the
+    second) with the writer's pre-labels; a pair item the query, the trajectory and the writer's
+    proposal. Pre-labels and proposals are left out (``None``) when ``audit`` is set or the viewer
+    may not see model suggestions. Nobody's vote is read into the answer.
+    """
+    out: dict = {"description": None, "relation_row": None, "pair": None}
+    suggestions = not audit and model_suggestions_visible(viewer)
+    if item.stage == WorkItem.Stage.DESCRIPTION:
+        version = DescriptionVersion.objects.select_related("description").get(pk=item.description_id)
+        out["description"] = {"description": version.description_id, "version": version.pk,
+                              "number": version.number, "origin": version.origin, "content": version.content,
+                              "content_sha256": version.content_sha256, "inputs": version.description.inputs}
+    elif item.stage == WorkItem.Stage.RELATION:
+        query = Query.objects.get(pk=item.query_id)
+        second = _second_reviewer(item, viewer)
+        if second:
+            candidates = sorted(int(t) for t in item.disputed)
+        else:
+            candidates = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
+                              .values_list("trajectory_id", flat=True))
+        prelabels = item.prelabels or {}
+        out["relation_row"] = {
+            "query": query.pk, "text": query.text, "predicates": query.predicates, "pool": query.pool_id,
+            "review_round": 2 if second else 1, "rate_query": not second,
+            "candidates": [{"trajectory": tid, "prelabel": _prelabel(prelabels.get(str(tid))) if suggestions else None}
+                           for tid in candidates]}
+    elif item.stage == WorkItem.Stage.PAIR:
+        pair = CrossPair.objects.select_related("query", "trajectory").get(pk=item.pair_id)
+        out["pair"] = {"pair": pair.pk, "query": pair.query_id, "text": pair.query.text,
+                       "predicates": pair.query.predicates, "query_video": pair.query.video_id,
+                       "trajectory": pair.trajectory_id, "trajectory_video": pair.trajectory.video_id,
+                       "proposal": _prelabel(pair.proposal) if suggestions else None}
+    return out
+

@@ -1,0 +1,403 @@
+"""The REST API of descriptions, queries, relations, mining and snapshots, through HTTP with the
+real services: permissions, validation errors, blinding, and one happy path per resource.
+
+The records a describer and a query writer would make are built here with the ORM (the
+describer needs a real video file, the writer the LLM backends); everything people do (votes,
+revisions, snapshots) goes through the API or the services.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    CrossPair,
+    Description,
+    DescriptionRun,
+    DescriptionVersion,
+    MiningRun,
+    PoolMember,
+    Query,
+    Relation,
+    RelationSnapshot,
+    WorkItem,
+)
+from annotation.services.pools import pool_freeze
+from annotation.services.votes import vote_cast
+from models.facts import parse_description, predicates_label
+from tests.annotation.conftest import panel_votes
+from tests.trajectories.factories import video_factory
+
+pytestmark = pytest.mark.django_db
+
+
+# -- building blocks -------------------------------------------------------------------------------
+def frozen_pool(reviewable_run, annotators, split: str):
+    """A frozen pool of four single members (every proposal usable, the duplicate pair different)."""
+    run = reviewable_run(video_factory(split=split))
+    for item in WorkItem.objects.filter(stage="usability", trajectory__run=run):
+        panel_votes(item, annotators[:3], ["usable"] * 3)
+    for item in WorkItem.objects.filter(stage="identity", duplicate__trajectory_a__run=run):
+        panel_votes(item, annotators[:3], ["different"] * 3)
+    pool = pool_freeze(run=run)
+    assert pool.n_members == 4
+    return pool
+
+
+def content(colour: str) -> dict:
+    return {"appearance": f"a person in a {colour} top", "motion": "walks to the right",
+            "facts": [{"id": "f1", "kind": "attribute", "name": "upper_colour", "value": colour, "start_frame": 0,
+                       "end_frame": 60, "evidence_frames": [5, 20], "scope": "whole", "known": True},
+                      {"id": "f2", "kind": "event", "name": "walks", "value": "right", "start_frame": 0,
+                       "end_frame": 60, "evidence_frames": [10], "scope": "interval", "known": True}]}
+
+
+def propose_description(pool, trajectory_id: int, colour: str) -> DescriptionVersion:
+    """What a describer run stores: the description, its model version and its review item."""
+    run = DescriptionRun.objects.create(backend={"name": "heuristic"}, prompt_version="fixture",
+                                        prompt_sha256="0" * 64, budget={})
+    run.pools.set([pool])
+    description = Description.objects.create(run=run, pool=pool, trajectory_id=trajectory_id,
+                                             status=Description.Status.IN_REVIEW, attempts=1,
+                                             raw_outputs=[f'{{"appearance": "{colour}"}}'])
+    data = content(colour)
+    version = DescriptionVersion.objects.create(description=description, number=1, origin="model", content=data,
+                                                content_sha256=parse_description(data).content_hash())
+    WorkItem.objects.create(stage="description", video_id=pool.video_id, trajectory_id=trajectory_id,
+                            description=version, panel_size=3, required_votes=2)
+    return version
+
+
+def approve(version: DescriptionVersion, annotators) -> None:
+    panel_votes(WorkItem.objects.get(description=version), annotators[:3], ["usable"] * 3)
+    version.description.refresh_from_db()
+    assert version.description.status == Description.Status.APPROVED
+
+
+def propose_query(pool, target_id: int, colour: str) -> Query:
+    """What a generation run stores for one accepted proposal: the query and its relation row,
+    pre-labelled by the automatic reading of the predicates against each member's approved facts."""
+    description = Description.objects.get(pool=pool, trajectory_id=target_id)
+    predicates = [{"name": "upper_colour", "value": colour, "fact_ids": ["f1"]}]
+    query = Query.objects.create(pool=pool, video_id=pool.video_id, target_id=target_id,
+                                 source_version=description.approved_version, text=f"the person in the {colour} top",
+                                 predicates=predicates, status=Query.Status.IN_REVIEW)
+    prelabels = {}
+    for member in PoolMember.objects.filter(pool=pool):
+        d = Description.objects.filter(pool=pool, trajectory_id=member.trajectory_id, status="approved").first()
+        if d is None:
+            prelabels[str(member.trajectory_id)] = {"label": -1, "predicates": [], "evidence": []}
+        else:
+            from annotation.services.descriptions import approved_facts
+
+            label = predicates_label(predicates, approved_facts(d))
+            prelabels[str(member.trajectory_id)] = {"label": label, "predicates": ["upper_colour"], "evidence": ["f1"]}
+    WorkItem.objects.create(stage="relation", video_id=pool.video_id, query=query, panel_size=1, required_votes=1,
+                            prelabels=prelabels)
+    return query
+
+
+def seat(item: WorkItem, user) -> None:
+    now = timezone.now()
+    Assignment.objects.create(item=item, annotator=user, seat=item.assignments.count(), claimed_at=now,
+                              lease_expires_at=now + timedelta(minutes=10))
+
+
+def review_row(query: Query, user, labels: dict[int, int]) -> Query:
+    """One reviewer labels a whole relation row (no disputes when the labels follow the pre-labels)."""
+    item = WorkItem.objects.get(stage="relation", query=query)
+    seat(item, user)
+    vote_cast(item_id=item.pk, annotator=user, label="reviewed", judgments=labels,
+              payload={"faithful": True, "natural": 4})
+    query.refresh_from_db()
+    return query
+
+
+@pytest.fixture
+def world(reviewable_run, annotators):
+    """Two dev videos with frozen pools. Pool A: red (approved), blue (approved), green (in
+    review), and a member without a description; query ``qa`` for the red one, its row open.
+    Pool B: yellow (approved) and three undescribed members; query ``qb`` for the yellow one."""
+    pool_a = frozen_pool(reviewable_run, annotators, "dev")
+    pool_b = frozen_pool(reviewable_run, annotators, "dev")
+    a = list(PoolMember.objects.filter(pool=pool_a).values_list("trajectory_id", flat=True))
+    b = list(PoolMember.objects.filter(pool=pool_b).values_list("trajectory_id", flat=True))
+    approve(propose_description(pool_a, a[0], "red"), annotators)
+    approve(propose_description(pool_a, a[1], "blue"), annotators)
+    green = propose_description(pool_a, a[2], "green")
+    approve(propose_description(pool_b, b[0], "yellow"), annotators)
+    return SimpleNamespace(pool_a=pool_a, pool_b=pool_b, a=a, b=b, green=green,
+                           qa=propose_query(pool_a, a[0], "red"), qb=propose_query(pool_b, b[0], "yellow"))
+
+
+@pytest.fixture
+def auditor(make_user):
+    return make_user("auditor", username="aud")
+
+
+@pytest.fixture
+def var_dir(settings, tmp_path):
+    settings.VAR_DIR = tmp_path / "var"
+    return settings.VAR_DIR
+
+
+# -- permissions and validation --------------------------------------------------------------------
+def test_managers_write_staff_read_strangers_nothing(world, client_for, annotator, make_user):
+    stranger, anonymous, ann = client_for(make_user()), client_for(), client_for(annotator)
+    reads = ["/api/description-runs/", "/api/descriptions/", f"/api/descriptions/{world.green.description_id}/",
+             "/api/generation-runs/", "/api/queries/", f"/api/queries/{world.qa.pk}/", "/api/relations/",
+             "/api/mining-runs/", "/api/cross-pairs/", "/api/completeness/?split=dev", "/api/snapshots/"]
+    for url in reads:
+        assert ann.get(url).status_code == 200, url
+        assert stranger.get(url).status_code == 403, url
+        assert anonymous.get(url).status_code in (401, 403), url
+    writes = {"/api/description-runs/": {"pools": [world.pool_a.pk]},
+              "/api/generation-runs/": {"pools": [world.pool_a.pk]},
+              "/api/mining-runs/": {"split": "dev"},
+              "/api/completeness/queue/": {"split": "dev"},
+              "/api/snapshots/": {"split": "dev", "allow_incomplete": True},
+              f"/api/queries/{world.qa.pk}/revise/": {"text": "a red top", "predicates": world.qa.predicates}}
+    for url, body in writes.items():
+        response = ann.post(url, body, format="json")
+        assert response.status_code == 403 and response.json()["code"] == "permission_denied", url
+        assert anonymous.post(url, body, format="json").status_code in (401, 403), url
+    assert not RelationSnapshot.objects.exists() and not MiningRun.objects.exists()
+    assert Query.objects.count() == 2 and DescriptionRun.objects.count() == 4
+
+
+def test_bad_input_is_a_400_with_a_code(world, manager_client):
+    bad = [
+        ("post", "/api/description-runs/", {"pools": [10**8]}, "invalid"),
+        ("post", "/api/description-runs/", {"pools": []}, "no_pools"),
+        ("post", "/api/description-runs/", {"pools": [world.pool_a.pk], "backend": {"name": "no-such-model"}},
+         "invalid_backend"),
+        ("post", "/api/mining-runs/", {"split": "validation"}, "invalid"),
+        ("post", "/api/snapshots/", {"split": "everything"}, "invalid"),
+        ("post", "/api/completeness/queue/", {}, "invalid"),
+        ("get", "/api/relations/?label=2", None, "invalid"),
+        ("get", "/api/descriptions/?pool=first", None, "invalid"),
+        ("get", "/api/descriptions/?status=fine", None, "invalid"),
+        ("get", "/api/queries/?split=val", None, "invalid"),
+        ("get", "/api/cross-pairs/?review=later", None, "invalid"),
+        ("get", "/api/completeness/", None, "invalid"),
+        ("post", f"/api/queries/{world.qa.pk}/revise/", {"text": "the person in the red top", "predicates": []},
+         "invalid"),
+        ("post", f"/api/queries/{world.qa.pk}/revise/",
+         {"text": "the person in the green top", "predicates": [{"name": "upper_colour", "value": "green",
+                                                                "fact_ids": ["f1"]}]}, "unsupported_predicate"),
+    ]
+    for method, url, body, code in bad:
+        response = getattr(manager_client, method)(url, body, format="json") if body is not None \
+            else getattr(manager_client, method)(url)
+        assert response.status_code == 400, (url, body, response.content)
+        assert response.json()["code"] == code, (url, body, response.json())
+    assert manager_client.get("/api/descriptions/999999/").status_code == 404
+    assert manager_client.get("/api/snapshots/999999/").json()["code"] == "not_found"
+    assert Query.objects.count() == 2                          # nothing half-written
+
+
+# -- describer runs and descriptions ---------------------------------------------------------------
+def test_a_describer_run_is_queued_with_its_job(reviewable_run, annotators, manager_client):
+    pool = frozen_pool(reviewable_run, annotators, "train")
+    response = manager_client.post("/api/description-runs/", {"pools": [pool.pk], "backend": {"name": "heuristic"},
+                                                              "budget": {}}, format="json")
+    assert response.status_code == 202, response.content
+    run = response.json()
+    assert run["pools"] == [pool.pk] and run["backend"]["name"] == "heuristic"
+    assert run["job"]["status"] == "queued" and run["budget"]
+    assert manager_client.get(f"/api/description-runs/{run['id']}/").json()["job"]["id"] == run["job"]["id"]
+    assert [r["id"] for r in manager_client.get("/api/description-runs/").json()["results"]] == [run["id"]]
+
+
+def test_description_review_through_the_item_views(world, annotators, manager_client, client_for, make_user):
+    green = world.green
+    item = WorkItem.objects.get(description=green)
+    clients = [client_for(a) for a in annotators[2:5]]
+    seat_ = clients[0].post("/api/review/next/", {"stage": "description"}, format="json").json()
+    assert seat_["item"] == item.pk and seat_["labels"][1] == "usable_after_minor_correction"
+    target = seat_["target"]
+    assert target["trajectory"] == world.a[2] and target["relation_row"] is None and target["pair"] is None
+    assert target["description"]["version"] == green.pk and target["description"]["content"] == green.content
+    # a description vote carries no relation judgments; a correction needs its content
+    wrong = clients[0].post(f"/api/review/items/{item.pk}/votes/", {"label": "usable", "judgments": {"1": 1}},
+                            format="json")
+    assert wrong.status_code == 400 and wrong.json()["code"] == "unexpected_fields"
+    missing = clients[0].post(f"/api/review/items/{item.pk}/votes/", {"label": "usable_after_minor_correction"},
+                              format="json")
+    assert missing.status_code == 400 and missing.json()["code"] == "correction_required"
+    corrected = {**green.content, "appearance": "a person in a dark green top"}
+    vote = clients[0].post(f"/api/review/items/{item.pk}/votes/",
+                           {"label": "usable_after_minor_correction", "correction": corrected}, format="json")
+    assert vote.status_code == 201, vote.content
+    assert vote.json()["correction"] is not None
+    url = f"/api/descriptions/{green.description_id}/"
+    # blinding: the next reviewer does not see the first one's correction; its author and managers do
+    clients[1].post("/api/review/next/", {"stage": "description"}, format="json")
+    assert [v["origin"] for v in clients[1].get(url).json()["versions"]] == ["model"]
+    assert [v["origin"] for v in clients[0].get(url).json()["versions"]] == ["model", "correction"]
+    as_manager = manager_client.get(url).json()
+    assert [v["origin"] for v in as_manager["versions"]] == ["model", "correction"]
+    assert as_manager["raw_outputs"] == ['{"appearance": "green"}'] and clients[1].get(url).json()["raw_outputs"] is None
+    assert as_manager["status"] == "in_review" and as_manager["facts"] == []
+    for client in clients[1:]:
+        client.post("/api/review/next/", {"stage": "description"}, format="json")
+        assert client.post(f"/api/review/items/{item.pk}/votes/", {"label": "usable"}, format="json").status_code == 201
+    done = manager_client.get(url).json()
+    assert done["status"] == "approved" and done["approved_version"] == green.pk
+    assert [(f["id"], f["value"], f["evidence_frames"]) for f in done["facts"]] == [("f1", "green", [5, 20]),
+                                                                                     ("f2", "right", [10])]
+    listed = manager_client.get(f"/api/descriptions/?pool={world.pool_a.pk}&status=approved").json()
+    assert sorted(d["trajectory"] for d in listed["results"]) == sorted(world.a[:3])
+    assert manager_client.get(f"/api/descriptions/?pool={world.pool_b.pk}&status=in_review").json()["count"] == 0
+
+
+# -- relation rows and queries ---------------------------------------------------------------------
+def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotators, client_for, manager_client,
+                                                                  auditor):
+    t1, t2, t3, t4 = world.a
+    first, second = client_for(annotators[3]), client_for(annotators[4])
+    seat_ = first.post("/api/review/next/", {"stage": "relation"}, format="json").json()
+    item_id, row = seat_["item"], seat_["target"]["relation_row"]
+    assert row["query"] == world.qa.pk and row["text"] == world.qa.text and row["review_round"] == 1
+    assert row["predicates"] == world.qa.predicates and row["rate_query"] is True
+    prelabels = {c["trajectory"]: c["prelabel"]["label"] for c in row["candidates"]}
+    assert prelabels == {t1: 1, t2: 0, t3: -1, t4: -1}            # the complete pool, undescribed included
+    vote_url = f"/api/review/items/{item_id}/votes/"
+    labels = {str(t1): 1, str(t2): 0, str(t3): 0, str(t4): -1}
+    outside = first.post(vote_url, {"label": "reviewed", "judgments": {**labels, str(world.b[0]): 0},
+                                    "payload": {"faithful": True, "natural": 4}}, format="json")
+    assert outside.status_code == 400 and outside.json()["code"] == "not_in_pool"
+    assert outside.json()["extra"]["trajectories"] == [world.b[0]]
+    unrated = first.post(vote_url, {"label": "reviewed", "judgments": labels}, format="json")
+    assert unrated.status_code == 400 and unrated.json()["code"] == "ratings_required"
+    voted = first.post(vote_url, {"label": "reviewed", "judgments": labels,
+                                  "payload": {"faithful": True, "natural": 4}}, format="json")
+    assert voted.status_code == 201, voted.content
+    assert voted.json()["judgments"] == labels
+    # t4 was left ⊥: an independent second reviewer sees only it, and nothing of the first review
+    seat2 = second.post("/api/review/next/", {"stage": "relation"}, format="json").json()
+    assert seat2["item"] == item_id
+    row2 = seat2["target"]["relation_row"]
+    assert row2["review_round"] == 2 and row2["rate_query"] is False
+    assert [c["trajectory"] for c in row2["candidates"]] == [t4]
+    assert set(row2) == {"query", "text", "predicates", "pool", "review_round", "rate_query", "candidates"}
+    assert set(row2["candidates"][0]) == {"trajectory", "prelabel"} and seat2["my_vote"] is None
+    assert second.get(f"/api/queries/{world.qa.pk}/").json()["row"][0]["label"] is None   # nothing recorded yet
+    extra = second.post(vote_url, {"label": "reviewed", "judgments": {str(t4): 0, str(t1): 1}}, format="json")
+    assert extra.status_code == 400 and extra.json()["code"] == "not_disputed"
+    assert second.post(vote_url, {"label": "reviewed", "judgments": {str(t4): 0}}, format="json").status_code == 201
+    detail = manager_client.get(f"/api/queries/{world.qa.pk}/").json()
+    assert detail["status"] == "accepted" and detail["ratings"] == {"faithful": True, "natural": 4}
+    assert [(r["trajectory"], r["label"], r["source"]) for r in detail["row"]] == [
+        (t1, 1, "human"), (t2, 0, "human"), (t3, 0, "human"), (t4, 0, "second_review")]
+    rows = manager_client.get(f"/api/relations/?query={world.qa.pk}").json()
+    assert rows["count"] == 4 and rows["results"][3]["evidence"]["reviews"] == [-1, 0]
+    positives = manager_client.get(f"/api/relations/?query={world.qa.pk}&label=1&stratum=within").json()["results"]
+    assert [r["trajectory"] for r in positives] == [t1]
+    assert manager_client.get(f"/api/relations/?trajectory={t4}&label=-1").json()["count"] == 0
+    # auditors read the verified labels without the model's pre-labels or the reviews
+    audit = client_for(auditor).get(f"/api/relations/?query={world.qa.pk}").json()["results"]
+    assert [r["label"] for r in audit] == [1, 0, 0, 0] and all("evidence" not in r for r in audit)
+    assert all(r["evidence"] is None for r in client_for(auditor).get(f"/api/queries/{world.qa.pk}/").json()["row"])
+
+
+def test_queries_are_listed_and_revised_by_managers(world, annotators, manager_client, client_for):
+    listed = manager_client.get(f"/api/queries/?video={world.pool_a.video_id}&status=in_review&split=dev").json()
+    assert [q["id"] for q in listed["results"]] == [world.qa.pk]
+    assert manager_client.get("/api/queries/?split=train").json()["count"] == 0
+    body = {"text": "someone wearing a red top", "predicates": [{"name": "upper_colour", "value": "red",
+                                                                 "fact_ids": ["f1"]}]}
+    response = manager_client.post(f"/api/queries/{world.qa.pk}/revise/", body, format="json")
+    assert response.status_code == 201, response.content
+    revision = response.json()
+    assert revision["revision"] == 2 and revision["parent"] == world.qa.pk and revision["status"] == "in_review"
+    old = manager_client.get(f"/api/queries/{world.qa.pk}/").json()
+    assert old["status"] == "superseded" and old["revised_by"] == revision["id"]
+    assert WorkItem.objects.filter(stage="relation", query_id=revision["id"]).exists()   # verified again
+    again = manager_client.post(f"/api/queries/{world.qa.pk}/revise/", body, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "query_closed"
+    assert client_for(annotators[0]).get(f"/api/queries/{revision['id']}/").json()["raw_output"] is None
+
+
+# -- cross-video pairs, mining, completeness and snapshots -----------------------------------------
+def test_pair_review_and_the_cross_pair_list(world, annotators, client_for, manager_client, auditor):
+    review_row(world.qa, annotators[3], {world.a[0]: 1, world.a[1]: 0, world.a[2]: 0, world.a[3]: 0})
+    assert world.qa.status == "accepted"
+    proposal = {"label": 0, "predicates": ["upper_colour"], "evidence": ["f1"]}
+    pair = CrossPair.objects.create(query=world.qa, trajectory_id=world.b[0], stratum="hard_negative",
+                                    strata=["hard_negative"], provenance=[{"mining_run": 1, "stratum": "hard_negative"}],
+                                    similarity=0.61, proposal=proposal, review="queued")
+    WorkItem.objects.create(stage="pair", video_id=world.qa.video_id, pair=pair, panel_size=1, required_votes=1,
+                            prelabels={"proposal": proposal})
+    reviewer = client_for(annotators[4])
+    seat_ = reviewer.post("/api/review/next/", {"stage": "pair"}, format="json").json()
+    target = seat_["target"]["pair"]
+    assert (target["pair"], target["query"], target["trajectory"]) == (pair.pk, world.qa.pk, world.b[0])
+    assert target["trajectory_video"] == world.pool_b.video_id and target["proposal"]["label"] == 0
+    assert seat_["labels"] == ["match", "mismatch", "uncertain"]
+    assert reviewer.post(f"/api/review/items/{seat_['item']}/votes/", {"label": "mismatch"},
+                         format="json").status_code == 201
+    listed = manager_client.get(f"/api/cross-pairs/?query={world.qa.pk}&stratum=hard_negative").json()["results"]
+    assert [(p["trajectory"], p["review"], p["label"], p["proposal"]["label"]) for p in listed] == [
+        (world.b[0], "done", 0, 0)]
+    assert manager_client.get("/api/cross-pairs/?review=queued").json()["count"] == 0
+    assert "proposal" not in client_for(auditor).get("/api/cross-pairs/").json()["results"][0]
+    relation = Relation.objects.get(query=world.qa, trajectory_id=world.b[0])
+    assert (relation.label, relation.stratum) == (0, "hard_negative")
+
+
+def test_mining_runs_are_queued_and_listed(world, manager_client):
+    response = manager_client.post("/api/mining-runs/", {"split": "dev", "config": {"seed": 3, "easy_review_rate": 0.5}},
+                                   format="json")
+    assert response.status_code == 202, response.content
+    run = response.json()
+    assert run["split"] == "dev" and run["config"]["easy_review_rate"] == 0.5 and run["job"]["status"] == "queued"
+    assert manager_client.get(f"/api/mining-runs/{run['id']}/").json()["config"]["mining"]["seed"] == 3
+    assert [r["id"] for r in manager_client.get("/api/mining-runs/").json()["results"]] == [run["id"]]
+    bad = manager_client.post("/api/mining-runs/", {"split": "dev", "config": {"easy_review_rate": 2}}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_config"
+
+
+def test_generation_runs_are_queued_and_listed(world, manager_client):
+    response = manager_client.post("/api/generation-runs/", {"pools": [world.pool_a.pk, world.pool_b.pk],
+                                                             "backend": {"name": "template"}}, format="json")
+    assert response.status_code == 202, response.content
+    run = response.json()
+    assert sorted(run["pools"]) == sorted([world.pool_a.pk, world.pool_b.pk]) and run["job"]["status"] == "queued"
+    assert manager_client.get(f"/api/generation-runs/{run['id']}/").json()["backend"]["name"] == "template"
+    assert manager_client.get("/api/generation-runs/").json()["count"] == 1
+
+
+def test_completeness_and_immutable_snapshots(world, annotators, manager_client, client_for, var_dir):
+    review_row(world.qa, annotators[3], {world.a[0]: 1, world.a[1]: 0, world.a[2]: 0, world.a[3]: 0})
+    review_row(world.qb, annotators[3], {world.b[0]: 1, world.b[1]: 0, world.b[2]: 0, world.b[3]: 0})
+    assert (world.qa.status, world.qb.status) == ("accepted", "accepted")
+    report = client_for(annotators[0]).get("/api/completeness/?split=dev&limit=3").json()
+    assert (report["queries"], report["trajectories"], report["needed"], report["binary"]) == (2, 8, 16, 8)
+    assert report["missing_by_kind"] == {"within_video": 0, "cross_video": 8} and not report["complete"]
+    assert len(report["missing_pairs"]) == 3
+    refused = manager_client.post("/api/snapshots/", {"split": "dev"}, format="json")
+    assert refused.status_code == 409 and refused.json()["code"] == "incomplete_split"
+    assert refused.json()["extra"]["completeness"]["missing"] == 8
+    assert not RelationSnapshot.objects.exists()
+    taken = manager_client.post("/api/snapshots/", {"split": "dev", "name": "first look", "allow_incomplete": True},
+                                format="json")
+    assert taken.status_code == 201, taken.content
+    snap = taken.json()
+    assert snap["complete"] is False and len(snap["content_sha256"]) == 64 and snap["name"] == "first look"
+    assert snap["pool_versions"] == {str(world.pool_a.video_id): 1, str(world.pool_b.video_id): 1}
+    assert snap["path"].startswith(str(var_dir))
+    url = f"/api/snapshots/{snap['id']}/"
+    detail = client_for(annotators[0]).get(url).json()
+    assert detail["n_relations"] == 8 and detail["content_sha256"] == snap["content_sha256"]
+    assert [s["id"] for s in manager_client.get("/api/snapshots/?split=dev").json()["results"]] == [snap["id"]]
+    assert manager_client.get("/api/snapshots/?split=train").json()["count"] == 0
+    for method in ("put", "patch", "delete"):
+        response = getattr(manager_client, method)(url, {"name": "renamed"}, format="json")
+        assert response.status_code == 405, method
+    assert manager_client.delete("/api/snapshots/").status_code == 405
+    assert RelationSnapshot.objects.get(pk=snap["id"]).name == "first look"
