@@ -3,16 +3,18 @@
 
 ``backend`` settings are ``{"name": "heuristic" | "transformers" | "openai", ...backend fields}``
 for the describer and ``{"name": "template" | "transformers" | "openai", ...}`` for the writer;
-the embedded defaults (``heuristic``, ``template``) need nothing else.
+the embedded defaults (``heuristic``, ``template``) need nothing else. A run records the resolved
+settings (every default filled in) and, from its first result, the prompt version and hash.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from common.errors import ApplicationError
-from models.facts import Description, Fact, QueryProposal
+from models.facts import Description, Fact, Predicate, QueryProposal
 
 DEFAULT_DESCRIBER = {"name": "heuristic"}
 DEFAULT_WRITER = {"name": "template"}
@@ -70,10 +72,11 @@ class DescriberAdapter:
 def describer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
     """Check that the describer can be built and its budget is valid; the run's record."""
     adapter = build_describer(backend, budget)
-    describer = adapter.describer
-    return RunSettings(backend={"name": describer.name, **_split(backend, DEFAULT_DESCRIBER)[1]},
-                       budget=adapter.budget.to_dict(), prompt_version=getattr(describer, "prompt_version", ""),
-                       prompt_sha256=getattr(describer, "prompt_sha256", ""))
+    name, settings = _split(backend, DEFAULT_DESCRIBER)
+    from models.vlm import resolve_describer_settings
+
+    return RunSettings(backend={"name": name, **resolve_describer_settings(name, settings)},
+                       budget=adapter.budget.to_dict(), prompt_version="", prompt_sha256="")
 
 
 def build_describer(backend: dict | None, budget: dict | None) -> DescriberAdapter:
@@ -100,40 +103,38 @@ class WriterAdapter:
     writer: object
     budget: object
 
-    @property
-    def prompt_version(self) -> str:
-        return getattr(self.writer, "prompt_version", "")
-
-    @property
-    def prompt_sha256(self) -> str:
-        return getattr(self.writer, "prompt_sha256", "")
-
     def generate(self, facts: list[Fact]) -> tuple[list[Written], dict]:
+        """Queries from ``facts`` alone: the accepted ones and the rejected ones with reasons."""
         result = self.writer.generate_queries(facts, budget=self.budget)
-        out = [Written(q, raw) for q, raw in zip(result.queries, result.accepted_raw, strict=False)]
-        out += [Written(None, r.raw, r.reason) for r in result.rejected]
-        return out, {"attempts": result.attempts, "prompt_version": result.prompt_version,
-                     "prompt_sha256": result.prompt_sha256}
+        raw = "\n".join(result.provenance.raw_texts)[-20000:]
+        out = [Written(q, raw) for q in result.queries]
+        out += [Written(None, json.dumps(r.proposal)[:20000], r.reason) for r in result.rejected]
+        return out, {"attempts": result.provenance.attempts, "prompt_version": result.provenance.prompt_version,
+                     "prompt_sha256": result.provenance.prompt_sha256}
 
-    def propose_relation(self, predicates: list[dict], facts: list[Fact]) -> dict:
-        proposal = self.writer.propose_relation(predicates, facts)
-        return {"label": int(proposal.label), "predicates": list(proposal.decisive),
-                "evidence": list(proposal.evidence)}
+    def propose_relation(self, predicates: list[dict], facts: list[Fact], *, text: str = "") -> dict:
+        """The writer's label for a query (its predicates) against a trajectory's facts."""
+        query = QueryProposal(text=text or "query", predicates=[Predicate(**p) for p in predicates])
+        proposal = self.writer.propose_relation(query, facts)
+        return {"label": int(proposal.label), "predicates": [vars(p) for p in proposal.decisive],
+                "evidence": list(proposal.evidence_fact_ids), "reason": proposal.reason, "failed": proposal.failed}
 
 
 def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
-    from models.llm import build_writer as build
+    from models.llm import build_llm
     from models.llm.base import GenerationBudget
 
     name, settings = _split(backend, DEFAULT_WRITER)
     try:
-        return WriterAdapter(build(name, settings), GenerationBudget.from_dict(budget))
+        return WriterAdapter(build_llm(name, settings), GenerationBudget.from_dict(budget))
     except ValueError as exc:
         raise ApplicationError(f"query writer {name!r}: {exc}", code="invalid_backend") from None
 
 
 def writer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
     adapter = build_writer(backend, budget)
-    return RunSettings(backend={"name": getattr(adapter.writer, "name", ""), **_split(backend, DEFAULT_WRITER)[1]},
-                       budget=adapter.budget.to_dict(), prompt_version=adapter.prompt_version,
-                       prompt_sha256=adapter.prompt_sha256)
+    name, settings = _split(backend, DEFAULT_WRITER)
+    from models.llm import resolve_llm_settings
+
+    return RunSettings(backend={"name": name, **resolve_llm_settings(name, settings)}, budget=adapter.budget.to_dict(),
+                       prompt_version="", prompt_sha256="")

@@ -94,7 +94,7 @@ def description_run_execute(*, run: DescriptionRun, reporter: JobReporter | None
         video = member.pool.video
         frames, boxes = _member_record(member)
         result = describer.describe(video_path=str(video.abspath), frames=frames, boxes=boxes,
-                                    n_frames=video.n_frames, fps=video.fps, trajectory_id=member.trajectory_id)
+                                    n_frames=video.frame_count, fps=video.fps, trajectory_id=member.trajectory_id)
         if result.prompt_sha256 and (run.prompt_sha256, run.prompt_version) != (result.prompt_sha256,
                                                                                result.prompt_version):
             run.prompt_version, run.prompt_sha256 = result.prompt_version, result.prompt_sha256
@@ -137,7 +137,7 @@ def description_correction_create(*, version: DescriptionVersion, content: dict,
     facts unknown, remove or add facts, and edit the texts. Refused with 400 ``invalid_correction``.
     """
     description = version.description
-    n_frames = description.pool.video.n_frames
+    n_frames = description.pool.video.frame_count
     try:
         record = parse_description(content, n_frames=n_frames)
     except InvalidOutput as exc:

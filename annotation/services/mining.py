@@ -149,7 +149,7 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
                 existing.save(update_fields=["provenance", "strata"])
                 continue
             sampled = pair.stratum != "easy_negative" or rng.random() < rate
-            proposal = writer.propose_relation(query.predicates, facts_by_traj.get(pair.trajectory_id, []))
+            proposal = writer.propose_relation(query.predicates, facts_by_traj.get(pair.trajectory_id, []), text=query.text)
             cross = CrossPair.objects.create(
                 query=query, trajectory_id=pair.trajectory_id, stratum=pair.stratum, strata=list(pair.strata),
                 provenance=provenance, similarity=pair.similarity, proposal=proposal,
@@ -263,7 +263,7 @@ def completion_pairs_queue(*, split: str) -> int:
                     d = Description.objects.filter(trajectory_id=t_id, pool=PoolMember.objects.filter(
                         trajectory_id=t_id).values("pool_id")[:1]).select_related("approved_version").first()
                     facts_cache[t_id] = approved_facts(d) if d is not None else []
-                proposal = writer.propose_relation(query.predicates, facts_cache[t_id])
+                proposal = writer.propose_relation(query.predicates, facts_cache[t_id], text=query.text)
                 pair = CrossPair.objects.create(query=query, trajectory_id=t_id, stratum="completion",
                                                 strata=["completion"], provenance=[{"run": "completion"}], similarity=0.0,
                                                 proposal=proposal, review=CrossPair.Review.QUEUED)

@@ -82,7 +82,7 @@ def _open_relation_item(query: Query, writer: backends.WriterAdapter | None, fac
     prelabels = {}
     if writer is not None:
         for tid, facts in facts_by_member.items():
-            prelabels[str(tid)] = writer.propose_relation(query.predicates, facts) if facts else \
+            prelabels[str(tid)] = writer.propose_relation(query.predicates, facts, text=query.text) if facts else \
                 {"label": -1, "predicates": [], "evidence": []}
     return WorkItem.objects.create(stage=WorkItem.Stage.RELATION, video_id=query.video_id, query=query,
                                    panel_size=1, required_votes=1, prelabels=prelabels)

@@ -41,7 +41,7 @@ def snapshot_data_build(*, split: str) -> tuple[RelationSnapshotData, dict]:
     data = RelationSnapshotData(
         split=split,
         videos=[SnapshotVideo(id=v, path=str(videos[v].abspath), width=videos[v].width, height=videos[v].height,
-                              fps=float(videos[v].fps), n_frames=videos[v].n_frames,
+                              fps=float(videos[v].fps), n_frames=videos[v].frame_count,
                               pool_version=pool_of_video[v].version) for v in video_ids],
         tracks=[SnapshotTrack(id=m.trajectory_id, video_id=m.pool.video_id,
                               frames=np.frombuffer(bytes(m.frames), dtype="<i4").copy(),
