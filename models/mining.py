@@ -75,6 +75,7 @@ import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 import faiss
 import numpy as np
@@ -89,7 +90,8 @@ assert set(STRATA_PRIORITY) <= set(STRATA), "mining strata must be snapshot stra
 POTENTIAL, HARD, EASY, RANDOM = range(4)
 UNIT_TOLERANCE = 1e-3        # largest accepted | ||row|| - 1 | of an input embedding row
 _SAMPLING_ROUNDS = 4         # rejection-sampling rounds before a query falls back to its exact set
-_PAIR_BLOCK = 8192           # pairs per float64 rescoring block (~25 MB at d = 384)
+_PAIR_BLOCK = 2048           # pairs per float64 rescoring block (~6 MB per operand at d = 384)
+_CHECK_BLOCK = 16384         # rows per block when checking inputs
 _FALLBACK_BLOCK = 64         # queries per exact float32 similarity block in the sampling fallback
 
 
@@ -227,13 +229,17 @@ class MiningResult:
             raise IndexError(f"pair {i} is outside 0..{len(self) - 1}")
         lo, hi = np.searchsorted(self.prov_pair, [i, i + 1])                   # rows grouped by pair
         prov = tuple(
-            {"run": self.configs[self.prov_run[j]].run, "config_hash": self.configs[self.prov_run[j]].config_hash(),
-             "encoder": self.configs[self.prov_run[j]].encoder, "stratum": STRATA_PRIORITY[self.prov_stratum[j]],
-             "similarity": float(self.prov_similarity[j]), "rank": int(self.prov_rank[j])}
+            self._run_info[self.prov_run[j]] | {"stratum": STRATA_PRIORITY[self.prov_stratum[j]],
+                                                "similarity": float(self.prov_similarity[j]),
+                                                "rank": int(self.prov_rank[j])}
             for j in range(lo, hi))
         strata = tuple(STRATA_PRIORITY[c] for c in sorted({int(self.prov_stratum[j]) for j in range(lo, hi)}))
         return MinedPair(int(self.query_ids[i]), int(self.trajectory_ids[i]), STRATA_PRIORITY[self.stratum[i]],
                          strata, float(self.similarity[i]), prov)
+
+    @cached_property
+    def _run_info(self) -> list[dict]:
+        return [{"run": c.run, "config_hash": c.config_hash(), "encoder": c.encoder} for c in self.configs]
 
     def pairs(self) -> Iterator[MinedPair]:
         for i in range(len(self)):
@@ -275,12 +281,15 @@ def _spaces(emb, name: str, n_spaces: int, n_rows: int) -> list[np.ndarray]:
             raise ValueError(f"{name}[{i}] must have shape [{n_rows}, d], got {list(a.shape)}")
         if not np.issubdtype(a.dtype, np.floating):
             raise ValueError(f"{name}[{i}] must be floating point, got {a.dtype}")
-        if not np.isfinite(a).all():
-            raise ValueError(f"{name}[{i}] holds NaN or infinite values")
-        norms = np.sqrt(np.einsum("nd,nd->n", a, a, dtype=np.float64))  # [n]
-        bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
-        if bad.size:
-            raise ValueError(f"{name}[{i}] row {bad[0]} has norm {norms[bad[0]]:.4f}: pass unit (L2-normalised) rows")
+        for s in range(0, n_rows, _CHECK_BLOCK):                              # bounded temporaries
+            block = a[s:s + _CHECK_BLOCK]
+            if not np.isfinite(block).all():
+                raise ValueError(f"{name}[{i}] holds NaN or infinite values")
+            norms = np.sqrt(np.einsum("nd,nd->n", block, block))                # [b]
+            bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
+            if bad.size:
+                raise ValueError(f"{name}[{i}] row {s + bad[0]} has norm {norms[bad[0]]:.4f}: "
+                                 "pass unit (L2-normalised) rows")
         out.append(a)
     return out
 
@@ -447,7 +456,8 @@ class _SplitMiner:
         self.index = None
         if self.members.size:
             self.index = faiss.IndexFlatIP(data.tf.shape[1])
-            self.index.add(np.ascontiguousarray(data.tf[self.members]))           # FAISS keeps a copy
+            for s in range(0, self.members.size, _CHECK_BLOCK):                # FAISS keeps a copy;
+                self.index.add(np.ascontiguousarray(data.tf[self.members[s:s + _CHECK_BLOCK]]))  # add in blocks
         videos, counts = np.unique(self.t_video, return_counts=True)
         self.video_sizes = dict(zip(videos.tolist(), counts.tolist()))
         self.known_per_query = np.bincount(data.known // np.int64(data.t_ids.size),
@@ -516,7 +526,8 @@ class _SplitMiner:
         chosen: list[list[int]] = [[] for _ in qpos]                           # local positions
         sims: list[list[float]] = [[] for _ in qpos]
         m = 2 * budget + 16
-        active = np.arange(qpos.size)
+        # a budget near the split size is cheaper to fill from the exact candidate list directly
+        active = np.arange(qpos.size) if 2 * budget < n_split else np.zeros(0, np.int64)
         for _ in range(_SAMPLING_ROUNDS):
             if active.size == 0:
                 break
@@ -537,14 +548,17 @@ class _SplitMiner:
                         if len(chosen[i]) == budget:
                             break
             active = np.array([i for i in active if len(chosen[i]) < budget], dtype=np.int64)
-            m *= 4
+            m = min(4 * m, 4 * n_split)
+        if 2 * budget >= n_split:
+            active = np.arange(qpos.size)
         if active.size:
             self._finish_exactly(qpos, active, rngs, chosen, sims, budget, s_max)
         name = STRATA_PRIORITY[stratum]
         self.log["short"][name] += sum(len(c) < budget for c in chosen)
-        for i, q in enumerate(qpos):
-            rows.add(np.full(len(chosen[i]), q), self.members[np.asarray(chosen[i], np.int64)], stratum,
-                     sims[i], np.full(len(chosen[i]), -1))
+        n_chosen = np.array([len(c) for c in chosen], np.int64)                 # [R]
+        flat = np.fromiter((t for c in chosen for t in c), np.int64, int(n_chosen.sum()))
+        rows.add(np.repeat(qpos, n_chosen), self.members[flat], stratum,
+                 np.fromiter((v for c in sims for v in c), np.float64, flat.size), np.full(flat.size, -1))
 
     def _finish_exactly(self, qpos, active, rngs, chosen, sims, budget, s_max) -> None:
         """Fill the rest of each active query's budget from its exact accepted set, in a random

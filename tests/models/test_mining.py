@@ -269,7 +269,7 @@ def test_same_seed_same_pairs_chunking_and_query_order_do_not_matter():
 
 
 def test_a_pair_mined_twice_is_returned_once_with_both_provenances():
-    data = make_data(10, n_videos=6)
+    data = make_data(10, n_traj=150, n_query=30, n_videos=6)
     # given: random budgets as large as the candidate lists, so every potential match is also random
     cfg = MiningConfig(potential_k=3, hard_k=0, easy_k=0, easy_max=None, random_k=1000, run_name="first")
     result = mine(cfg, **data)
