@@ -156,3 +156,81 @@ def test_an_incomplete_dev_split_is_refused(db, media_root, tmp_path, settings, 
     assert refused.value.code == "incomplete_split"
     assert refused.value.extra["completeness"]["missing_by_kind"]["cross_video"] > 0
     assert not RelationSnapshot.objects.exists()
+
+
+def _verified_pools(tmp_path, media_root, manager, splits):
+    from models.synthetic import GroundTruth
+
+    videos = _rendered_videos(tmp_path, len(splits))
+    for video, split in zip(videos, splits):
+        SplitGroup.objects.filter(pk=video.split_group_id).update(split=split)
+    runs = [_gt_run(v, GroundTruth.load(media_root / v.metadata["ground_truth"])) for v in videos]
+    simulate_annotators(n_annotators=3, accuracy=1.0, seed=0)
+    pools = [pool_freeze(run=run, frozen_by=manager) for run in runs]
+    description_run_execute(run=description_run_create(pools=pools, queue=False))
+    simulate_relation_review(accuracy=1.0, seed=1, stage=WorkItem.Stage.DESCRIPTION)
+    generation_run_execute(run=generation_run_create(pools=pools, queue=False))
+    simulate_relation_review(accuracy=1.0, seed=2, stage=WorkItem.Stage.RELATION)
+    return pools
+
+
+def test_pseudo_label_gate_calibrates_on_dev_and_labels_train_only(db, media_root, tmp_path, settings, make_user):
+    from django.db import IntegrityError, InternalError, transaction
+
+    from annotation.models import CrossPair, PseudoLabelRule
+    from annotation.services.pseudolabels import (
+        pseudo_labels_apply,
+        pseudo_rule_calibrate,
+        pseudo_rule_declare,
+    )
+
+    settings.VAR_DIR = tmp_path / "var"
+    manager = make_user("manager", username="boss")
+    _verified_pools(tmp_path, media_root, manager, ["dev"] * 3 + ["train"] * 3)
+    # dev pairs are all reviewed (they calibrate); train pairs are mined but none is reviewed
+    mining_run_execute(run=mining_run_create(split="dev", queue=False))
+    mining_run_execute(run=mining_run_create(split="train", queue=False, config={
+        "potential_k": 0, "hard_k": 0, "easy_k": 10, "easy_max": 0.99, "random_k": 0, "easy_review_rate": 0.0}))
+    simulate_relation_review(accuracy=1.0, seed=3, stage=WorkItem.Stage.PAIR)
+    assert CrossPair.objects.filter(review="not_sampled").exists()
+
+    every_stratum = ["potential_match", "hard_negative", "easy_negative", "random"]
+    rule_row = pseudo_rule_declare(rule={"name": "contradicted colour", "s_max": 1.0, "encoder": "any",
+                                         "strata": every_stratum}, declared_bound=0.6, created_by=manager)
+    # applying before calibration is refused
+    with pytest.raises(ConflictError) as refused:
+        pseudo_labels_apply(rule_row=rule_row)
+    assert refused.value.code == "rule_not_accepted"
+
+    rule_row = pseudo_rule_calibrate(rule_row=rule_row)
+    assert rule_row.calibration["n"] >= 4 and rule_row.calibration["errors"] == 0
+    assert rule_row.accepted
+    with pytest.raises(ConflictError):
+        pseudo_rule_calibrate(rule_row=rule_row)               # once only
+
+    # the database refuses any change to a calibrated rule
+    with pytest.raises((IntegrityError, InternalError)), transaction.atomic():
+        PseudoLabelRule.objects.filter(pk=rule_row.pk).update(rule={**rule_row.rule, "s_max": 0.5})
+
+    result = pseudo_labels_apply(rule_row=rule_row)
+    assert result["labelled"] > 0
+    pseudo = Relation.objects.filter(pseudo=True)
+    assert pseudo.count() == result["labelled"]
+    assert set(pseudo.values_list("query__video__split_group__split", flat=True)) == {"train"}
+    assert all(r.label == 0 and r.source == "pseudo" and r.evidence["contradicted"] for r in pseudo)
+    assert pseudo_labels_apply(rule_row=rule_row)["labelled"] == 0      # idempotent
+
+
+def test_a_rule_with_a_strict_bound_and_few_pairs_is_not_calibrated(db, media_root, tmp_path, settings, make_user):
+    from annotation.services.pseudolabels import pseudo_rule_calibrate, pseudo_rule_declare
+
+    settings.VAR_DIR = tmp_path / "var"
+    manager = make_user("manager", username="boss")
+    _verified_pools(tmp_path, media_root, manager, ["dev", "dev"])
+    mining_run_execute(run=mining_run_create(split="dev", queue=False))
+    rule_row = pseudo_rule_declare(rule={"name": "strict", "s_max": 0.3, "encoder": "any"}, declared_bound=0.01)
+    with pytest.raises(ConflictError) as refused:
+        pseudo_rule_calibrate(rule_row=rule_row)
+    assert refused.value.code == "audit_too_small"
+    rule_row.refresh_from_db()
+    assert rule_row.calibrated_at is None and not rule_row.accepted
