@@ -7,7 +7,10 @@ person's track proposes :class:`models.facts.Fact` records. This module counts, 
 
 - **Matching.** A proposed fact matches a ground-truth fact when both have the same ``name``,
   the same ``value`` (exact string, e.g. ``"red"``, ``"left"``, ``"from the left"``) and
-  intervals that overlap (``[a, b)`` and ``[c, d)`` with ``a < d`` and ``c < b``). Only *known*
+  intervals that overlap (``[a, b)`` and ``[c, d)`` with ``a < d`` and ``c < b``; with
+  ``slack = s`` the ground-truth interval is first widened to ``[c - s, d + s)``, for tracks that
+  start or end a few frames away from the truth, e.g. when a tracker sees an entering person
+  only once half of them is in view). Only *known*
   proposed facts count: an unknown fact claims nothing, so it is neither right nor wrong (it is
   counted separately as ``n_unknown``).
 - **Precision** of a type = known proposed facts of that type that match some ground-truth fact,
@@ -84,10 +87,13 @@ def _overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
     return a0 < b1 and b0 < a1
 
 
-def compare_facts(predicted: list[Fact], truth: list[TruthFact], types: tuple[str, ...] = FACT_TYPES) -> FactCounts:
+def compare_facts(predicted: list[Fact], truth: list[TruthFact], types: tuple[str, ...] = FACT_TYPES, *,
+                  slack: int = 0) -> FactCounts:
     """Match one trajectory's proposed facts against one person's ground truth (module docstring)."""
     if not all(isinstance(f, Fact) for f in predicted):
         raise ValueError("predicted facts must be models.facts.Fact records")
+    if slack < 0:
+        raise ValueError(f"slack must be >= 0 frames, got {slack}")
     counts = FactCounts({t: TypeCounts() for t in types})
     for name in types:
         pred = [f for f in predicted if f.name == name]
@@ -99,7 +105,7 @@ def compare_facts(predicted: list[Fact], truth: list[TruthFact], types: tuple[st
         c.n_truth = len(gold)
 
         def matches(p: Fact, g: TruthFact) -> bool:
-            return p.value == g.value and _overlap(p.start_frame, p.end_frame, g.start_frame, g.end_frame)
+            return p.value == g.value and _overlap(p.start_frame, p.end_frame, g.start_frame - slack, g.end_frame + slack)
 
         c.n_pred_matched = sum(1 for p in known if any(matches(p, g) for g in gold))
         c.n_truth_matched = sum(1 for g in gold if any(matches(p, g) for p in known))
