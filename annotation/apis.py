@@ -174,7 +174,8 @@ class AdjudicationVoteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Vote
-        fields = ["id", "annotator", "label", "reasons", "comment", "is_adjudication", "time_spent_ms", "created_at"]
+        fields = ["id", "annotator", "label", "reasons", "comment", "is_adjudication", "time_spent_ms", "created_at",
+                  "correction", "payload"]
 
 
 class AdjudicationItemSerializer(serializers.Serializer):

@@ -24,6 +24,7 @@ from annotation.models import (
     Query,
     Relation,
     RelationSnapshot,
+    ReviewPolicy,
     WorkItem,
 )
 from annotation.services.pools import pool_freeze
@@ -37,12 +38,14 @@ pytestmark = pytest.mark.django_db
 
 # -- building blocks -------------------------------------------------------------------------------
 def frozen_pool(reviewable_run, annotators, split: str):
-    """A frozen pool of four single members (every proposal usable, the duplicate pair different)."""
+    """A frozen pool of four single members (every proposal usable, the duplicate pair different),
+    reviewed by panels of one to keep the fixture small."""
+    ReviewPolicy.objects.update_or_create(name="default", defaults={"panel_size": 1, "required_votes": 1})
     run = reviewable_run(video_factory(split=split))
     for item in WorkItem.objects.filter(stage="usability", trajectory__run=run):
-        panel_votes(item, annotators[:3], ["usable"] * 3)
+        panel_votes(item, annotators[:1], ["usable"])
     for item in WorkItem.objects.filter(stage="identity", duplicate__trajectory_a__run=run):
-        panel_votes(item, annotators[:3], ["different"] * 3)
+        panel_votes(item, annotators[:1], ["different"])
     pool = pool_freeze(run=run)
     assert pool.n_members == 4
     return pool
@@ -56,7 +59,7 @@ def content(colour: str) -> dict:
                        "end_frame": 60, "evidence_frames": [10], "scope": "interval", "known": True}]}
 
 
-def propose_description(pool, trajectory_id: int, colour: str) -> DescriptionVersion:
+def propose_description(pool, trajectory_id: int, colour: str, *, panel: int = 3) -> DescriptionVersion:
     """What a describer run stores: the description, its model version and its review item."""
     run = DescriptionRun.objects.create(backend={"name": "heuristic"}, prompt_version="fixture",
                                         prompt_sha256="0" * 64, budget={})
@@ -68,12 +71,13 @@ def propose_description(pool, trajectory_id: int, colour: str) -> DescriptionVer
     version = DescriptionVersion.objects.create(description=description, number=1, origin="model", content=data,
                                                 content_sha256=parse_description(data).content_hash())
     WorkItem.objects.create(stage="description", video_id=pool.video_id, trajectory_id=trajectory_id,
-                            description=version, panel_size=3, required_votes=2)
+                            description=version, panel_size=panel, required_votes=min(panel, 2))
     return version
 
 
 def approve(version: DescriptionVersion, annotators) -> None:
-    panel_votes(WorkItem.objects.get(description=version), annotators[:3], ["usable"] * 3)
+    item = WorkItem.objects.get(description=version)
+    panel_votes(item, annotators[:item.panel_size], ["usable"] * item.panel_size)
     version.description.refresh_from_db()
     assert version.description.status == Description.Status.APPROVED
 
@@ -126,10 +130,10 @@ def world(reviewable_run, annotators):
     pool_b = frozen_pool(reviewable_run, annotators, "dev")
     a = list(PoolMember.objects.filter(pool=pool_a).values_list("trajectory_id", flat=True))
     b = list(PoolMember.objects.filter(pool=pool_b).values_list("trajectory_id", flat=True))
-    approve(propose_description(pool_a, a[0], "red"), annotators)
-    approve(propose_description(pool_a, a[1], "blue"), annotators)
-    green = propose_description(pool_a, a[2], "green")
-    approve(propose_description(pool_b, b[0], "yellow"), annotators)
+    approve(propose_description(pool_a, a[0], "red", panel=1), annotators)
+    approve(propose_description(pool_a, a[1], "blue", panel=1), annotators)
+    green = propose_description(pool_a, a[2], "green")                 # reviewed by three in a test
+    approve(propose_description(pool_b, b[0], "yellow", panel=1), annotators)
     return SimpleNamespace(pool_a=pool_a, pool_b=pool_b, a=a, b=b, green=green,
                            qa=propose_query(pool_a, a[0], "red"), qb=propose_query(pool_b, b[0], "yellow"))
 
@@ -253,6 +257,21 @@ def test_description_review_through_the_item_views(world, annotators, manager_cl
     listed = manager_client.get(f"/api/descriptions/?pool={world.pool_a.pk}&status=approved").json()
     assert sorted(d["trajectory"] for d in listed["results"]) == sorted(world.a[:3])
     assert manager_client.get(f"/api/descriptions/?pool={world.pool_b.pk}&status=in_review").json()["count"] == 0
+
+
+def test_a_description_in_adjudication_shows_its_version_and_votes(world, annotators, adjudicator, client_for):
+    item = panel_votes(WorkItem.objects.get(description=world.green), annotators[2:5],
+                       ["usable", "unusable", "uncertain"])
+    assert item.state == "adjudicate"
+    queue = client_for(adjudicator).get("/api/adjudication/").json()
+    assert [i["item"] for i in queue] == [item.pk]
+    assert queue[0]["target"]["description"]["content"] == world.green.content
+    assert sorted(v["label"] for v in queue[0]["votes"]) == ["uncertain", "unusable", "usable"]
+    assert all(v["correction"] is None for v in queue[0]["votes"])
+    decided = client_for(adjudicator).post(f"/api/adjudication/{item.pk}/", {"label": "usable", "reason": "green"},
+                                           format="json")
+    assert decided.status_code == 201, decided.content
+    assert client_for(adjudicator).get(f"/api/descriptions/{world.green.description_id}/").json()["status"] == "approved"
 
 
 # -- relation rows and queries ---------------------------------------------------------------------
