@@ -95,7 +95,7 @@ def _pad_tokens(parts: list[np.ndarray], masks: list[np.ndarray]) -> tuple[np.nd
     mask = np.zeros((n, longest), dtype=bool)                                             # [N, L]
     row = 0
     for p, m in zip(parts, masks):
-        tokens[row:row + p.shape[0], :p.shape[1]] = p
+        tokens[row:row + p.shape[0], :p.shape[1]] = p * m[..., None]          # padding states are zeroed
         mask[row:row + p.shape[0], :p.shape[1]] = m
         row += p.shape[0]
     return tokens, mask

@@ -146,7 +146,7 @@ class HFVisionEncoder:
         mask = np.zeros((len(images), longest), bool)                                    # [N, T]
         row = 0
         for t, m in zip(tokens, masks):
-            tok[row:row + len(t), :t.shape[1]] = t
+            tok[row:row + len(t), :t.shape[1]] = t * m[..., None]                    # padding states are zeroed
             mask[row:row + len(t), :t.shape[1]] = m
             row += len(t)
         return np.concatenate(pooled).astype(np.float32), tok, mask
