@@ -1,0 +1,251 @@
+// The thin React wrapper of the player: it makes the canvases, builds the controller and views
+// (plain TypeScript) once per item, binds the player's shortcuts, and shows the controls. All
+// playback logic lives in model.ts / controller.ts.
+
+import { useEffect, useRef, useState, useSyncExternalStore } from "react";
+import { api } from "../api/endpoints";
+import type { Crop, Video } from "../api/types";
+import { ariaKeys, useShortcut } from "../keyboard/useShortcut";
+import { PlayerController } from "./controller";
+import { loadImage } from "./frameCache";
+import { type FrameRange, formatTime, frameAtFraction, frameToTime, SPEEDS, type Track } from "./model";
+import { FrameView, TimelineView, type TrackStyle } from "./view";
+
+export interface PlayerTrack {
+  track: Track;
+  style: TrackStyle;
+}
+
+export interface PlayerProps {
+  video: Video;
+  tracks: PlayerTrack[];
+  range: FrameRange;
+  start?: number;
+  /** "single": the whole frame and a zoomed view following the track; "pair": one zoomed view per
+   *  track side by side, and the whole frame with both boxes underneath. */
+  layout: "single" | "pair";
+  label: string;
+  onFirstFrame?: (frame: number) => void;
+  onController?: (controller: PlayerController | null) => void;
+}
+
+const MAIN_WIDTH = 960;
+const ZOOM_WIDTH = 360;
+
+export function Player(props: PlayerProps) {
+  const { video, range, start, tracks } = props;
+  const [controller, setController] = useState<PlayerController | null>(null);
+  const key = `${video.id}:${range.start}:${range.end}:${tracks.map((t) => t.track.id).join(",")}`;
+  useEffect(() => {
+    // One controller per item (video, range and tracks); disposing it cancels its downloads.
+    const maxSize = Math.min(Math.max(video.width, video.height), MAIN_WIDTH);
+    const c = new PlayerController({
+      range,
+      fps: video.fps,
+      start,
+      loader: (frame, signal) => loadImage(api.frameUrl(video.id, frame, maxSize), signal),
+    });
+    setController(c);
+    return () => c.dispose();
+  }, [key]);
+  if (!controller) return <section className={`player player-${props.layout}`} aria-label={props.label} aria-busy="true" />;
+  return <PlayerUI key={key} {...props} controller={controller} />;
+}
+
+function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onController, controller }: PlayerProps & {
+  controller: PlayerController;
+}) {
+  const main = useRef<HTMLCanvasElement>(null);
+  const zoomA = useRef<HTMLCanvasElement>(null);
+  const zoomB = useRef<HTMLCanvasElement>(null);
+  const timeline = useRef<HTMLCanvasElement>(null);
+  const [zoom, setZoom] = useState(1);
+  const [error, setError] = useState<string | null>(null);
+  const firstFrame = useRef(onFirstFrame);
+  firstFrame.current = onFirstFrame;
+
+  useEffect(() => {
+    const t = tracks.map((p) => p.track);
+    const styles = tracks.map((p) => p.style);
+    const image = { width: video.width, height: video.height };
+    const detach: (() => void)[] = [];
+    const views: FrameView[] = [];
+    if (main.current) views.push(new FrameView(main.current, image, t, styles));
+    if (zoomA.current) views.push(new FrameView(zoomA.current, image, t, styles, { follow: 0, zoom }));
+    if (zoomB.current && t.length > 1) views.push(new FrameView(zoomB.current, image, t, styles, { follow: 1, zoom }));
+    for (const v of views) detach.push(controller.attach(v));
+    if (timeline.current) detach.push(controller.attachTimeline(new TimelineView(timeline.current, t, styles, range)));
+    detach.push(controller.onFirstFrame((f) => firstFrame.current?.(f)));
+    detach.push(controller.onError((m) => setError(m)));
+    onController?.(controller);
+    return () => {
+      for (const d of detach) d();
+      onController?.(null);
+    };
+  }, [controller, zoom]);
+
+  const state = useSyncExternalStore(
+    (cb) => controller.subscribe(cb),
+    () => controller.state,
+  );
+
+  useShortcut("player.toggle", () => controller.togglePlay());
+  useShortcut("player.back", () => controller.step(-1));
+  useShortcut("player.forward", () => controller.step(1));
+  useShortcut("player.back10", () => controller.step(-10));
+  useShortcut("player.forward10", () => controller.step(10));
+  useShortcut("player.start", () => controller.seek(range.start));
+  useShortcut("player.end", () => controller.seek(range.end));
+  useShortcut("player.slower", () => controller.slower());
+  useShortcut("player.faster", () => controller.faster());
+  useShortcut("player.replay", () => controller.replay());
+  useShortcut("player.zoomIn", () => setZoom((z) => Math.min(4, z * 1.5)));
+  useShortcut("player.zoomOut", () => setZoom((z) => Math.max(0.25, z / 1.5)));
+
+  const aspect = video.height / video.width;
+  const mainHeight = Math.round(MAIN_WIDTH * aspect);
+  const zoomHeight = Math.round(ZOOM_WIDTH * 0.75);
+  const observed = tracks.map((p) => (p.track.indexAt(state.frame) >= 0 ? `${p.style.label} observed` : `${p.style.label} not observed`));
+  const frameText = `frame ${state.frame} of ${range.start}–${range.end} · ${formatTime(frameToTime(state.frame, video.fps))}`;
+
+  const onTimelineClick = (e: React.MouseEvent<HTMLCanvasElement>) => {
+    const rect = e.currentTarget.getBoundingClientRect();
+    controller.seek(frameAtFraction((e.clientX - rect.left) / rect.width, range));
+  };
+
+  const zoomCanvas = (ref: React.RefObject<HTMLCanvasElement | null>, p: PlayerTrack) => (
+    <figure className="zoom-view">
+      <canvas ref={ref} width={ZOOM_WIDTH} height={zoomHeight} role="img" aria-label={`${p.style.label}, zoomed in on its box, ${frameText}`} />
+      <figcaption>
+        <span className="swatch" style={{ background: p.style.color }} /> {p.style.label} · zoom ×{zoom.toFixed(2)}
+      </figcaption>
+    </figure>
+  );
+
+  return (
+    <section className={`player player-${layout}`} aria-label={label}>
+      <div className="player-views">
+        {layout === "pair" && (
+          <div className="pair-row">
+            {zoomCanvas(zoomA, tracks[0])}
+            {tracks[1] && zoomCanvas(zoomB, tracks[1])}
+          </div>
+        )}
+        <div className="main-row">
+          <canvas
+            ref={main}
+            className="main-view"
+            width={MAIN_WIDTH}
+            height={mainHeight}
+            role="img"
+            aria-label={`${label}: ${frameText}; ${observed.join(", ")}`}
+            data-frame={state.frame}
+          />
+          {layout === "single" && zoomCanvas(zoomA, tracks[0])}
+        </div>
+      </div>
+      <canvas
+        ref={timeline}
+        className="timeline"
+        width={MAIN_WIDTH}
+        height={8 + 16 * tracks.length}
+        onClick={onTimelineClick}
+        aria-hidden="true"
+      />
+      <p className="sr-only">{tracks.map((p) => describeTrack(p)).join(" ")}</p>
+      <div className="controls" role="group" aria-label="Playback">
+        <button type="button" onClick={() => controller.seek(range.start)} aria-label="First frame" aria-keyshortcuts={ariaKeys("player.start")}>
+          ⏮
+        </button>
+        <button type="button" onClick={() => controller.step(-1)} aria-label="Previous frame" aria-keyshortcuts={ariaKeys("player.back")}>
+          ◀
+        </button>
+        <button
+          type="button"
+          className="play"
+          onClick={() => controller.togglePlay()}
+          aria-label={state.playing ? "Pause" : "Play"}
+          aria-keyshortcuts={ariaKeys("player.toggle")}
+        >
+          {state.playing ? "❚❚" : "▶"}
+        </button>
+        <button type="button" onClick={() => controller.step(1)} aria-label="Next frame" aria-keyshortcuts={ariaKeys("player.forward")}>
+          ▶▮
+        </button>
+        <button type="button" onClick={() => controller.replay()} aria-label="Replay" aria-keyshortcuts={ariaKeys("player.replay")}>
+          ↻
+        </button>
+        <label className="speed">
+          Speed{" "}
+          <select value={state.speed} onChange={(e) => controller.setSpeed(Number(e.target.value))}>
+            {SPEEDS.map((s) => (
+              <option key={s} value={s}>
+                {s}×
+              </option>
+            ))}
+          </select>
+        </label>
+        <input
+          type="range"
+          className="seek"
+          min={range.start}
+          max={range.end}
+          value={state.frame}
+          onChange={(e) => controller.seek(Number(e.target.value))}
+          aria-label="Frame"
+          aria-valuetext={frameText}
+        />
+        <span className="frame-label" aria-live="off">
+          {frameText}
+        </span>
+        {state.buffering && <span className="badge">buffering…</span>}
+      </div>
+      {error && (
+        <p className="error-inline" role="alert">
+          {error}
+        </p>
+      )}
+      {tracks.map((p) => (
+        <CropStrip key={p.track.id} player={p} frame={state.frame} onSeek={(f) => controller.seek(f)} />
+      ))}
+    </section>
+  );
+}
+
+function describeTrack({ track, style }: PlayerTrack): string {
+  const gaps = track.gaps();
+  const gapText = gaps.length === 0 ? "no gaps" : `gaps at frames ${gaps.map((g) => (g.start === g.end ? g.start : `${g.start}–${g.end}`)).join(", ")}`;
+  return `${style.label}: observed on ${track.length} frames from ${track.first} to ${track.last}, ${gapText}.`;
+}
+
+/** The chronological crops of one trajectory; the one nearest the playhead is highlighted and
+ *  clicking a crop moves the playhead there. */
+function CropStrip({ player, frame, onSeek }: { player: PlayerTrack; frame: number; onSeek: (f: number) => void }) {
+  const [crops, setCrops] = useState<Crop[] | null>(null);
+  const [failed, setFailed] = useState(false);
+  useEffect(() => {
+    const ctrl = new AbortController();
+    api.crops(player.track.id, 12, ctrl.signal).then(setCrops, (e: unknown) => {
+      if (!(e instanceof DOMException && e.name === "AbortError")) setFailed(true);
+    });
+    return () => ctrl.abort();
+  }, [player.track.id]);
+  if (failed) return <p className="muted">The crops of {player.style.label} could not be loaded.</p>;
+  if (!crops) return <div className="crops crops-loading" aria-hidden="true" />;
+  let nearest = 0;
+  crops.forEach((c, i) => {
+    if (Math.abs(c.frame_index - frame) < Math.abs(crops[nearest].frame_index - frame)) nearest = i;
+  });
+  return (
+    <ol className="crops" aria-label={`Crops of ${player.style.label}`} style={{ borderColor: player.style.color }}>
+      {crops.map((c, i) => (
+        <li key={c.frame_index} className={i === nearest ? "current" : undefined}>
+          <button type="button" onClick={() => onSeek(c.frame_index)} aria-label={`Go to frame ${c.frame_index}`}>
+            <img src={`${c.crop_url}?max_size=160`} alt={`${player.style.label} at frame ${c.frame_index}`} loading="lazy" />
+            <span>{c.frame_index}</span>
+          </button>
+        </li>
+      ))}
+    </ol>
+  );
+}

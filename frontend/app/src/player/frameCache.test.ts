@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { FrameCache } from "./frameCache";
+
+/** A loader whose downloads finish when the test says so. */
+function manualLoader() {
+  const calls: { frame: number; signal: AbortSignal; resolve: (v: string) => void; reject: (e: unknown) => void }[] = [];
+  const loader = (frame: number, signal: AbortSignal) =>
+    new Promise<string>((resolve, reject) => calls.push({ frame, signal, resolve, reject }));
+  const finish = async (frame: number) => {
+    const c = [...calls].reverse().find((x) => x.frame === frame && !x.signal.aborted); // the latest request
+    if (!c) throw new Error(`frame ${frame} is not loading`);
+    c.resolve(`img${frame}`);
+    await Promise.resolve();
+    await Promise.resolve();
+  };
+  return { calls, loader, finish };
+}
+
+describe("FrameCache", () => {
+  it("loads the window in priority order, a few at a time", async () => {
+    const m = manualLoader();
+    const cache = new FrameCache(m.loader, { capacity: 10, maxInFlight: 2 });
+    cache.prefetch([5, 6, 7, 4]);
+    expect(m.calls.map((c) => c.frame)).toEqual([5, 6]);
+    await m.finish(5);
+    expect(cache.get(5)).toBe("img5");
+    expect(m.calls.map((c) => c.frame)).toEqual([5, 6, 7]);
+    await m.finish(6);
+    await m.finish(7);
+    expect(m.calls.map((c) => c.frame)).toEqual([5, 6, 7, 4]);
+  });
+
+  it("cancels downloads that left the window and never requests a frame twice", async () => {
+    const m = manualLoader();
+    const cache = new FrameCache(m.loader, { capacity: 10, maxInFlight: 2 });
+    cache.prefetch([1, 2, 3]);
+    cache.prefetch([2, 3, 4]); // the playhead moved on: 1 is no longer wanted
+    expect(m.calls.find((c) => c.frame === 1)?.signal.aborted).toBe(true);
+    expect(m.calls.filter((c) => c.frame === 2)).toHaveLength(1);
+    expect(cache.pending.sort()).toEqual([2, 3]);
+    m.calls.find((c) => c.frame === 1)?.resolve("late"); // a cancelled download that still finishes
+    await Promise.resolve();
+    expect(cache.has(1)).toBe(false);
+  });
+
+  it("evicts the least recently used frames, sparing the window", async () => {
+    const m = manualLoader();
+    const cache = new FrameCache(m.loader, { capacity: 3, maxInFlight: 4 });
+    cache.prefetch([1, 2, 3]);
+    for (const f of [1, 2, 3]) await m.finish(f);
+    cache.prefetch([1, 4]); // 1 is touched, so 2 is the oldest
+    await m.finish(4);
+    expect(cache.loadedFrames.sort()).toEqual([1, 3, 4]);
+  });
+
+  it("reports a failed frame once and retries it only when asked", async () => {
+    const m = manualLoader();
+    const cache = new FrameCache(m.loader, { capacity: 3, maxInFlight: 1 });
+    const errors: number[] = [];
+    const loads: number[] = [];
+    cache.onError((f) => errors.push(f));
+    cache.onLoad((f) => loads.push(f));
+    cache.prefetch([9]);
+    m.calls[0].reject(new Error("404"));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(errors).toEqual([9]);
+    cache.prefetch([9]);
+    expect(m.calls).toHaveLength(1);
+    cache.retry(9);
+    cache.prefetch([9]);
+    await m.finish(9);
+    expect(loads).toEqual([9]);
+  });
+
+  it("stops everything when disposed", () => {
+    const m = manualLoader();
+    const cache = new FrameCache(m.loader, { capacity: 3, maxInFlight: 2 });
+    cache.prefetch([1, 2, 3]);
+    cache.dispose();
+    expect(m.calls.every((c) => c.signal.aborted)).toBe(true);
+    cache.prefetch([4]);
+    expect(m.calls).toHaveLength(2);
+  });
+
+  it("rejects a useless configuration", () => {
+    expect(() => new FrameCache(async () => 1, { capacity: 0, maxInFlight: 1 })).toThrow(/capacity/);
+  });
+});

@@ -1,0 +1,151 @@
+// Decoded frames by index, loaded ahead of the playhead.
+//
+// The controller asks for a prefetch window (most urgent first) on every move; the cache starts
+// at most `maxInFlight` downloads at a time in that order, drops queued frames that left the
+// window, and evicts the least recently used frames beyond `capacity`. Loading is injected, so
+// the scheduling is unit-tested without a browser.
+
+export type FrameLoader<T> = (frame: number, signal: AbortSignal) => Promise<T>;
+
+export interface FrameCacheOptions {
+  capacity: number; // decoded frames kept (least recently used evicted first)
+  maxInFlight: number; // concurrent downloads; more only queue behind each other on the server
+}
+
+export class FrameCache<T> {
+  private readonly loader: FrameLoader<T>;
+  private readonly opts: FrameCacheOptions;
+  private readonly loaded = new Map<number, T>(); // insertion order = recency
+  private readonly inFlight = new Map<number, AbortController>();
+  private queue: number[] = [];
+  private failed = new Set<number>();
+  private listeners = new Set<(frame: number) => void>();
+  private errorListeners = new Set<(frame: number, error: unknown) => void>();
+  private disposed = false;
+
+  constructor(loader: FrameLoader<T>, opts: FrameCacheOptions) {
+    if (!(opts.capacity >= 1) || !(opts.maxInFlight >= 1)) {
+      throw new RangeError("frame cache capacity and maxInFlight must be >= 1");
+    }
+    this.loader = loader;
+    this.opts = opts;
+  }
+
+  has(frame: number): boolean {
+    return this.loaded.has(frame);
+  }
+
+  /** The decoded frame, or null; marks it recently used. */
+  get(frame: number): T | null {
+    const value = this.loaded.get(frame);
+    if (value === undefined) return null;
+    this.loaded.delete(frame);
+    this.loaded.set(frame, value);
+    return value;
+  }
+
+  /** Frames currently downloading (for tests and the buffer indicator). */
+  get pending(): number[] {
+    return [...this.inFlight.keys()];
+  }
+
+  get loadedFrames(): number[] {
+    return [...this.loaded.keys()];
+  }
+
+  /** Called with the frame index whenever a frame finishes loading. */
+  onLoad(listener: (frame: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  onError(listener: (frame: number, error: unknown) => void): () => void {
+    this.errorListeners.add(listener);
+    return () => this.errorListeners.delete(listener);
+  }
+
+  /** Make `window` (most urgent first) the set of frames to load. Downloads of frames that left
+   *  the window are cancelled; loaded frames in the window are marked recently used so
+   *  eviction spares them; frames that failed stay failed until `retry`. */
+  prefetch(window: readonly number[]): void {
+    if (this.disposed) return;
+    const wanted = new Set(window);
+    for (const [frame, ctrl] of this.inFlight) {
+      if (!wanted.has(frame)) {
+        ctrl.abort();
+        this.inFlight.delete(frame);
+      }
+    }
+    for (let i = window.length - 1; i >= 0; i--) this.get(window[i]); // urgent ones most recent
+    this.queue = window.filter((f) => !this.loaded.has(f) && !this.inFlight.has(f) && !this.failed.has(f));
+    this.pump();
+  }
+
+  /** Forget a failed frame so a later prefetch tries it again. */
+  retry(frame: number): void {
+    this.failed.delete(frame);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    for (const ctrl of this.inFlight.values()) ctrl.abort();
+    this.inFlight.clear();
+    this.queue = [];
+    this.loaded.clear();
+    this.listeners.clear();
+    this.errorListeners.clear();
+  }
+
+  private pump(): void {
+    while (this.inFlight.size < this.opts.maxInFlight && this.queue.length > 0) {
+      const frame = this.queue.shift() as number;
+      const ctrl = new AbortController();
+      this.inFlight.set(frame, ctrl);
+      this.loader(frame, ctrl.signal).then(
+        (value) => {
+          if (this.inFlight.get(frame) !== ctrl) return; // cancelled meanwhile
+          this.inFlight.delete(frame);
+          this.store(frame, value);
+          for (const l of this.listeners) l(frame);
+          this.pump();
+        },
+        (error: unknown) => {
+          if (this.inFlight.get(frame) !== ctrl) return;
+          this.inFlight.delete(frame);
+          this.failed.add(frame);
+          for (const l of this.errorListeners) l(frame, error);
+          this.pump();
+        },
+      );
+    }
+  }
+
+  private store(frame: number, value: T): void {
+    this.loaded.set(frame, value);
+    while (this.loaded.size > this.opts.capacity) {
+      const oldest = this.loaded.keys().next().value as number;
+      this.loaded.delete(oldest);
+    }
+  }
+}
+
+/** Load and decode one image (decoded before it is handed out, so drawing never stalls). */
+export function loadImage(url: string, signal: AbortSignal): Promise<HTMLImageElement> {
+  return new Promise((resolve, reject) => {
+    const img = new Image();
+    img.decoding = "async";
+    const abort = () => {
+      img.src = "";
+      reject(new DOMException("aborted", "AbortError"));
+    };
+    signal.addEventListener("abort", abort, { once: true });
+    img.onload = () => {
+      img.decode().then(
+        () => resolve(img),
+        () => resolve(img), // decode() can reject for detached images; onload already means usable
+      );
+    };
+    img.onerror = () => reject(new Error(`could not load ${url}`));
+    img.src = url;
+  });
+}

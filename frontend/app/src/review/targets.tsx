@@ -1,0 +1,110 @@
+// What a review item shows: one trajectory (usability) or a pair (duplicates), in the player,
+// with the quality signals that assist the decision (they never decide it).
+
+import { useEffect, useState } from "react";
+import { api } from "../api/endpoints";
+import type { Target, TrajectoryDetail, Video } from "../api/types";
+import { ErrorState, Loading } from "../components/states";
+import { playRange, Track } from "../player/model";
+import { Player, type PlayerTrack } from "../player/Player";
+
+export interface TargetProps {
+  target: Target;
+  /** Called once when the item's first frame is on screen (for the first-frame timing). */
+  onFirstFrame?: (frame: number) => void;
+}
+
+export const COLORS = { single: "#ffd166", a: "#ff9f1c", b: "#2ec4b6" } as const;
+
+// Videos never change once imported: keep them for the session so the next item of the same
+// video needs one request less before its first frame.
+const videos = new Map<number, Promise<Video>>();
+
+function videoOnce(id: number): Promise<Video> {
+  let p = videos.get(id);
+  if (!p) {
+    p = api.video(id);
+    videos.set(id, p);
+    p.catch(() => videos.delete(id));
+  }
+  return p;
+}
+
+function useTargetData(videoId: number, trajectoryIds: number[]) {
+  const [state, setState] = useState<{ video?: Video; trajectories?: TrajectoryDetail[]; error?: unknown }>({});
+  const [attempt, setAttempt] = useState(0);
+  const key = trajectoryIds.join(",");
+  useEffect(() => {
+    const ctrl = new AbortController();
+    setState({});
+    Promise.all([videoOnce(videoId), Promise.all(trajectoryIds.map((id) => api.trajectory(id, ctrl.signal)))]).then(
+      ([video, trajectories]) => !ctrl.signal.aborted && setState({ video, trajectories }),
+      (error: unknown) => !ctrl.signal.aborted && setState({ error }),
+    );
+    return () => ctrl.abort();
+  }, [videoId, key, attempt]); // trajectoryIds is keyed by its contents
+  return { ...state, retry: () => setAttempt((a) => a + 1) };
+}
+
+function toTrack(t: TrajectoryDetail): Track {
+  return new Track(t.id, t.frames, t.boxes);
+}
+
+function Signals({ t, label }: { t: TrajectoryDetail; label: string }) {
+  return (
+    <dl className="signals" aria-label={`Quality signals of ${label}`}>
+      <div><dt>category</dt><dd>{t.category}</dd></div>
+      <div><dt>observations</dt><dd>{t.n_obs}</dd></div>
+      <div><dt>frames</dt><dd>{t.first_frame}–{t.last_frame}</dd></div>
+      <div><dt>coverage</dt><dd>{Math.round(t.temporal_coverage * 100)}%</dd></div>
+      <div><dt>longest run</dt><dd>{t.longest_run}</dd></div>
+      <div><dt>abrupt changes</dt><dd>{t.abrupt_changes}</dd></div>
+    </dl>
+  );
+}
+
+/** Usability: one trajectory over its frames with half a second of context on each side. */
+export function TrajectoryTarget({ target, onFirstFrame }: TargetProps) {
+  const ids = target.trajectory === null ? [] : [target.trajectory];
+  const { video, trajectories, error, retry } = useTargetData(target.video, ids);
+  if (target.trajectory === null) return <ErrorState error={new Error("This item names no trajectory.")} />;
+  if (error) return <ErrorState error={error} onRetry={retry} title="The trajectory could not be loaded" />;
+  if (!video || !trajectories) return <Loading what="the trajectory" />;
+  const t = trajectories[0];
+  const track = toTrack(t);
+  const tracks: PlayerTrack[] = [{ track, style: { color: COLORS.single, label: `#${t.id}` } }];
+  const range = playRange([track], video.frame_count, Math.round(video.fps / 2));
+  return (
+    <div className="target">
+      <Player video={video} tracks={tracks} range={range} start={track.first} layout="single"
+        label={`Trajectory ${t.id} in ${video.name}`} onFirstFrame={onFirstFrame} />
+      <Signals t={t} label={`trajectory ${t.id}`} />
+    </div>
+  );
+}
+
+/** Duplicates: two trajectories in sync, each followed in its own zoomed view, both boxes on
+ *  the same full frame. */
+export function PairTarget({ target, onFirstFrame }: TargetProps) {
+  const ids = target.trajectory_a === null || target.trajectory_b === null ? [] : [target.trajectory_a, target.trajectory_b];
+  const { video, trajectories, error, retry } = useTargetData(target.video, ids);
+  if (ids.length !== 2) return <ErrorState error={new Error("This item does not name two trajectories.")} />;
+  if (error) return <ErrorState error={error} onRetry={retry} title="The trajectories could not be loaded" />;
+  if (!video || !trajectories) return <Loading what="the two trajectories" />;
+  const [a, b] = trajectories;
+  const tracks: PlayerTrack[] = [
+    { track: toTrack(a), style: { color: COLORS.a, label: `A #${a.id}` } },
+    { track: toTrack(b), style: { color: COLORS.b, label: `B #${b.id}` } },
+  ];
+  const range = playRange(tracks.map((p) => p.track), video.frame_count, Math.round(video.fps / 2));
+  return (
+    <div className="target">
+      <Player video={video} tracks={tracks} range={range} layout="pair"
+        label={`Trajectories ${a.id} and ${b.id} in ${video.name}`} onFirstFrame={onFirstFrame} />
+      <div className="pair-signals">
+        <Signals t={a} label={`A, trajectory ${a.id}`} />
+        <Signals t={b} label={`B, trajectory ${b.id}`} />
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,78 @@
+// Every screen of the app, as data: path, title, who may open it, where it sits in the
+// navigation. Later screens (description review, relation verification, cross-video pairs,
+// audit, snapshots, training runs, releases) are added here and, for review stages, in
+// review/stages.ts.
+
+import type { ReactNode } from "react";
+import type { Me, Role } from "./api/types";
+import { REVIEW_STAGES } from "./review/stages";
+import { matchPath } from "./router";
+import { AdjudicationQueue, AdjudicationScreen } from "./screens/Adjudication";
+import { Home } from "./screens/Home";
+import { AgreementScreen } from "./screens/manage/Agreement";
+import { JobsScreen } from "./screens/manage/Jobs";
+import { PoolsScreen } from "./screens/manage/Pools";
+import { ProgressScreen } from "./screens/manage/Progress";
+import { RunsScreen } from "./screens/manage/Runs";
+import { ReviewClaim, ReviewItem } from "./screens/Review";
+
+export type Section = "Annotate" | "Adjudicate" | "Manage";
+
+export interface RouteDef {
+  path: string; // pattern for matchPath
+  title: (params: Record<string, string>) => string;
+  roles: readonly Role[]; // any of these may open it (empty: everyone signed in)
+  nav?: { section: Section; label: string };
+  render: (params: Record<string, string>, me: Me) => ReactNode;
+}
+
+const itemId = (params: Record<string, string>) => Number.parseInt(params.item, 10);
+
+export const ROUTES: readonly RouteDef[] = [
+  { path: "/", title: () => "Your work", roles: [], render: (_, me) => <Home me={me} /> },
+  ...REVIEW_STAGES.flatMap((spec): RouteDef[] => [
+    {
+      path: `/review/${spec.path}`,
+      title: () => spec.title,
+      roles: ["annotator"],
+      nav: { section: "Annotate", label: spec.title },
+      render: () => <ReviewClaim spec={spec} />,
+    },
+    {
+      path: `/review/${spec.path}/:item`,
+      title: (p) => `${spec.title} · item ${p.item}`,
+      roles: ["annotator"],
+      render: (p) => <ReviewItem key={p.item} spec={spec} itemId={itemId(p)} />,
+    },
+  ]),
+  {
+    path: "/adjudication",
+    title: () => "Adjudication",
+    roles: ["adjudicator"],
+    nav: { section: "Adjudicate", label: "Adjudication queue" },
+    render: () => <AdjudicationQueue />,
+  },
+  {
+    path: "/adjudication/:item",
+    title: (p) => `Adjudication · item ${p.item}`,
+    roles: ["adjudicator"],
+    render: (p) => <AdjudicationScreen key={p.item} itemId={itemId(p)} />,
+  },
+  { path: "/manage/progress", title: () => "Pipeline progress", roles: ["manager"], nav: { section: "Manage", label: "Progress" }, render: () => <ProgressScreen /> },
+  { path: "/manage/agreement", title: () => "Agreement", roles: ["manager"], nav: { section: "Manage", label: "Agreement" }, render: () => <AgreementScreen /> },
+  { path: "/manage/jobs", title: () => "Jobs", roles: ["manager"], nav: { section: "Manage", label: "Jobs" }, render: () => <JobsScreen /> },
+  { path: "/manage/runs", title: () => "Proposal runs", roles: ["manager"], nav: { section: "Manage", label: "Runs" }, render: () => <RunsScreen /> },
+  { path: "/manage/pools", title: () => "Frozen pools", roles: ["manager"], nav: { section: "Manage", label: "Pools" }, render: () => <PoolsScreen /> },
+];
+
+export function findRoute(pathname: string): { route: RouteDef; params: Record<string, string> } | null {
+  for (const route of ROUTES) {
+    const params = matchPath(route.path, pathname);
+    if (params && (!params.item || /^\d+$/.test(params.item))) return { route, params };
+  }
+  return null;
+}
+
+export function mayOpen(route: RouteDef, me: Me): boolean {
+  return route.roles.length === 0 || route.roles.some((r) => me.roles.includes(r));
+}

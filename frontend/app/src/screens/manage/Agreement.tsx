@@ -1,0 +1,111 @@
+// Agreement statistics of a review stage (optionally one split): three-vote patterns, label
+// counts, each annotator's agreement with the majority, and the summary coefficients.
+
+import { api } from "../../api/endpoints";
+import type { Agreement } from "../../api/types";
+import { BarChart } from "../../components/charts";
+import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { useAsync } from "../../components/useAsync";
+import { useShortcutList } from "../../keyboard/useShortcut";
+import { REVIEW_STAGES } from "../../review/stages";
+import { navigate, useSearchParams } from "../../router";
+
+const pct = (v: number | null) => (v === null ? "–" : `${(v * 100).toFixed(1)}%`);
+const num = (v: number | null) => (v === null ? "–" : v.toFixed(3));
+
+function Tiles({ a }: { a: Agreement }) {
+  const tiles: [string, string, string][] = [
+    ["items", String(a.n_items), `${a.n_votes} votes`],
+    ["raw agreement", pct(a.raw_agreement), "pairs of panel votes that agree"],
+    ["Fleiss' κ", num(a.fleiss_kappa), `${a.fleiss_n_items} full panels`],
+    ["Krippendorff's α", num(a.krippendorff_alpha), `${a.alpha_n_items} items with ≥2 votes`],
+    ["adjudication rate", pct(a.adjudication_rate), `${a.n_adjudicated_items} items adjudicated`],
+    ["time per vote", a.time_per_vote?.median != null ? `${a.time_per_vote.median.toFixed(1)} s` : "–", "median"],
+  ];
+  return (
+    <dl className="tiles">
+      {tiles.map(([k, v, note]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>{v}</dd>
+          <dd className="muted small">{note}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function AgreementScreen() {
+  const params = useSearchParams();
+  const stage = params.get("stage") ?? "usability";
+  const split = params.get("split") ?? "";
+  const data = useAsync(() => api.agreement(stage, split || undefined), [stage, split]);
+  useShortcutList([{ id: "manager.refresh", handler: data.reload }]);
+  const set = (k: string, v: string) => {
+    const next = new URLSearchParams(params);
+    if (v) next.set(k, v);
+    else next.delete(k);
+    navigate(`/manage/agreement?${next.toString()}`, { replace: true });
+  };
+  const a = data.data;
+  return (
+    <>
+      <form className="filters" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Stage{" "}
+          <select value={stage} onChange={(e) => set("stage", e.target.value)}>
+            {REVIEW_STAGES.map((s) => <option key={s.stage} value={s.stage}>{s.title}</option>)}
+          </select>
+        </label>
+        <label>
+          Split{" "}
+          <select value={split} onChange={(e) => set("split", e.target.value)}>
+            <option value="">all</option>
+            <option value="train">train</option>
+            <option value="dev">dev</option>
+            <option value="test">test</option>
+          </select>
+        </label>
+      </form>
+      {data.error ? <ErrorState error={data.error} onRetry={data.reload} />
+        : !a ? <Loading what="agreement statistics" />
+        : a.n_items === 0 ? (
+          <EmptyState title="No votes yet">
+            <p>Agreement appears once annotators have voted in this stage{split ? ` on ${split} videos` : ""}.</p>
+          </EmptyState>
+        ) : (
+          <div className="agreement">
+            <Tiles a={a} />
+            <div className="charts">
+              <BarChart title={`Three-vote patterns (${a.vote_distributions.n_items} full panels)`}
+                bars={Object.entries(a.vote_distributions.patterns).map(([label, value]) => ({ label, value }))} />
+              <BarChart title="Panel votes per label" color="#8e7dff"
+                bars={a.labels.map((l) => ({ label: l, value: a.label_counts[l] ?? 0 }))} />
+              <BarChart title="Agreement with the majority, per annotator" color="#3ccf91" max={1}
+                format={(v) => `${(v * 100).toFixed(0)}%`}
+                bars={Object.entries(a.per_rater).map(([name, r]) => ({
+                  label: name, value: r.agreement_with_majority ?? 0, note: `(${r.n_scored} scored)`,
+                }))} />
+            </div>
+            <table className="data">
+              <caption>Per annotator</caption>
+              <thead>
+                <tr><th scope="col">annotator</th><th scope="col">votes</th><th scope="col">adjudications</th><th scope="col">agreement with majority</th><th scope="col">mean time</th></tr>
+              </thead>
+              <tbody>
+                {Object.entries(a.per_rater).map(([name, r]) => (
+                  <tr key={name}>
+                    <td>{name}</td>
+                    <td>{r.n_panel_votes}</td>
+                    <td>{r.n_adjudication_votes}</td>
+                    <td>{pct(r.agreement_with_majority)}</td>
+                    <td>{r.mean_time === null ? "–" : `${r.mean_time.toFixed(1)} s`}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+    </>
+  );
+}
