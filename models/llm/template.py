@@ -140,6 +140,10 @@ class TemplateLLM:
              "pace": PACE, "stopwords": sorted(STOPWORDS)}).encode()).hexdigest()
         self._encoder = None
 
+    def settings(self) -> dict:
+        """The backend's settings (for the records)."""
+        return self.config.to_dict()
+
     def _provenance(self, raw: list[str] | None = None) -> Provenance:
         return Provenance(self.name, self.model, RULES_VERSION, self.rules_sha256, raw_texts=raw or [],
                           attempts=1 if raw else 0)

@@ -190,6 +190,16 @@ def select_inputs(request: DescribeRequest, width: int, height: int, *, min_crop
     return crops, full
 
 
+def check_against_video(request: DescribeRequest, n_frames: int, width: int, height: int) -> None:
+    """ValueError when an observation lies after the video's last frame or outside the frame."""
+    if request.frames[-1] >= n_frames:
+        raise ValueError(f"observation at frame {int(request.frames[-1])}, but the video has {n_frames} frames")
+    b = request.boxes
+    outside = np.flatnonzero((b[:, 2] <= 0) | (b[:, 3] <= 0) | (b[:, 0] >= width) | (b[:, 1] >= height))
+    if len(outside):
+        raise ValueError(f"the box at frame {int(request.frames[outside[0]])} lies outside the {width}x{height} frame")
+
+
 # -- outputs -------------------------------------------------------------------------------------
 def check_description(raw: str, *, n_frames: int, span: tuple[int, int]) -> Description:
     """Validate an answer: schema (``parse_description``), then frames inside the video and facts

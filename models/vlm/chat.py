@@ -19,6 +19,7 @@ from models.vlm.base import (
     DescribeRequest,
     DescribeResult,
     Stopwatch,
+    check_against_video,
     check_description,
     select_inputs,
     uniform_positions,
@@ -52,8 +53,7 @@ class ChatDescriber:
         source = FrameReader(request.video_path, fps=request.fps) if own else reader
         try:
             n_frames = int(source.frame_count)
-            if request.frames[-1] >= n_frames:
-                raise ValueError(f"observation at frame {int(request.frames[-1])}, but the video has {n_frames} frames")
+            check_against_video(request, n_frames, source.width, source.height)
             fps = float(request.fps or source.fps)
             crops, full = select_inputs(request, source.width, source.height)
             content: list[dict] = []

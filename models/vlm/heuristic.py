@@ -24,6 +24,8 @@ says only what it measured. Per trajectory it proposes
   ``max_gap_s`` splits the runs and nothing is claimed inside it. The direction is the dominant
   axis of the run's mean velocity (image-relative: "left" is the frame's left), the pace word
   uses the renderer's thresholds (midpoints of the slow / normal / fast paces in heights per s);
+  "towards" / "away" must agree with the change of box height (a figure walking towards the
+  camera grows), or the direction is reported as unknown;
 - ``enters`` / ``leaves`` ("from the left", "to the bottom", ...) when the first / last
   observations touch a frame edge (entering needs the trajectory to start after frame 0 or in
   motion; leaving needs the video to go on), over the frames that touch it;
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
@@ -53,6 +56,7 @@ from models.vlm.base import (
     DescribeRequest,
     DescribeResult,
     Stopwatch,
+    check_against_video,
     check_description,
     select_inputs,
     uniform_positions,
@@ -118,6 +122,9 @@ class HeuristicDescriberConfig:
     min_observations: int = 4
     # a walk must move the foot point at least this many box heights in the image to name a direction
     min_displacement: float = 0.25
+    # towards/away also needs the box height to agree (grow towards, shrink away): a change of
+    # more than this log-ratio the other way makes the direction unknown
+    max_scale_disagreement: float = 0.05
     # pace words: "slow" below, "fast" from (heights per second); midpoints of the renderer's paces
     slow_below: float = _midpoint("slow", "normal")
     fast_from: float = _midpoint("normal", "fast")
@@ -204,13 +211,6 @@ def cie94_textile(lab: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return np.sqrt((dl / 2.0) ** 2 + (dc / sc) ** 2 + dh2 / sh ** 2)       # [P, K]
 
 
-@dataclass
-class _Region:
-    vote: str | None                             # the crop's colour name, or None (no vote)
-    share: float                                 # share of the region's pixels on that name
-    n_pixels: int                                # target pixels read
-
-
 class _Palette:
     def __init__(self, palette: dict[str, tuple[int, int, int]]):
         self.names = list(palette)
@@ -252,8 +252,7 @@ class HeuristicDescriber:
         source = FrameReader(request.video_path, fps=request.fps) if own else reader
         try:
             n_frames = int(source.frame_count)
-            if request.frames[-1] >= n_frames:
-                raise ValueError(f"observation at frame {int(request.frames[-1])}, but the video has {n_frames} frames")
+            check_against_video(request, n_frames, source.width, source.height)
             fps = float(request.fps or source.fps)
             crops, _ = select_inputs(request, source.width, source.height,
                                         min_crop_height=self.config.min_colour_height)
@@ -307,10 +306,10 @@ class HeuristicDescriber:
 
     def _colours(self, request: DescribeRequest, source: FrameSource, crops: list[int],
                  background: np.ndarray) -> dict[str, dict]:
-        """Per body part: the crop votes, the winning name (or None) and the frames that voted for it."""
+        """Per body part: the winning name (or None) and the frames that voted for it (the crops
+        tried when there is no winner)."""
         cfg = self.config
         votes: dict[str, list[tuple[int, str]]] = {"upper": [], "lower": []}
-        readable = 0
         for pos in crops:
             box = request.boxes[pos]
             if box[3] - box[1] < cfg.min_colour_height:
@@ -328,15 +327,14 @@ class HeuristicDescriber:
                 masks[part] = np.linalg.norm(lab - bg, axis=1) > threshold  # [P]
             if not labs:
                 continue
-            readable += 1
             total = sum(len(m) for m in masks.values())
             share = sum(int(m.sum()) for m in masks.values()) / max(total, 1)
             keep_all = share < cfg.min_foreground_share
             for part, lab in labs.items():
                 pixels = lab if keep_all else lab[masks[part]]
-                region = self._read_region(pixels)
-                if region.vote is not None:
-                    votes[part].append((int(request.frames[pos]), region.vote))
+                name = self._read_region(pixels)
+                if name is not None:
+                    votes[part].append((int(request.frames[pos]), name))
         out = {}
         for part in ("upper", "lower"):
             cast = votes[part]
@@ -347,7 +345,7 @@ class HeuristicDescriber:
                 tied = sum(1 for v in counts.values() if v == n) > 1
                 if n >= cfg.min_colour_votes and n / len(cast) > cfg.min_vote_share and not tied:
                     winner = name
-            out[part] = {"value": winner, "votes": dict(counts), "readable_crops": readable,
+            out[part] = {"value": winner,
                          "evidence": [f for f, name in cast if name == winner] if winner else
                          [int(request.frames[p]) for p in crops]}
         return out
@@ -371,14 +369,14 @@ class HeuristicDescriber:
         noise = float(np.median(np.concatenate(diffs)))
         return float(np.clip(cfg.noise_factor * noise, cfg.min_delta_e, cfg.max_delta_e))
 
-    def _read_region(self, lab_pixels: np.ndarray) -> _Region:
+    def _read_region(self, lab_pixels: np.ndarray) -> str | None:
+        """The region's colour name: the palette name holding the largest share of its pixels, if
+        that share is large enough; None for too few pixels or no clear name."""
         if len(lab_pixels) < self.config.min_region_pixels:
-            return _Region(None, 0.0, len(lab_pixels))
+            return None
         shares = self._palette.shares(lab_pixels, self.config.max_colour_distance)   # [K]
         best = int(shares.argmax())
-        if shares[best] < self.config.min_pixel_share:
-            return _Region(None, float(shares[best]), len(lab_pixels))
-        return _Region(self._palette.names[best], float(shares[best]), len(lab_pixels))
+        return self._palette.names[best] if shares[best] >= self.config.min_pixel_share else None
 
     # -- motion ----------------------------------------------------------------------------------
     def _foot_points(self, boxes: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -522,6 +520,10 @@ class HeuristicDescriber:
                     direction = "right" if mvx > 0 else "left"
                 else:
                     direction = "towards" if mvy > 0 else "away"
+                    third = max(1, len(run) // 3)
+                    growth = math.log(float(np.median(h[run[-third:]])) / max(float(np.median(h[run[:third]])), 1.0))
+                    if abs(growth) > cfg.max_scale_disagreement and (growth > 0) != (mvy > 0):
+                        direction = None             # the foot point and the box size disagree
                 pace = self._pace(float(np.median(ground[r0:r1])))
                 add("event", "walks", direction or "", ra, rb, ev, known=direction is not None)
                 add("attribute", "speed", pace, ra, rb, ev)

@@ -169,6 +169,21 @@ def test_a_gap_in_the_observations_is_not_described(describer, rendered_small):
         assert f.end_frame <= 15 or f.start_frame >= 35, f
 
 
+def test_towards_the_camera_needs_the_figure_to_grow(describer, rendered_small):
+    # a box whose foot point moves down the frame: towards the camera only if it also grows
+    frames = np.arange(0, 48, 2)
+    foot = np.linspace(250, 330, len(frames))
+    path = str(rendered_small.path)
+
+    def walk(h0, h1):
+        h = np.linspace(h0, h1, len(frames))
+        boxes = np.column_stack([300 - 0.2 * h, foot - h, 300 + 0.2 * h, foot])
+        return facts_named(describer.describe(DescribeRequest(path, frames, boxes)).description, "walks")
+
+    assert [(f.known, f.value) for f in walk(100, 150)] == [(True, "towards")]
+    assert [(f.known, f.value) for f in walk(150, 100)] == [(False, "")]
+
+
 def test_bad_arguments_are_refused(describer, rendered_small):
     frames, boxes = truth_track(rendered_small.gt.people[0])
     path = str(rendered_small.path)
@@ -184,6 +199,8 @@ def test_bad_arguments_are_refused(describer, rendered_small):
         DescribeBudget(max_crops=0)
     with pytest.raises(ValueError, match="the video has 48 frames"):
         describer.describe(DescribeRequest(path, [10, 60], [[1, 1, 20, 40]] * 2))
+    with pytest.raises(ValueError, match="outside the 640x360 frame"):
+        describer.describe(DescribeRequest(path, [10, 11], [[700, 10, 720, 60]] * 2))
     with pytest.raises(ValueError, match="no prompt versions"):
         describer.describe(DescribeRequest(path, frames, boxes, prompt_version="describe-v1"))
     with pytest.raises(ValueError, match="unknown settings"):
