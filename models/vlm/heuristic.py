@@ -255,7 +255,7 @@ class HeuristicDescriber:
             check_against_video(request, n_frames, source.width, source.height)
             fps = float(request.fps or source.fps)
             crops, _ = select_inputs(request, source.width, source.height,
-                                        min_crop_height=self.config.min_colour_height)
+                                     min_crop_height=self.config.min_colour_height)
             background, bg_frames = self._background(request.video_path, source)
             colours = self._colours(request, source, crops, background)
             data = self._facts(request, fps, n_frames, source.width, source.height, colours)
@@ -405,27 +405,36 @@ class HeuristicDescriber:
 
     @staticmethod
     def _local_velocity(t: np.ndarray, v: np.ndarray, half: float) -> np.ndarray:
-        """Slope of a least-squares line through the points within ``half`` seconds of each one."""
-        out = np.zeros(len(t))
-        for i in range(len(t)):
-            sel = np.abs(t - t[i]) <= half + 1e-9
-            tt, vv = t[sel], v[sel]
-            if len(tt) < 2 or np.ptp(tt) <= 0:
-                continue
-            tc = tt - tt.mean()
-            out[i] = float((tc * (vv - vv.mean())).sum() / (tc * tc).sum())
-        return out
+        """Slope of the least-squares line through the points within ``half`` seconds of each one
+        (0 where fewer than two distinct times fall in the window), from windowed running sums."""
+        t = np.asarray(t, np.float64) - float(t[0])                        # [n] seconds from the start
+        v = np.asarray(v, np.float64)                                      # [n]
+        lo = np.searchsorted(t, t - half - 1e-9, side="left")              # [n] first index in the window
+        hi = np.searchsorted(t, t + half + 1e-9, side="right")             # [n] one past the last
 
-    def _runs(self, moving: np.ndarray, t: np.ndarray) -> list[list[int]]:
-        """[start, end) position runs of one label, short runs absorbed by their neighbours."""
+        def window_sum(x: np.ndarray) -> np.ndarray:
+            c = np.concatenate([[0.0], np.cumsum(x)])                      # [n + 1]
+            return c[hi] - c[lo]                                           # [n]
+
+        n = (hi - lo).astype(np.float64)                                   # [n]
+        st, sv, stt, stv = window_sum(t), window_sum(v), window_sum(t * t), window_sum(t * v)
+        den = n * stt - st * st                                            # [n] n^2 x variance of t
+        ok = (n >= 2) & (den > 1e-12 * np.maximum(n * n, 1.0))
+        return np.where(ok, (n * stv - st * sv) / np.where(ok, den, 1.0), 0.0)
+
+    def _runs(self, moving: np.ndarray, t: np.ndarray, frame_s: float) -> list[list[int]]:
+        """[start, end, moving] position runs of one label, runs shorter than ``min_run_s``
+        absorbed by their neighbours (shortest first). ``frame_s``: the duration of one frame."""
         runs = []
         start = 0
         for i in range(1, len(moving) + 1):
             if i == len(moving) or moving[i] != moving[start]:
                 runs.append([start, i, bool(moving[start])])
                 start = i
+
         def duration(r):
-            return t[r[1] - 1] - t[r[0]] + (t[1] - t[0] if len(t) > 1 else 0.0)
+            return t[r[1] - 1] - t[r[0]] + frame_s
+
         while len(runs) > 1:
             short = [k for k, r in enumerate(runs) if duration(r) < self.config.min_run_s]
             if not short:
@@ -498,7 +507,7 @@ class HeuristicDescriber:
             vx = self._local_velocity(ts, xs, half)                        # [n] px/s
             vy = self._local_velocity(ts, ys, half)                        # [n] px/s
             ground = np.hypot(vx, vy / cfg.depth_foreshortening) / np.maximum(hs, 1.0)   # [n] heights/s
-            for r0, r1, moving in self._runs(ground >= cfg.stand_speed, ts):
+            for r0, r1, moving in self._runs(ground >= cfg.stand_speed, ts, 1.0 / fps):
                 run = idx[r0:r1]
                 ra, rb = int(frames[run[0]]), int(frames[run[-1]]) + 1
                 ev = [frames[run[p]] for p in uniform_positions(len(run), 3)]
@@ -506,7 +515,7 @@ class HeuristicDescriber:
                     add("event", "stands", "still", ra, rb, ev)
                     motion_sentences.append(f"stands still (frames {ra}-{rb - 1})")
                     spot = self._position(x[run], width)
-                    if spot is not None:
+                    if spot is not None and spot != where:   # not already said for the whole span
                         add("attribute", "position", spot, ra, rb, ev)
                     continue
                 h_run = float(np.median(h[run]))

@@ -72,6 +72,17 @@ def test_shading_moves_a_colour_less_than_a_change_of_hue():
     assert cie94_textile(darker_red, red)[0, 0] < cie94_textile(darker_red, brown)[0, 0]
 
 
+def test_windowed_velocity_against_a_fit_per_window():
+    rng = np.random.default_rng(4)
+    t = np.cumsum(rng.choice([1, 1, 1, 2, 5], size=60)) / 12.0 + 100.0   # gaps, far from zero
+    v = 3.0 * t + rng.normal(0, 2.0, len(t))
+    fast = HeuristicDescriber._local_velocity(t, v, 0.5)
+    for i in range(len(t)):
+        sel = np.abs(t - t[i]) <= 0.5 + 1e-9
+        expected = np.polyfit(t[sel], v[sel], 1)[0] if np.ptp(t[sel]) > 0 else 0.0
+        assert fast[i] == pytest.approx(expected, rel=1e-6, abs=1e-6)
+
+
 # -- rendered scenes -----------------------------------------------------------------------------
 def test_rendered_people_get_their_colours_directions_paces_and_stop(describer, rendered_small):
     for person in rendered_small.gt.people:
@@ -143,6 +154,7 @@ def test_a_person_who_never_moves_still_gets_colours_and_a_tiny_one_gets_unknown
     still = describer.describe(DescribeRequest(str(path), *truth_track(gt.people[0]))).description
     assert facts_named(still, "upper_colour")[0].value == "orange"
     assert facts_named(still, "lower_colour")[0].value == "purple"
+    assert len(facts_named(still, "position")) == 1         # said once, for the whole span
     (stands,) = facts_named(still, "stands")
     assert (stands.start_frame, stands.end_frame) == (0, 36) and not facts_named(still, "walks")
     tiny = describer.describe(DescribeRequest(str(path), *truth_track(gt.people[1])))
