@@ -228,8 +228,9 @@ class CausalLMAggregator(nn.Module):
             p.requires_grad_(False)
         n_layers = int(base.config.num_hidden_layers)
         layers = list(range(max(0, n_layers - last_layers), n_layers))
-        lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=["q_proj", "v_proj"],
-                          layers_to_transform=layers, bias="none")
+        # q/v projections of the chosen decoder layers, by module path ("layers.<i>. ... .q_proj")
+        pattern = rf"(.*\.)?layers\.({'|'.join(map(str, layers))})\.(.*\.)?(q_proj|v_proj)"
+        lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=pattern, bias="none")
         self.lm = get_peft_model(base, lora)
         self.lora_layers = layers
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
