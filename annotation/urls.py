@@ -28,6 +28,11 @@ urlpatterns = [
     path("cross-pairs/", relation_apis.CrossPairListApi.as_view(), name="cross-pair-list"),
     path("completeness/", relation_apis.CompletenessApi.as_view(), name="completeness"),
     path("completeness/queue/", relation_apis.CompletenessQueueApi.as_view(), name="completeness-queue"),
+    path("pseudo-rules/", relation_apis.PseudoRuleListApi.as_view(), name="pseudo-rule-list"),
+    path("pseudo-rules/<int:rule_id>/", relation_apis.PseudoRuleDetailApi.as_view(), name="pseudo-rule-detail"),
+    path("pseudo-rules/<int:rule_id>/calibrate/", relation_apis.PseudoRuleCalibrateApi.as_view(),
+         name="pseudo-rule-calibrate"),
+    path("pseudo-rules/<int:rule_id>/apply/", relation_apis.PseudoRuleApplyApi.as_view(), name="pseudo-rule-apply"),
     path("snapshots/", relation_apis.SnapshotListApi.as_view(), name="snapshot-list"),
     path("snapshots/<int:snapshot_id>/", relation_apis.SnapshotDetailApi.as_view(), name="snapshot-detail"),
 ]

@@ -21,6 +21,7 @@ from annotation.models import (
     DescriptionVersion,
     MiningRun,
     PoolMember,
+    PseudoLabelRule,
     Query,
     Relation,
     RelationSnapshot,
@@ -154,7 +155,8 @@ def test_managers_write_staff_read_strangers_nothing(world, client_for, annotato
     stranger, anonymous, ann = client_for(make_user()), client_for(), client_for(annotator)
     reads = ["/api/description-runs/", "/api/descriptions/", f"/api/descriptions/{world.green.description_id}/",
              "/api/generation-runs/", "/api/queries/", f"/api/queries/{world.qa.pk}/", "/api/relations/",
-             "/api/mining-runs/", "/api/cross-pairs/", "/api/completeness/?split=dev", "/api/snapshots/"]
+             "/api/mining-runs/", "/api/cross-pairs/", "/api/completeness/?split=dev", "/api/snapshots/",
+             "/api/pseudo-rules/"]
     for url in reads:
         assert ann.get(url).status_code == 200, url
         assert stranger.get(url).status_code == 403, url
@@ -164,12 +166,14 @@ def test_managers_write_staff_read_strangers_nothing(world, client_for, annotato
               "/api/mining-runs/": {"split": "dev"},
               "/api/completeness/queue/": {"split": "dev"},
               "/api/snapshots/": {"split": "dev", "allow_incomplete": True},
+              "/api/pseudo-rules/": {"rule": {"name": "r", "s_max": 0.2, "encoder": "minilm"}, "declared_bound": 0.1},
               f"/api/queries/{world.qa.pk}/revise/": {"text": "a red top", "predicates": world.qa.predicates}}
     for url, body in writes.items():
         response = ann.post(url, body, format="json")
         assert response.status_code == 403 and response.json()["code"] == "permission_denied", url
         assert anonymous.post(url, body, format="json").status_code in (401, 403), url
     assert not RelationSnapshot.objects.exists() and not MiningRun.objects.exists()
+    assert not PseudoLabelRule.objects.exists()
     assert Query.objects.count() == 2 and DescriptionRun.objects.count() == 4
 
 
@@ -420,3 +424,71 @@ def test_completeness_and_immutable_snapshots(world, annotators, manager_client,
         assert response.status_code == 405, method
     assert manager_client.delete("/api/snapshots/").status_code == 405
     assert RelationSnapshot.objects.get(pk=snap["id"]).name == "first look"
+
+
+# -- pseudo-label rules ----------------------------------------------------------------------------
+def reviewed_pair(query: Query, trajectory_id: int, label: int) -> CrossPair:
+    """A mined easy negative that pair review has settled."""
+    pair = CrossPair.objects.create(query=query, trajectory_id=trajectory_id, stratum="easy_negative",
+                                    strata=["easy_negative"], provenance=[{"stratum": "easy_negative"}],
+                                    similarity=0.1, review="done")
+    Relation.objects.create(query=query, trajectory_id=trajectory_id, label=label, source="human",
+                            stratum="easy_negative")
+    return pair
+
+
+def test_pseudo_label_rules_are_declared_calibrated_and_applied(world, reviewable_run, annotators, manager_client,
+                                                                client_for):
+    # dev: five reviewed easy negatives whose facts contradict the query's colour
+    approve(world.green, annotators)
+    approve(propose_description(world.pool_b, world.b[1], "black", panel=1), annotators)
+    for query, trajectory_id in [(world.qa, world.b[0]), (world.qa, world.b[1]), (world.qb, world.a[0]),
+                                 (world.qb, world.a[1]), (world.qb, world.a[2])]:
+        reviewed_pair(query, trajectory_id, 0)
+    # train: one unreviewed mined pair the rule will label
+    pool_c = frozen_pool(reviewable_run, annotators, "train")
+    pool_d = frozen_pool(reviewable_run, annotators, "train")
+    c0 = PoolMember.objects.filter(pool=pool_c).first().trajectory_id
+    d0 = PoolMember.objects.filter(pool=pool_d).first().trajectory_id
+    approve(propose_description(pool_c, c0, "red", panel=1), annotators)
+    approve(propose_description(pool_d, d0, "blue", panel=1), annotators)
+    unreviewed = CrossPair.objects.create(query=propose_query(pool_c, c0, "red"), trajectory_id=d0,
+                                          stratum="easy_negative", strata=["easy_negative"], provenance=[],
+                                          similarity=0.05, review="not_sampled")
+    rule = {"name": "low similarity, colour contradicted", "s_max": 0.3, "encoder": "minilm"}
+    annotator_post = client_for(annotators[0]).post("/api/pseudo-rules/", {"rule": rule, "declared_bound": 0.5},
+                                                    format="json")
+    assert annotator_post.status_code == 403
+    bad = manager_client.post("/api/pseudo-rules/", {"rule": {**rule, "s_max": 7}, "declared_bound": 0.5},
+                              format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_rule"
+    declared = manager_client.post("/api/pseudo-rules/", {"rule": rule, "declared_bound": 0.5}, format="json")
+    assert declared.status_code == 201, declared.content
+    rule_id = declared.json()["id"]
+    assert declared.json()["calibrated_at"] is None and len(declared.json()["rule_sha256"]) == 64
+    again = manager_client.post("/api/pseudo-rules/", {"rule": rule, "declared_bound": 0.2}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "rule_exists"
+    early = manager_client.post(f"/api/pseudo-rules/{rule_id}/apply/")
+    assert early.status_code == 409 and early.json()["code"] == "rule_not_accepted"
+    # five correct audits: the 95% upper bound 1 - 0.05^(1/5) = 0.451 is within the declared 0.5
+    calibrated = manager_client.post(f"/api/pseudo-rules/{rule_id}/calibrate/")
+    assert calibrated.status_code == 200, calibrated.content
+    assert calibrated.json()["accepted"] is True
+    assert calibrated.json()["calibration"]["upper_bound"] == pytest.approx(1 - 0.05 ** (1 / 5), abs=1e-6)
+    twice = manager_client.post(f"/api/pseudo-rules/{rule_id}/calibrate/")
+    assert twice.status_code == 409 and twice.json()["code"] == "rule_calibrated"
+    applied = manager_client.post(f"/api/pseudo-rules/{rule_id}/apply/")
+    assert applied.status_code == 200 and applied.json()["labelled"] == 1, applied.content
+    pseudo = manager_client.get("/api/relations/?pseudo=true").json()["results"]
+    assert [(r["query"], r["trajectory"], r["label"], r["source"], r["rule"]) for r in pseudo] == [
+        (unreviewed.query_id, d0, 0, "pseudo", rule_id)]
+    assert manager_client.get("/api/relations/?pseudo=false&split=train").json()["count"] == 0
+    # a strict bound needs a larger audit than the dev split offers
+    strict = manager_client.post("/api/pseudo-rules/", {"rule": {**rule, "name": "strict"}, "declared_bound": 0.05},
+                                 format="json").json()
+    too_small = manager_client.post(f"/api/pseudo-rules/{strict['id']}/calibrate/")
+    assert too_small.status_code == 409 and too_small.json()["code"] == "audit_too_small"
+    assert too_small.json()["extra"] == {"selected": 5, "needed": 59}
+    listed = client_for(annotators[0]).get("/api/pseudo-rules/").json()["results"]
+    assert [r["name"] for r in listed] == ["strict", rule["name"]]
+    assert client_for(annotators[0]).get(f"/api/pseudo-rules/{rule_id}/").json()["accepted"] is True
