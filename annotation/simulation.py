@@ -197,9 +197,11 @@ def simulate_annotators(*, n_annotators: int, accuracy: float, adjudicators: int
         raise ApplicationError(f"accuracy must lie in [0, 1], got {accuracy}", code="invalid_simulation")
     if max_votes is not None and max_votes < 0:
         raise ApplicationError("max_votes cannot be negative", code="invalid_simulation")
-    if stage is not None and stage not in WorkItem.Stage.values:
-        raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
-    scope = WorkItem.objects.all() if stage is None else WorkItem.objects.filter(stage=stage)
+    curation = (WorkItem.Stage.USABILITY, WorkItem.Stage.IDENTITY)
+    if stage is not None and stage not in curation:
+        raise ApplicationError(f"this simulation plays the curation stages {list(curation)}; the later stages are "
+                               "simulated by annotation.simulation_relations", code="invalid_stage")
+    scope = WorkItem.objects.filter(stage__in=curation) if stage is None else WorkItem.objects.filter(stage=stage)
     items = list(scope.select_related("duplicate"))
     truths = work_item_truths(items)
     truth_videos = {item.video_id for item in items if item.pk in truths}

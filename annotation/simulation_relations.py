@@ -179,3 +179,76 @@ def simulate_relation_review(*, n_annotators: int = 3, accuracy: float = 0.95, a
     counts["open"] = WorkItem.objects.filter(stage__in=stages, state=WorkItem.State.OPEN).count()
     counts["not_sampled_pairs"] = CrossPair.objects.filter(review=CrossPair.Review.NOT_SAMPLED).count()
     return counts
+
+
+def simulated_benchmark_build(*, seed: int = 0, accuracy: float = 0.95, created_by=None,
+                              progress: Callable[[str], None] | None = None) -> dict:
+    """Take the rendered videos from review to relation snapshots with the embedded defaults and
+    simulated people: curation votes, pool freezing, descriptions, queries, relation rows, mining
+    and pair review per split, completion of dev/test, then one snapshot per split. Videos without
+    ground truth (or whose runs are still running) are left as they are. Returns what it did."""
+    from annotation.models import CandidatePool
+    from annotation.services.descriptions import description_run_create, description_run_execute
+    from annotation.services.mining import (
+        completeness_report,
+        completion_pairs_queue,
+        mining_run_create,
+        mining_run_execute,
+    )
+    from annotation.services.pools import pool_freeze
+    from annotation.services.queries import generation_run_create, generation_run_execute
+    from annotation.services.snapshots import relation_snapshot_create
+    from annotation.simulation import simulate_annotators
+    from common.errors import ApplicationError
+    from trajectories.models import ProposalRun
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(message)
+
+    out: dict = {}
+    out["curation"] = simulate_annotators(n_annotators=3, accuracy=1.0 if accuracy >= 1 else max(accuracy, 0.9),
+                                          seed=seed)
+    say(f"curation: {out['curation']['votes']} votes")
+    pools = []
+    for run in ProposalRun.objects.filter(status=ProposalRun.Status.SUCCEEDED).select_related("video").order_by("pk"):
+        if video_ground_truth(run.video) is None:
+            continue
+        existing = CandidatePool.objects.filter(run=run, frozen_at__isnull=False).first()
+        if existing is not None:
+            pools.append(existing)
+            continue
+        try:
+            pools.append(pool_freeze(run=run, frozen_by=created_by))
+        except ApplicationError as exc:
+            say(f"video {run.video_id}: not frozen ({exc.message})")
+    pools = [p for p in pools if not p.descriptions.exists()]
+    out["pools"] = len(pools)
+    if pools:
+        out["descriptions"] = description_run_execute(run=description_run_create(pools=pools, created_by=created_by,
+                                                                                 queue=False))
+        out["description_review"] = simulate_relation_review(accuracy=accuracy, seed=seed,
+                                                              stage=WorkItem.Stage.DESCRIPTION)
+        out["queries"] = generation_run_execute(run=generation_run_create(pools=pools, created_by=created_by,
+                                                                          queue=False))
+        out["relation_review"] = simulate_relation_review(accuracy=accuracy, seed=seed, stage=WorkItem.Stage.RELATION)
+    say("descriptions, queries and relation rows reviewed")
+    out["mining"] = {}
+    for split in ("train", "dev", "test"):
+        out["mining"][split] = mining_run_execute(run=mining_run_create(split=split, created_by=created_by, queue=False))
+    simulate_relation_review(accuracy=accuracy, seed=seed, stage=WorkItem.Stage.PAIR)
+    for split in ("dev", "test"):
+        completion_pairs_queue(split=split)
+    out["pair_review"] = simulate_relation_review(accuracy=1.0, seed=seed + 1, stage=WorkItem.Stage.PAIR)
+    say("cross-video pairs reviewed")
+    out["snapshots"] = {}
+    for split in ("train", "dev", "test"):
+        report = completeness_report(split=split)
+        try:
+            snap = relation_snapshot_create(split=split, name=f"simulated seed {seed}", created_by=created_by,
+                                            allow_incomplete=split == "train")
+            out["snapshots"][split] = {"id": snap.pk, "sha256": snap.content_sha256, "complete": snap.complete,
+                                       **{k: snap.counts[k] for k in ("n_queries", "n_tracks", "n_relations")}}
+        except ApplicationError as exc:
+            out["snapshots"][split] = {"error": exc.message, "missing": report["missing"]}
+    return out

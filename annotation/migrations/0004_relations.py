@@ -32,7 +32,7 @@ class Migration(migrations.Migration):
             name='CrossPair',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stratum', models.CharField(help_text='the first stratum it was mined into', max_length=24)),
+                ('stratum', models.CharField(help_text='its highest-priority stratum (models.mining.STRATA_PRIORITY)', max_length=24)),
                 ('strata', models.JSONField(default=list)),
                 ('provenance', models.JSONField(default=list, help_text='[{run, stratum, similarity, encoder}] per mining')),
                 ('similarity', models.FloatField()),

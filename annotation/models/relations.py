@@ -155,7 +155,7 @@ class CrossPair(models.Model):
 
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="cross_pairs")
     trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.PROTECT, related_name="cross_pairs")
-    stratum = models.CharField(max_length=24, help_text="the first stratum it was mined into")
+    stratum = models.CharField(max_length=24, help_text="its highest-priority stratum (models.mining.STRATA_PRIORITY)")
     strata = models.JSONField(default=list)
     provenance = models.JSONField(default=list, help_text="[{run, stratum, similarity, encoder}] per mining")
     similarity = models.FloatField()

@@ -19,7 +19,7 @@ class Command(BaseCommand):
                             help="chance that an annotator votes the truth (otherwise another label at random)")
         parser.add_argument("--adjudicators", type=int, default=1, help="simulated adjudicators")
         parser.add_argument("--seed", type=int, default=0, help="seeds every simulated label")
-        parser.add_argument("--stage", choices=WorkItem.Stage.values, default=None, help="only this stage")
+        parser.add_argument("--stage", choices=[WorkItem.Stage.USABILITY, WorkItem.Stage.IDENTITY], default=None, help="only this stage")
         parser.add_argument("--max-votes", type=int, default=None,
                             help="stop after this many votes (panel and adjudication together)")
 
