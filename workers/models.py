@@ -38,3 +38,123 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"Job {self.pk} {self.kind} {self.status} {self.progress:.0%}"
+
+
+class RunStatus(models.TextChoices):
+    """Where a training or evaluation run stands (its Job holds progress, logs and attempts)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TrainingRun(models.Model):
+    """One training of a retriever on a sealed relation snapshot (DESIGN 2.10).
+
+    ``config`` is the complete ``models.training.TrainConfig`` (the model kind's config under
+    ``"model"``) as it was validated; ``launch`` says how the worker runs it (in its own process or
+    through ``torchrun`` with several processes). Checkpoints live in ``out_dir``; a re-delivered
+    task resumes from the last one and ``resumes`` records where each later attempt started.
+    Per-step loss parts and realized label counts are :class:`TrainingStep` rows.
+    """
+
+    snapshot = models.ForeignKey("annotation.RelationSnapshot", on_delete=models.PROTECT, related_name="training_runs")
+    eval_snapshot = models.ForeignKey("annotation.RelationSnapshot", null=True, blank=True, on_delete=models.PROTECT,
+                                      related_name="+", help_text="evaluated at the end; none: the training snapshot")
+    model_kind = models.CharField(max_length=32)
+    config = models.JSONField(help_text="models.training.TrainConfig with the model's config under 'model'")
+    launch = models.JSONField(default=dict, blank=True, help_text="nproc_per_node and launcher")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="training_run")
+    out_dir = models.CharField(max_length=500, blank=True, help_text="checkpoints, steps.jsonl and result.json")
+    steps_total = models.PositiveIntegerField()
+    steps_done = models.PositiveIntegerField(default=0)
+    resumes = models.JSONField(default=list, blank=True,
+                               help_text="[{attempt, from_step}]: where a re-delivered attempt took over")
+    cancel_requested = models.BooleanField(default=False)
+    result = models.JSONField(default=dict, blank=True, help_text="the trainer's summary: label totals, rates, time")
+    metrics = models.JSONField(default=dict, blank=True, help_text="the final evaluation (T2Traj, Traj2T, OCVR)")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(steps_total__gte=1), name="training_run_steps_total_positive"),
+            models.CheckConstraint(condition=Q(steps_done__lte=models.F("steps_total")),
+                                   name="training_run_steps_done_within_total"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="training_run_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"TrainingRun {self.pk} {self.model_kind} {self.status} {self.steps_done}/{self.steps_total}"
+
+
+class TrainingStep(models.Model):
+    """One optimizer step of a training run: the loss, its parts and the batch's realized counts
+    (positives, negatives, cross-video ones, zero-negative row/column rates) as the trainer
+    reported them, and the delivery (``attempt``) that computed it."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="steps")
+    step = models.PositiveIntegerField(help_text="1-based: the number of optimizer steps done")
+    attempt = models.PositiveIntegerField(help_text="the job delivery that computed the step")
+    loss = models.FloatField(null=True, blank=True)
+    record = models.JSONField(help_text="everything the trainer reported for the step")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run_id", "step"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step"], name="training_step_once"),
+            models.CheckConstraint(condition=Q(step__gte=1), name="training_step_positive"),
+        ]
+
+
+class EvaluationRun(models.Model):
+    """Retrieval figures of a model on a sealed snapshot: a trained run's checkpoint, the untrained
+    model of a kind (its initial weights for a seed), or the exact random baseline."""
+
+    class Kind(models.TextChoices):
+        TRAINED = "trained"
+        UNTRAINED = "untrained"
+        RANDOM = "random"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    training_run = models.ForeignKey(TrainingRun, null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="evaluations")
+    snapshot = models.ForeignKey("annotation.RelationSnapshot", on_delete=models.PROTECT, related_name="evaluation_runs")
+    model_kind = models.CharField(max_length=32, blank=True)
+    config = models.JSONField(default=dict, blank=True, help_text="untrained: the model config and seed")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_run")
+    metrics = models.JSONField(default=dict, blank=True,
+                               help_text="t2traj, traj2t, ocvr (with pool-size strata) and the random baseline")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(kind="trained", training_run__isnull=False)
+                           | Q(kind="untrained", training_run__isnull=True) & ~Q(model_kind="")
+                           | Q(kind="random", training_run__isnull=True, model_kind="")),
+                name="evaluation_run_kind_fits"),
+            models.UniqueConstraint(fields=["training_run", "snapshot"], condition=Q(kind="trained"),
+                                    name="evaluation_run_trained_once_per_snapshot"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="evaluation_run_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"EvaluationRun {self.pk} {self.kind} {self.status}"

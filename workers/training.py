@@ -1,0 +1,626 @@
+"""Training and evaluation runs (DESIGN 2.10): services around ``models.training``.
+
+A **training run** names a sealed relation snapshot, a model kind and a complete
+``models.training.TrainConfig`` (the model kind's config under ``"model"``). Creating one checks
+everything that can be checked without loading weights (the kind, every config key and value, that
+the snapshots are sealed) and queues :func:`workers.tasks.training_run_task` on the ``gpu`` queue
+after the transaction commits. :func:`training_run_execute` runs in the worker:
+
+- it loads the snapshot(s) through ``annotation.services.snapshots.relation_snapshot_load``
+  (refused when the folder no longer matches the sealed hash);
+- it trains into ``out_dir`` (``VAR_DIR/training/<run id>`` of the first worker that runs it) with
+  the trainer's checkpoints; each step's record (loss parts, realized positive/negative counts
+  overall and across videos, zero-negative row/column rates) becomes a :class:`TrainingStep` row,
+  written in batches (at least once a second and at every checkpoint step) so the series is
+  live; the Job's progress follows (throttled);
+- a **re-delivered** task (``acks_late`` + ``reject_on_worker_lost``: the worker died) resumes from
+  the last checkpoint: the trainer redoes the steps after it, the rows of those steps are replaced
+  by the new attempt's and ``resumes`` records ``{attempt, from_step}``. The run ends with the same
+  number of steps as an uninterrupted one. An exclusive lock on ``out_dir`` (released by the
+  kernel when its holder dies) keeps two deliveries from training the same folder at once;
+- cancelling sets a flag that the trainer's ``should_stop`` reads (at most once a second); the
+  trainer saves a checkpoint and the run ends ``cancelled``;
+- with ``launch.nproc_per_node > 1`` (or ``launcher="torchrun"``) the worker starts
+  ``torchrun`` with :mod:`workers.train_entry` as a subprocess, tails its per-step progress file
+  and turns a cancel into the stop file;
+- at the end the trainer evaluates on the evaluation snapshot (the training snapshot when none is
+  named): the figures are stored on the run and as its :class:`EvaluationRun`.
+
+An **evaluation run** scores a finished training run's checkpoint, the untrained model of a kind
+(its initial weights for a seed) or the exact random baseline on a sealed snapshot; the first two
+are queued on the ``gpu`` queue, the random baseline is computed at once.
+
+The path of the snapshot folders and of ``out_dir`` must be the same on the web and worker
+machines (shared storage); resuming after a lost worker needs the checkpoint folder to be
+reachable by the worker that takes over.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import importlib
+import json
+import logging
+import math
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from common.errors import ApplicationError, ConflictError
+from workers.models import EvaluationRun, Job, RunStatus, TrainingRun, TrainingStep
+from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
+
+logger = logging.getLogger(__name__)
+
+TERMINAL = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+LAUNCHERS = ("auto", "inline", "torchrun")
+# The config class of each model kind's "model" dict (checked at creation, without loading weights).
+MODEL_CONFIG_CLASSES = {
+    "vtrajembed": "models.vtrajembed:VTrajEmbedConfig",
+    "scout": "models.scout:ScoutRetrieverConfig",
+    "actpair": "models.actpair:ActPairRetrieverConfig",
+}
+# Nested encoder and feature settings that every model kind shares, with their config classes.
+NESTED_CONFIG_CLASSES = {
+    "appearance": "models.encoders:ImageEncoderConfig",
+    "context": "models.encoders:ImageEncoderConfig",
+    "text": "models.encoders:TextEncoderConfig",
+    "features": "models.features:FeatureConfig",
+}
+STEP_FLUSH_SECONDS = 1.0                         # TrainingStep rows are written at least this often
+CANCEL_POLL_SECONDS = 1.0                        # the cancel flag is read at most this often
+TORCHRUN_POLL_SECONDS = 0.5                      # how often the worker tails a torchrun attempt
+
+
+@dataclass
+class LaunchConfig:
+    """How the worker runs a training (the keys sit next to the TrainConfig keys in a request)."""
+
+    nproc_per_node: int = 1                      # training processes on the worker's machine (one per GPU)
+    launcher: str = "auto"                       # "auto": torchrun when nproc_per_node > 1; "inline"; "torchrun"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nproc_per_node, int) or isinstance(self.nproc_per_node, bool) \
+                or not 1 <= self.nproc_per_node <= 64:
+            raise ValueError(f"nproc_per_node must be an integer in 1..64, got {self.nproc_per_node!r}")
+        if self.launcher not in LAUNCHERS:
+            raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {self.launcher!r}")
+        if self.launcher == "inline" and self.nproc_per_node > 1:
+            raise ValueError("several processes (nproc_per_node > 1) need the torchrun launcher")
+
+    @property
+    def uses_torchrun(self) -> bool:
+        return self.launcher == "torchrun" or (self.launcher == "auto" and self.nproc_per_node > 1)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> LaunchConfig:
+        return cls(**(data or {}))
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# -- plain helpers --------------------------------------------------------------------------------------
+def json_safe(value):
+    """``value`` as strict JSON data: NaN and infinities become ``None`` (PostgreSQL's JSON has no
+    NaN), tuples become lists, NumPy and torch scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _import(path: str):
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def training_root() -> Path:
+    return Path(settings.VAR_DIR) / "training"
+
+
+def feature_cache_dir() -> str:
+    """The content-keyed frozen-feature cache shared by every run of this machine."""
+    return str(Path(settings.VAR_DIR) / "feature_cache")
+
+
+def _sealed(snapshot, what: str) -> None:
+    if snapshot is None:
+        raise ApplicationError(f"{what} is required", code="invalid_snapshot")
+    if snapshot.sealed_at is None:
+        raise ConflictError(f"{what} {snapshot.pk} is not sealed yet; only sealed snapshots can be used",
+                            code="snapshot_not_sealed")
+
+
+# -- validation -----------------------------------------------------------------------------------------
+def training_config_validate(*, model_kind: str, config: dict | None) -> tuple[dict, LaunchConfig]:
+    """The complete TrainConfig (as a dict) and the launch settings of a request, or a 400.
+
+    ``config`` holds ``TrainConfig`` keys (``steps``, ``batch_size``, ``lr``, ``batching``,
+    ``model``, ...) and optionally the launch keys ``nproc_per_node`` and ``launcher``. The model
+    kind must be registered in ``models.training.MODEL_KINDS``; its ``model`` dict is checked by
+    the kind's config class, and the nested encoder and feature dicts by theirs. Local weight
+    paths are checked by the worker that loads them (they may exist only there).
+    """
+    from models.batching import BatchingConfig
+    from models.training import MODEL_KINDS, TrainConfig
+
+    if model_kind not in MODEL_KINDS:
+        raise ApplicationError(f"unknown model kind {model_kind!r}; known: {', '.join(sorted(MODEL_KINDS))}",
+                               code="invalid_model_kind")
+    if config is not None and not isinstance(config, dict):
+        raise ApplicationError("config must be a JSON object of TrainConfig keys", code="invalid_config")
+    data = dict(config or {})
+    launch_keys = {f.name for f in dataclasses.fields(LaunchConfig)}
+    try:
+        launch = LaunchConfig.from_dict({k: data.pop(k) for k in list(data) if k in launch_keys})
+        train_config = TrainConfig.from_dict(data)
+        if not train_config.eval_at_end:
+            raise ValueError("eval_at_end cannot be false: a training run always ends with an evaluation run")
+        if train_config.batch_size % launch.nproc_per_node:
+            raise ValueError(f"batch_size {train_config.batch_size} must be a multiple of nproc_per_node "
+                             f"{launch.nproc_per_node} (each process takes an equal share)")
+        BatchingConfig.from_dict(train_config.batching)
+        model = train_config.model
+        if not isinstance(model, dict):
+            raise ValueError("model must be a JSON object of the model kind's config")
+        if model_kind in MODEL_CONFIG_CLASSES:
+            _import(MODEL_CONFIG_CLASSES[model_kind]).from_dict(dict(model))
+        for key, path in NESTED_CONFIG_CLASSES.items():
+            if isinstance(model.get(key), dict):
+                _import(path).from_dict(model[key])
+    except (TypeError, ValueError) as exc:
+        raise ApplicationError(f"invalid training config: {exc}", code="invalid_config") from None
+    return json_safe(train_config.as_dict()), launch
+
+
+# -- training runs ---------------------------------------------------------------------------------------
+def training_run_create(*, snapshot, model_kind: str, config: dict | None = None, eval_snapshot=None,
+                        created_by=None, queue: bool = True) -> TrainingRun:
+    """Record a training run (with its Job on the ``gpu`` queue) and queue it after commit.
+
+    Refused with 400 for an unknown kind or a bad config, with 409 for a snapshot that is not
+    sealed."""
+    _sealed(snapshot, "snapshot")
+    if eval_snapshot is not None:
+        _sealed(eval_snapshot, "eval_snapshot")
+    train_config, launch = training_config_validate(model_kind=model_kind, config=config)
+    with transaction.atomic():
+        job = job_create(kind="training_run", queue="gpu", created_by=created_by,
+                         params={"snapshot": snapshot.pk, "model_kind": model_kind})
+        run = TrainingRun.objects.create(
+            snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=model_kind, config=train_config,
+            launch=launch.as_dict(), job=job, steps_total=train_config["steps"], created_by=created_by)
+        job.params = {**job.params, "run": run.pk}
+        job.save(update_fields=["params"])
+        if queue:
+            from workers.tasks import training_run_task
+
+            transaction.on_commit(lambda: training_run_task.apply_async(args=[run.pk], queue="gpu"))
+    return run
+
+
+def training_run_cancel(*, run: TrainingRun, user=None) -> TrainingRun:
+    """Ask a run to stop. A queued run is cancelled at once; a running one stops at its next
+    step after a checkpoint (the trainer reads the flag); a finished one is a 409.
+
+    Locks the run row so that a worker starting it at the same time sees either the flag or the
+    cancelled status."""
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run.pk)
+        if run.status in TERMINAL:
+            raise ConflictError(f"training run {run.pk} is already {run.status}", code="run_finished")
+        run.cancel_requested = True
+        fields = ["cancel_requested", "updated_at"]
+        if run.status == RunStatus.QUEUED:
+            run.status = RunStatus.CANCELLED
+            run.finished_at = timezone.now()
+            fields += ["status", "finished_at"]
+        run.save(update_fields=fields)
+        who = f" by {user.get_username()}" if user is not None else ""
+        if run.job_id is not None:
+            if run.status == RunStatus.CANCELLED:
+                job_fail(job=run.job, error=f"cancelled{who} before it started")
+            else:
+                JobReporter(run.job).log(f"cancel requested{who}")
+    return run
+
+
+class _StepRecorder:
+    """``on_step`` of the trainer: TrainingStep rows in batches, steps_done and the Job's progress.
+
+    The first record of an attempt says where the trainer resumed (its step minus one): rows past
+    that point (written by a killed attempt after its last checkpoint) are deleted, so the series
+    never has a gap or a step from two attempts."""
+
+    def __init__(self, run: TrainingRun, attempt: int, reporter: JobReporter, checkpoint_every: int):
+        self.run = run
+        self.attempt = attempt
+        self.reporter = reporter
+        self.checkpoint_every = max(1, int(checkpoint_every))
+        self.buffer: list[TrainingStep] = []
+        self.first_step: int | None = None
+        self.last_step = run.steps_done
+        self._last_flush = time.monotonic()
+
+    def __call__(self, record: dict) -> None:
+        step = int(record["step"])
+        if self.first_step is None:
+            self.first_step = step
+            self._start(step - 1)
+        record = json_safe(record)
+        loss = record.get("loss")
+        self.buffer.append(TrainingStep(run_id=self.run.pk, step=step, attempt=self.attempt,
+                                        loss=loss if isinstance(loss, int | float) else None, record=record))
+        self.last_step = step
+        total = self.run.steps_total
+        if (time.monotonic() - self._last_flush >= STEP_FLUSH_SECONDS or step % self.checkpoint_every == 0
+                or step >= total):
+            self.flush()
+        text = f"step {step}/{total}" + (f" · loss {loss:.4f}" if isinstance(loss, int | float) else "")
+        self.reporter(min(step / total, 1.0), text)
+
+    def _start(self, from_step: int) -> None:
+        with transaction.atomic():
+            TrainingStep.objects.filter(run_id=self.run.pk, step__gt=from_step).delete()
+            run = TrainingRun.objects.select_for_update().get(pk=self.run.pk)
+            if from_step > 0:
+                run.resumes = [*run.resumes, {"attempt": self.attempt, "from_step": from_step}]
+            run.steps_done = from_step
+            run.save(update_fields=["resumes", "steps_done", "updated_at"])
+            self.run.resumes = run.resumes
+        if from_step > 0:
+            self.reporter.log(f"attempt {self.attempt} resumed from the checkpoint at step {from_step}")
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        with transaction.atomic():
+            TrainingStep.objects.bulk_create(self.buffer, update_conflicts=True, unique_fields=["run", "step"],
+                                             update_fields=["attempt", "loss", "record"])
+            TrainingRun.objects.filter(pk=self.run.pk).update(steps_done=self.last_step, updated_at=timezone.now())
+        self.buffer = []
+        self._last_flush = time.monotonic()
+
+
+class _CancelPoll:
+    """``should_stop`` of the trainer: the run's cancel flag, read at most once a second."""
+
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self._last = 0.0
+        self._value = False
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if not self._value and now - self._last >= CANCEL_POLL_SECONDS:
+            self._last = now
+            self._value = TrainingRun.objects.filter(pk=self.run_id, cancel_requested=True).exists()
+        return self._value
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[bool]:
+    """An exclusive, non-blocking lock on ``path``: yields whether it was taken. The kernel drops it
+    when the holder exits, even on SIGKILL."""
+    fh = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        fh.close()
+
+
+def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None] | None = None) -> TrainingRun:
+    """Train ``run`` (the module docstring): idempotent for finished runs, resuming for started ones.
+
+    ``echo(fraction, message)`` sees every progress call (a terminal bar). Failures are recorded on
+    the run and its Job (the traceback in the Job) and not raised: retrying the same config will
+    not help. Locks the run row while deciding to start, so a cancel in between is not lost."""
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().select_related("snapshot", "eval_snapshot", "job").get(pk=run.pk)
+        if run.status in TERMINAL:
+            return run
+        if run.cancel_requested:                 # asked to stop while it was between deliveries
+            run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
+            run.save(update_fields=["status", "finished_at", "updated_at"])
+            if run.job_id is not None:
+                job_fail(job=run.job, error=f"cancelled at step {run.steps_done}/{run.steps_total}")
+            return run
+        if not run.out_dir:
+            run.out_dir = str(training_root() / str(run.pk))
+        run.status = RunStatus.RUNNING
+        run.started_at = run.started_at or timezone.now()
+        run.save(update_fields=["out_dir", "status", "started_at", "updated_at"])
+    out = Path(run.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with _exclusive(out / ".train.lock") as held:
+        if not held:
+            logger.warning("training run %s is being trained by another process; this delivery does nothing", run.pk)
+            return run
+        job = job_start(job=run.job) if run.job_id is not None else None
+        attempt = job.attempts if job is not None else 1 + max(run.steps.values_list("attempt", flat=True), default=0)
+        reporter = JobReporter(job, echo=echo, min_interval=0.5)
+        try:
+            result = _train(run, attempt, reporter)
+        except Exception as exc:
+            logger.exception("training run %s failed", run.pk)
+            return _fail(run, job, exc)
+    return _finish(run, job, result)
+
+
+def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
+    from annotation.services.snapshots import relation_snapshot_load
+
+    config = {**run.config, "cache_dir": run.config.get("cache_dir") or feature_cache_dir()}
+    launch = LaunchConfig.from_dict(run.launch)
+    recorder = _StepRecorder(run, attempt, reporter, config.get("checkpoint_every", 1))
+    stop = _CancelPoll(run.pk)
+    reporter.log(f"attempt {attempt}: {run.model_kind}, {run.steps_total} steps"
+                 + (f", torchrun with {launch.nproc_per_node} process(es)" if launch.uses_torchrun else ""))
+    if launch.uses_torchrun:
+        result = _train_torchrun(run, config, launch, attempt, recorder, stop)
+    else:
+        from models.training import train
+
+        data = relation_snapshot_load(snapshot=run.snapshot)
+        eval_data = relation_snapshot_load(snapshot=run.eval_snapshot) if run.eval_snapshot_id else data
+        result = train(data, run.model_kind, config, run.out_dir, eval_snapshot=eval_data, on_step=recorder,
+                       should_stop=stop)
+    recorder.flush()
+    return result
+
+
+def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attempt: int,
+                    recorder: _StepRecorder, stop: _CancelPoll) -> dict:
+    """One attempt through ``torchrun`` (:mod:`workers.train_entry`), tailing its progress file."""
+    from annotation.services.snapshots import relation_snapshot_load
+    from workers.train_entry import command, die_with_parent
+
+    relation_snapshot_load(snapshot=run.snapshot)            # refuse a changed folder before launching
+    evaluated = run.eval_snapshot if run.eval_snapshot_id else run.snapshot
+    out = Path(run.out_dir)
+    progress, stop_file, config_file = out / f"progress-{attempt}.jsonl", out / "STOP", out / "train_config.json"
+    for stale in (progress, stop_file, out / "result.json"):
+        stale.unlink(missing_ok=True)
+    config_file.write_text(json.dumps(config))
+    cmd = command(nproc_per_node=launch.nproc_per_node, snapshot_dir=run.snapshot.path,
+                  snapshot_sha=run.snapshot.content_sha256, model_kind=run.model_kind, config_file=str(config_file),
+                  out_dir=str(out), eval_snapshot_dir=evaluated.path, eval_snapshot_sha=evaluated.content_sha256,
+                  progress_file=str(progress), stop_file=str(stop_file))
+    recorder.reporter.log("launch: " + " ".join(cmd))
+    with open(out / f"torchrun-{attempt}.log", "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR,
+                                preexec_fn=die_with_parent)
+        offset = 0
+        try:
+            while proc.poll() is None:
+                offset = _drain(progress, offset, recorder)
+                if stop() and not stop_file.exists():
+                    stop_file.touch()
+                time.sleep(TORCHRUN_POLL_SECONDS)
+        finally:
+            if proc.poll() is None:            # this worker is being stopped: take the trainers along
+                proc.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=30)
+                if proc.poll() is None:
+                    proc.kill()
+    _drain(progress, offset, recorder)
+    if proc.returncode != 0:
+        tail = (out / f"torchrun-{attempt}.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"torchrun exited with status {proc.returncode}:\n{tail}")
+    return json.loads((out / "result.json").read_text())
+
+
+def _drain(path: Path, offset: int, on_step: Callable[[dict], None]) -> int:
+    """Feed the complete JSON lines of ``path`` after byte ``offset`` to ``on_step``; the new offset."""
+    if not path.is_file():
+        return offset
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        chunk = fh.read()
+    end = chunk.rfind(b"\n") + 1
+    for line in chunk[:end].splitlines():
+        if line.strip():
+            on_step(json.loads(line))
+    return offset + end
+
+
+def _fail(run: TrainingRun, job: Job | None, error: BaseException) -> TrainingRun:
+    text = error.message if isinstance(error, ApplicationError) else f"{type(error).__name__}: {error}"
+    TrainingRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=text[:10000],
+                                                 finished_at=timezone.now(), updated_at=timezone.now())
+    if job is not None:
+        job_fail(job=job, error=text if isinstance(error, ApplicationError) else error)
+    run.refresh_from_db()
+    return run
+
+
+def _finish(run: TrainingRun, job: Job | None, result: dict) -> TrainingRun:
+    """Record the trainer's summary: a cancelled run, or a finished one with its evaluation run."""
+    summary = json_safe({k: v for k, v in result.items() if k != "metrics"})
+    now = timezone.now()
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run.pk)
+        run.result, run.steps_done, run.finished_at = summary, int(result["step"]), now
+        evaluation = None
+        if result["status"] == "stopped":
+            run.status = RunStatus.CANCELLED
+        else:
+            run.status = RunStatus.SUCCEEDED
+            run.metrics = json_safe(result.get("metrics") or {})
+            evaluation, _ = EvaluationRun.objects.update_or_create(
+                kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
+                defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
+                          "finished_at": now},
+                create_defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
+                                 "finished_at": now, "created_by": run.created_by})
+        run.save(update_fields=["result", "steps_done", "finished_at", "status", "metrics", "updated_at"])
+    if job is not None:
+        if run.status == RunStatus.CANCELLED:
+            job_fail(job=job, error=f"cancelled at step {run.steps_done}/{run.steps_total} (checkpoint kept)")
+        else:
+            t2 = run.metrics.get("t2traj") or {}
+            job_succeed(job=job, result={"run": run.pk, "steps": run.steps_done, "evaluation": evaluation.pk,
+                                         "t2traj_R@1": t2.get("R@1"), "t2traj_mAP": t2.get("mAP")},
+                        message=f"{run.steps_done} steps; T2Traj R@1 {_pct(t2.get('R@1'))}, mAP {_pct(t2.get('mAP'))}")
+    return run
+
+
+def _pct(value) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "n/a"
+
+
+# -- evaluation runs -------------------------------------------------------------------------------------
+def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, training_run: TrainingRun | None = None,
+                          model_kind: str | None = None, config: dict | None = None, created_by=None,
+                          queue: bool = True) -> tuple[EvaluationRun, bool]:
+    """Evaluate on a sealed snapshot: a succeeded training run (``kind="trained"``; one evaluation per
+    run and snapshot: asking again returns the existing one), the untrained model of ``model_kind``
+    (``config``: ``{"model": {...}, "seed": 0}``) or the random baseline (computed at once).
+    Returns ``(run, created)``; the first two are queued on the ``gpu`` queue after commit."""
+    _sealed(snapshot, "snapshot")
+    if kind not in EvaluationRun.Kind.values:
+        raise ApplicationError(f"kind must be one of {', '.join(EvaluationRun.Kind.values)}", code="invalid_kind")
+    stored: dict = {}
+    if kind == EvaluationRun.Kind.TRAINED:
+        if training_run is None:
+            raise ApplicationError("a trained evaluation needs training_run", code="invalid_training_run")
+        if model_kind or config:
+            raise ApplicationError("model_kind and config come from the training run; leave them out",
+                                   code="invalid_config")
+        if training_run.status != RunStatus.SUCCEEDED:
+            raise ConflictError(f"training run {training_run.pk} is {training_run.status}; only a succeeded run "
+                                "has a final checkpoint to evaluate", code="run_not_finished")
+        model_kind = training_run.model_kind
+        existing = EvaluationRun.objects.filter(kind=kind, training_run=training_run, snapshot=snapshot).first()
+        if existing is not None:
+            return existing, False
+    elif training_run is not None:
+        raise ApplicationError(f"a {kind} evaluation takes no training_run", code="invalid_training_run")
+    if kind == EvaluationRun.Kind.UNTRAINED:
+        stored = _untrained_config(model_kind, config)
+    if kind == EvaluationRun.Kind.RANDOM:
+        if model_kind or config:
+            raise ApplicationError("the random baseline takes no model_kind or config", code="invalid_config")
+        return _random_evaluation(snapshot, created_by), True
+    with transaction.atomic():
+        job = job_create(kind="evaluation_run", queue="gpu", created_by=created_by,
+                         params={"snapshot": snapshot.pk, "kind": kind})
+        run = EvaluationRun.objects.create(kind=kind, training_run=training_run, snapshot=snapshot,
+                                           model_kind=model_kind or "", config=stored, job=job, created_by=created_by)
+        job.params = {**job.params, "run": run.pk}
+        job.save(update_fields=["params"])
+        if queue:
+            from workers.tasks import evaluation_run_task
+
+            transaction.on_commit(lambda: evaluation_run_task.apply_async(args=[run.pk], queue="gpu"))
+    return run, True
+
+
+def _untrained_config(model_kind: str | None, config: dict | None) -> dict:
+    if not model_kind:
+        raise ApplicationError("an untrained evaluation needs model_kind", code="invalid_model_kind")
+    if config is not None and not isinstance(config, dict):
+        raise ApplicationError("config must be a JSON object", code="invalid_config")
+    data = dict(config or {})
+    unknown = sorted(set(data) - {"model", "seed", "device"})
+    if unknown:
+        raise ApplicationError(f"an untrained evaluation takes model, seed and device; not {', '.join(unknown)}",
+                               code="invalid_config")
+    train_config, _ = training_config_validate(model_kind=model_kind, config=data)
+    return {"model": train_config["model"], "seed": train_config["seed"], "device": train_config["device"]}
+
+
+def _random_evaluation(snapshot, created_by) -> EvaluationRun:
+    from annotation.services.snapshots import relation_snapshot_load
+    from models.training import random_baseline
+
+    data = relation_snapshot_load(snapshot=snapshot)
+    return EvaluationRun.objects.create(kind=EvaluationRun.Kind.RANDOM, snapshot=snapshot, status=RunStatus.SUCCEEDED,
+                                        metrics=json_safe({"random": random_baseline(data)}), created_by=created_by,
+                                        finished_at=timezone.now())
+
+
+def evaluation_run_execute(*, run: EvaluationRun, echo: Callable[[float, str], None] | None = None) -> EvaluationRun:
+    """Compute a queued evaluation run's figures (idempotent: a finished run is returned as it is).
+    Failures are recorded on the run and its Job, not raised."""
+    import torch
+
+    from annotation.services.snapshots import relation_snapshot_load
+    from models.training import build_model, evaluate, load_model, random_baseline
+
+    run = EvaluationRun.objects.select_related("training_run", "snapshot", "job").get(pk=run.pk)
+    if run.status in TERMINAL:
+        return run
+    EvaluationRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, updated_at=timezone.now())
+    job = job_start(job=run.job) if run.job_id is not None else None
+    reporter = JobReporter(job, echo=echo)
+    try:
+        data = relation_snapshot_load(snapshot=run.snapshot)
+        reporter(0.1, "snapshot loaded")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if run.kind == EvaluationRun.Kind.RANDOM:
+            metrics = {"random": random_baseline(data)}
+        else:
+            if run.kind == EvaluationRun.Kind.TRAINED:
+                model, _ = load_model(run.training_run.out_dir, device=device)
+            else:
+                torch.manual_seed(int(run.config.get("seed", 0)))
+                model = build_model(run.model_kind, run.config.get("model") or {})
+                model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
+            reporter(0.3, "model loaded; embedding the snapshot")
+            metrics = evaluate(model, data, cache_dir=feature_cache_dir())
+    except Exception as exc:
+        logger.exception("evaluation run %s failed", run.pk)
+        text = exc.message if isinstance(exc, ApplicationError) else f"{type(exc).__name__}: {exc}"
+        EvaluationRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=text[:10000],
+                                                       finished_at=timezone.now(), updated_at=timezone.now())
+        if job is not None:
+            job_fail(job=job, error=text if isinstance(exc, ApplicationError) else exc)
+        run.refresh_from_db()
+        return run
+    run.metrics = json_safe(metrics)
+    run.status = RunStatus.SUCCEEDED
+    run.finished_at = timezone.now()
+    run.save(update_fields=["metrics", "status", "finished_at", "updated_at"])
+    if job is not None:
+        t2 = run.metrics.get("t2traj") or run.metrics.get("random") or {}
+        job_succeed(job=job, result={"evaluation": run.pk, "t2traj_R@1": t2.get("R@1")},
+                    message=f"T2Traj R@1 {_pct(t2.get('R@1'))}, mAP {_pct(t2.get('mAP'))}")
+    return run
+
+
+# -- reading ------------------------------------------------------------------------------------------
+def training_step_series(*, run: TrainingRun, after: int = 0, limit: int = 5000) -> dict:
+    """The per-step series of a run as columns (``{"step": [...], "loss": [...], ...}``) from step
+    ``after + 1`` on, at most ``limit`` steps: what a live loss curve polls for."""
+    records = list(TrainingStep.objects.filter(run=run, step__gt=after).order_by("step")
+                   .values_list("step", "attempt", "record")[:limit])
+    keys: list[str] = []
+    for _, _, record in records:
+        keys += [k for k in record if k not in keys and k != "step"]
+    series: dict[str, list] = {"step": [s for s, _, _ in records], "attempt": [a for _, a, _ in records]}
+    for key in keys:
+        series[key] = [record.get(key) for _, _, record in records]
+    return series
