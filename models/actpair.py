@@ -37,7 +37,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 import torch
@@ -269,28 +269,31 @@ def embed_texts(embedder, texts: Sequence[str]) -> np.ndarray:
     return arr / norms
 
 
-def average_linkage(unit: np.ndarray, *, threshold: float | None = 0.7,
-                    n_clusters: int | None = None) -> list[list[int]]:
+def average_linkage(unit: np.ndarray, *, threshold: float | None = 0.7, n_clusters: int | None = None,
+                    max_clusters: int | None = None) -> list[list[int]]:
     """Deterministic average-linkage agglomerative clustering of unit rows on cosine similarity.
 
     Repeatedly merges the two clusters with the highest mean pairwise similarity (ties: the pair
-    with the lowest indices) until ``n_clusters`` remain, or, without ``n_clusters``, until that
-    similarity falls below ``threshold``. Returns clusters as sorted member lists, ordered by
-    their first member."""
+    with the lowest indices) until ``n_clusters`` remain; without ``n_clusters``, until that
+    similarity falls below ``threshold`` and at most ``max_clusters`` (if given) remain. Returns
+    clusters as sorted member lists, ordered by their first member."""
     n = unit.shape[0]
     if n_clusters is None and threshold is None:
         raise ValueError("give threshold or n_clusters")
     if n_clusters is not None and not 1 <= n_clusters <= n:
         raise ValueError(f"n_clusters must be in 1..{n}, got {n_clusters}")
+    if max_clusters is not None and max_clusters < 1:
+        raise ValueError(f"max_clusters must be >= 1, got {max_clusters}")
     sim = unit @ unit.T                                                      # [n, n]
     np.fill_diagonal(sim, -np.inf)
     size = np.ones(n)
     members = {i: [i] for i in range(n)}
     while len(members) > 1:
-        if n_clusters is not None and len(members) <= n_clusters:
-            break
         i, j = divmod(int(np.argmax(sim)), n)                               # first maximum: i < j
-        if n_clusters is None and sim[i, j] < threshold:
+        if n_clusters is not None:
+            if len(members) <= n_clusters:
+                break
+        elif sim[i, j] < threshold and (max_clusters is None or len(members) <= max_clusters):
             break
         merged = (size[i] * sim[i] + size[j] * sim[j]) / (size[i] + size[j])  # [n]
         sim[i], sim[:, i] = merged, merged
@@ -357,17 +360,20 @@ def _vocabulary(kind: str, ranked: list[tuple[str, int]], mapping: dict[str, str
 
 
 def build_vocabulary(tags: Mapping[str, int] | Iterable[str], embedder, *, kind: str = "action",
-                     top_k: int = 100, threshold: float = 0.7, n_clusters: int | None = None) -> TagVocabulary:
+                     top_k: int = 100, threshold: float = 0.7, n_clusters: int | None = None,
+                     max_clusters: int | None = None) -> TagVocabulary:
     """The embedded default of Sec. 3.2: top-K raw tags → text-encoder vectors → average-linkage
     clusters → each cluster named by its most frequent member (ties: alphabetical).
 
     ``threshold`` (cosine, default 0.7) suits sentence encoders such as all-MiniLM-L6-v2, where
     rephrasings of one action ("walking" / "walks" / "person walking") sit above it and different
-    actions below; ``n_clusters`` fixes the number of canonical tags instead."""
+    actions below; ``max_clusters`` caps the number of canonical tags (merging on below the
+    threshold, e.g. to fit an action head); ``n_clusters`` fixes it instead."""
     ranked = top_k_tags(tags, top_k)                                          # most frequent first
     names = [t for t, _ in ranked]
     unit = embed_texts(embedder, names)                                       # [K, d]
-    clusters = average_linkage(unit, threshold=threshold, n_clusters=n_clusters)
+    n_clusters = None if n_clusters is None else min(n_clusters, len(names))
+    clusters = average_linkage(unit, threshold=threshold, n_clusters=n_clusters, max_clusters=max_clusters)
     mapping = {}
     for members in clusters:
         head = names[min(members)]                    # ranked order: most frequent, then alphabetical
@@ -386,21 +392,36 @@ def tag_canonicalisation_prompt(ranked: list[tuple[str, int]], kind: str, n_cate
             "with every raw tag below as a key, written exactly as listed.\n\n" + listing)
 
 
-def build_vocabulary_with_llm(tags: Mapping[str, int] | Iterable[str], llm: Callable[[str], str], *,
-                              kind: str = "action", top_k: int = 100, n_categories: int | None = None,
+def build_vocabulary_with_llm(tags: Mapping[str, int] | Iterable[str], llm, *, kind: str = "action",
+                              top_k: int = 100, n_categories: int | None = None,
                               embedder=None) -> TagVocabulary:
-    """The paper's path: an LLM (``prompt -> answer``) maps the top-K tags onto canonical names.
+    """The paper's path: an LLM maps the top-K tags onto canonical names.
 
-    The answer must be a JSON object ``{"mapping": {raw: canonical}}`` covering every top-K tag
-    (:class:`models.facts.InvalidOutput` otherwise, with the raw answer). With an ``embedder`` the
-    vocabulary also gets centroids for :meth:`TagVocabulary.assign`."""
+    ``llm`` is a ``models.llm`` language backend (its ``canonicalise_tags``, with ``n_categories``
+    as the most canonical names, 16 when not given) or any ``prompt -> answer`` callable, asked
+    with :func:`tag_canonicalisation_prompt` for a JSON object ``{"mapping": {raw: canonical}}``.
+    Every top-K tag must be mapped (:class:`models.facts.InvalidOutput` otherwise, with the raw
+    answer). With an ``embedder`` the vocabulary also gets centroids for
+    :meth:`TagVocabulary.assign`."""
     ranked = top_k_tags(tags, top_k)
-    prompt = tag_canonicalisation_prompt(ranked, kind, n_categories)
-    answer = llm(prompt)
-    data = load_json_object(answer)
-    raw_map = data.get("mapping")
-    if not isinstance(raw_map, dict):
-        raise InvalidOutput('the answer has no "mapping" object', answer)
+    if hasattr(llm, "canonicalise_tags"):
+        occurrences = [tag for tag, count in ranked for _ in range(count)]
+        result = llm.canonicalise_tags(occurrences, kind=kind, top_k=top_k, max_vocabulary=n_categories or 16)
+        if result.failed:
+            raise InvalidOutput(f"the language backend gave no usable {kind} canonicalisation",
+                                "\n".join(getattr(result.provenance, "raw_texts", []) or []))
+        raw_map, answer = result.mapping, json.dumps(result.to_dict(), default=str)
+        if n_categories is not None and len(set(raw_map.values())) > n_categories:
+            raise InvalidOutput(f"asked for at most {n_categories} categories, got {len(set(raw_map.values()))}",
+                                answer)
+        n_categories = None                            # the backend's contract is "at most"
+    elif callable(llm):
+        answer = llm(tag_canonicalisation_prompt(ranked, kind, n_categories))
+        raw_map = load_json_object(answer).get("mapping")
+        if not isinstance(raw_map, dict):
+            raise InvalidOutput('the answer has no "mapping" object', answer)
+    else:
+        raise ValueError("llm must be a models.llm language backend or a callable prompt -> answer")
     given = {normalise_tag(k): normalise_tag(v) for k, v in raw_map.items() if isinstance(v, str)}
     mapping = {}
     for tag, _ in ranked:
@@ -677,3 +698,216 @@ def pairwise_rerank(result: DualViewResult, comparator_for: Callable[[int], Call
         reranked.append(list(order))
         total += int(n_calls)
     return reranked, total
+
+
+# -- the retriever of models.training -------------------------------------------------------------
+# The embedded towers: sized for the frozen CPU features of the embedded encoders and a CPU.
+EMBEDDED_TOWERS = {"d_embed": 256, "d_model": 256, "n_layers": 2, "n_heads": 4}
+
+
+@dataclass
+class ActPairRetrieverConfig:
+    """ActPair as a ``models.training`` retriever: frozen encoders, features, towers, vocabulary."""
+
+    appearance: dict = field(default_factory=dict)   # ImageEncoderConfig of a_t (handcrafted by default)
+    text: dict = field(default_factory=dict)         # TextEncoderConfig of the text tokens (MiniLM)
+    features: dict = field(default_factory=dict)     # FeatureConfig (n_f^max = 32 observations per track)
+    model: dict = field(default_factory=lambda: dict(EMBEDDED_TOWERS))  # ActPairConfig fields
+    geometry: bool = True                            # append g_t to each observation token
+    tag_top_k: int = 100                             # K most frequent raw action tags kept (Eq. 3)
+    tag_threshold: float = 0.7                       # clustering threshold of the embedded vocabulary
+    # the canonical action vocabulary (TagVocabulary.to_dict()); None: built by the first prepare()
+    # from that snapshot's queries and then kept here, so a checkpoint reloads the same classes
+    vocabulary: dict | None = None
+
+    def __post_init__(self) -> None:
+        derived = sorted({"d_visual", "d_text", "max_visual_tokens", "max_text_tokens"} & set(self.model))
+        if derived:
+            raise ValueError(f"ActPairRetrieverConfig.model: {derived} follow from the encoders; leave them out")
+        if not isinstance(self.tag_top_k, int) or self.tag_top_k < 1:
+            raise ValueError(f"tag_top_k must be a positive integer, got {self.tag_top_k!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> ActPairRetrieverConfig:
+        data = dict(data or {})
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown ActPairRetrieverConfig keys: {unknown}")
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def query_action_tag(predicates: Sequence[Predicate | dict]) -> str | None:
+    """The raw action tag of a query for the action head: ``"<event> <value>"`` of its first
+    required event in ``models.facts.EVENTS`` order (``"walks left"``); None without one."""
+    events = [(p.name, p.value) if isinstance(p, Predicate) else (p["name"], p["value"]) for p in predicates]
+    events = [(EVENTS.index(n), i, n, v) for i, (n, v) in enumerate(events) if n in EVENTS and v]
+    if not events:
+        return None
+    _, _, name, value = min(events)
+    return normalise_tag(f"{name} {value}")
+
+
+class ActPairRetriever(nn.Module):
+    """ActPair behind the retriever interface of ``models.training``: the visual tower reads the
+    observation tokens of frozen features, the text tower the frozen text encoder's token states;
+    each query's action label comes from its required events through the canonical vocabulary."""
+
+    kind = "actpair"
+
+    def __init__(self, config: ActPairRetrieverConfig | dict | None = None):
+        super().__init__()
+        from models.encoders import (
+            ImageEncoderConfig,
+            TextEncoderConfig,
+            build_image_encoder,
+            build_text_encoder,
+        )
+        from models.features import GEOMETRY_DIM, FeatureConfig
+
+        cfg = config if isinstance(config, ActPairRetrieverConfig) else ActPairRetrieverConfig.from_dict(config)
+        self.config = cfg
+        self.feature_config = FeatureConfig.from_dict(cfg.features)
+        text_config = TextEncoderConfig.from_dict(cfg.text)
+        # frozen encoders: plain attributes, never in the state dict
+        self.appearance_encoder = build_image_encoder(ImageEncoderConfig.from_dict(cfg.appearance))
+        self.text_encoder = build_text_encoder(text_config)
+        d_visual = self.appearance_encoder.dim + (GEOMETRY_DIM if cfg.geometry else 0)
+        max_text = int(getattr(self.text_encoder, "max_length", None) or text_config.max_length)
+        self.model = ActPair(ActPairConfig.from_dict(
+            {**cfg.model, "d_visual": d_visual, "d_text": self.text_encoder.token_dim,
+             "max_visual_tokens": self.feature_config.n_fast_max, "max_text_tokens": max_text}))
+        self.vocabulary = TagVocabulary.from_dict(cfg.vocabulary) if cfg.vocabulary else None
+        if self.vocabulary is not None and len(self.vocabulary.canonical) > self.model.config.n_actions:
+            raise ValueError(f"the vocabulary has {len(self.vocabulary.canonical)} actions, the head "
+                             f"{self.model.config.n_actions}")
+
+    def config_dict(self) -> dict:
+        return self.config.to_dict()
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.bias.device
+
+    def build_action_vocabulary(self, snapshot) -> TagVocabulary:
+        """The canonical action vocabulary of ``snapshot``'s queries (one raw tag per query with
+        an event), at most ``n_actions`` classes; kept on the model and in its config."""
+        tags = [t for t in (query_action_tag(q.predicates) for q in snapshot.queries) if t]
+        if not tags:
+            raise ValueError(f"no query of snapshot {snapshot.split!r} requires an event: no action tags")
+        vocab = build_vocabulary(tags, self.text_encoder, kind="action", top_k=self.config.tag_top_k,
+                                 threshold=self.config.tag_threshold, max_clusters=self.model.config.n_actions)
+        self.vocabulary = vocab
+        self.config.vocabulary = vocab.to_dict()
+        return vocab
+
+    def prepare(self, snapshot, records=None, *, cache_dir: str | None = None):
+        from dataclasses import replace
+
+        from models.features import FeatureExtractor
+        from models.scout import prepare_observations
+
+        if self.vocabulary is None and snapshot.queries:
+            self.build_action_vocabulary(snapshot)
+        fcfg = replace(self.feature_config, cache_dir=cache_dir or self.feature_config.cache_dir)
+        extractor = FeatureExtractor(fcfg, self.appearance_encoder, text=self.text_encoder)
+        return prepare_observations(extractor, snapshot, records, geometry=self.config.geometry)
+
+    def encode_tracks(self, data, records) -> torch.Tensor:
+        """``E_img`` ``[P, d_embed]`` of ``records`` (row order kept)."""
+        from models.scout import record_rows
+
+        rows = record_rows(data, records)
+        return self.model.encode_tracks(data.tokens[rows].to(self.device), data.mask[rows].to(self.device))
+
+    def encode_queries(self, data, query_ids) -> torch.Tensor:
+        """``E_txt`` ``[Q, d_embed]`` of the queries (row order kept)."""
+        from models.scout import query_rows
+
+        rows = query_rows(data, query_ids)
+        tokens = torch.from_numpy(data.text.tokens[rows]).to(self.device)       # [Q, L, D]
+        mask = torch.from_numpy(data.text.mask[rows]).to(self.device)           # [Q, L]
+        return self.model.encode_queries(tokens, mask)
+
+    @torch.no_grad()
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        """Any query texts (e.g. rewrites) through the frozen text encoder and the text tower."""
+        enc = self.text_encoder.encode(list(texts))
+        return self.model.encode_queries(torch.from_numpy(enc.tokens).to(self.device),
+                                         torch.from_numpy(enc.mask).to(self.device))
+
+    def score(self, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Cosine similarity ``[Q, P]`` (the retrieval score of Sec. 3.4)."""
+        return q @ v.T
+
+    def action_labels(self, data, query_ids) -> torch.Tensor:
+        """Canonical action index of each query ``[Q]`` (-1: no event, or outside the vocabulary)."""
+        if self.vocabulary is None:
+            raise ValueError("no action vocabulary: prepare() a snapshot with queries first")
+        labels = []
+        for q in query_ids:
+            tag = query_action_tag(data.query_predicates[int(q)])
+            labels.append(self.vocabulary.index(tag) if tag else -1)
+        return torch.tensor(labels, dtype=torch.long, device=self.device)
+
+    def training_loss(self, data, batch, ctx) -> dict:
+        """SigLIP over the batch's (query, clean target) pairs (``models.scout.contrastive_pairs``
+        leaves out false in-batch negatives) plus ``λ_action`` times the action term; with
+        ``ctx.gather`` and several ranks SigLIP scores the pairs of all ranks together."""
+        from models.batching import GROUP_SIZE
+        from models.scout import contrastive_pairs
+
+        keep = contrastive_pairs(batch)                                      # [B]
+        qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
+        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
+        gather = ctx.world_size > 1 and ctx.gather
+        rank, world = (ctx.rank, ctx.world_size) if gather else (0, 1)
+        if not local:       # every local group conflicts with an earlier one: contribute no pair
+            d = self.model.config.d_embed
+            empty = torch.zeros(0, d, device=self.device, requires_grad=True)
+            sig = siglip_loss(empty, empty, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
+            return {"loss": sig, "siglip": sig.detach(), "pairs": 0}
+        qids = [batch.query_ids[i] for i in local]
+        img = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])      # [b, E]
+        txt = self.encode_queries(data, qids)                                                # [b, E]
+        sig = siglip_loss(img, txt, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
+        labels = self.action_labels(data, qids)                                              # [b]
+        act = action_loss(self.model.action_logits(img), self.model.action_logits(txt), labels)
+        loss = sig + self.model.config.lambda_action * act["action"]
+        return {"loss": loss, "siglip": sig.detach(), "action": act["action"].detach(), "ce": act["ce"].detach(),
+                "consistency": act["consistency"].detach(), "t": float(self.model.t_prime.detach().exp()),
+                "b": float(self.model.bias.detach()), "pairs": int(keep.sum()) if gather else len(local),
+                "dropped_pairs": len(batch.query_ids) - int(keep.sum()),
+                "labelled_pairs": int((labels >= 0).sum())}
+
+    # -- inference: rewrite and dual-view retrieval ------------------------------------------
+    def rewrite(self, texts: Sequence[str], predicates: Sequence[Sequence[Predicate | dict]],
+                scene_tags: Sequence[str | None] | None = None) -> list[str]:
+        """Template rewrites of queries (:func:`template_rewrite`): each query's predicates, its
+        nearest canonical action tag (:meth:`TagVocabulary.assign` on the frozen text vector) and
+        its scene tag (none by default)."""
+        if len(texts) != len(predicates):
+            raise ValueError(f"{len(texts)} texts but {len(predicates)} predicate lists")
+        scenes = list(scene_tags) if scene_tags is not None else [None] * len(texts)
+        actions = (self.vocabulary.assign(embed_texts(self.text_encoder, list(texts)))
+                   if self.vocabulary is not None and self.vocabulary.centroids and len(texts)
+                   else [None] * len(texts))
+        return [template_rewrite(list(p), action_tag=a, scene_tag=s)
+                for p, a, s in zip(predicates, actions, scenes)]
+
+    @torch.no_grad()
+    def dual_view_search(self, texts: Sequence[str], rewrites: Sequence[str], gallery: torch.Tensor,
+                         top_k: int | None = None, top_m: int | None = None) -> DualViewResult:
+        """Sec. 3.4 over a gallery of track embeddings ``[N, d_embed]``: both views scored with the
+        text tower, the top-K of each united, the mean score, the top-M."""
+        s_orig = self.score(self.encode_texts(texts), gallery.to(self.device))                # [Q, N]
+        s_rew = self.score(self.encode_texts(rewrites), gallery.to(self.device))              # [Q, N]
+        c = self.model.config
+        return dual_view_retrieve(s_orig, s_rew, top_k or c.top_k, top_m or c.top_m)
+
+
+def build_retriever(config: dict | None = None) -> ActPairRetriever:
+    """The factory ``models.training.MODEL_KINDS["actpair"]`` points to."""
+    return ActPairRetriever(config)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 import torch
@@ -486,3 +486,199 @@ def itm_pairs(scores: torch.Tensor, relevance: torch.Tensor, n_negatives: int
     item_idx = torch.cat([pos_i, neg_i])
     label = torch.cat([torch.ones_like(pos_q), torch.zeros_like(neg_q)])
     return query_idx, item_idx, label
+
+
+# -- the retriever of models.training -------------------------------------------------------------
+# The embedded predictor: sized for the frozen CPU features of the embedded encoders (handcrafted
+# appearance, MiniLM) and a CPU. ScoutConfig() itself keeps the paper's 24 layers and K = 64.
+EMBEDDED_PREDICTOR = {"d_model": 256, "n_layers": 4, "n_heads": 4, "ff_mult": 4, "n_prompts": 16}
+
+
+@dataclass
+class ScoutRetrieverConfig:
+    """SCOUT as a ``models.training`` retriever: frozen encoders, features and the predictor."""
+
+    appearance: dict = field(default_factory=dict)   # ImageEncoderConfig of a_t (handcrafted by default)
+    text: dict = field(default_factory=dict)         # TextEncoderConfig: the frozen target space (MiniLM)
+    features: dict = field(default_factory=dict)     # FeatureConfig (n_f^max = 32 observations per track)
+    predictor: dict = field(default_factory=lambda: dict(EMBEDDED_PREDICTOR))  # ScoutConfig fields
+    geometry: bool = True                            # append g_t to each observation token
+
+    def __post_init__(self) -> None:
+        derived = sorted({"d_in", "d_text", "max_tokens"} & set(self.predictor))
+        if derived:
+            raise ValueError(f"ScoutRetrieverConfig.predictor: {derived} follow from the encoders and features; "
+                             "leave them out")
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> ScoutRetrieverConfig:
+        return _from_dict(cls, dict(data or {}))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ObservationData:
+    """A snapshot's frozen features as tensors: one row of observation tokens per track record."""
+
+    rows: dict[tuple[int, int], int]             # record (track id, variant) -> row
+    tokens: torch.Tensor                         # [R, n, d_in] observation tokens, zero-padded
+    mask: torch.Tensor                           # [R, n] bool real observations
+    text: object | None                          # models.features.TextFeatures of the queries
+    query_video: dict[int, int]                  # query id -> video id
+    query_predicates: dict[int, list[dict]]      # query id -> its predicates
+
+
+def observation_tokens(features, geometry: bool = True) -> np.ndarray:
+    """One token per Fast observation of a ``models.features.TrackFeatures``: the appearance
+    vector ``a_t``, followed by the geometry ``g_t`` when ``geometry`` — ``[n_f, D_a (+ 8)]``."""
+    parts = [np.asarray(features.appearance, np.float32)]
+    if geometry:
+        parts.append(np.asarray(features.geometry, np.float32))
+    return np.concatenate(parts, axis=1)
+
+
+def prepare_observations(extractor, snapshot, records=None, *, geometry: bool = True,
+                         with_text: bool = True) -> ObservationData:
+    """Frozen features of every stored track of ``snapshot`` (variant 0), of the extra ``records``
+    (training variants) and of every query, packed as :class:`ObservationData`."""
+    tracks = extractor.snapshot_tracks(snapshot, records)
+    keys = sorted(tracks)
+    if not keys:
+        raise ValueError(f"snapshot {snapshot.split!r} has no tracks")
+    tokens, mask = pad_tokens([torch.from_numpy(observation_tokens(tracks[k], geometry)) for k in keys],
+                              extractor.config.n_fast_max)
+    text = None
+    if with_text and snapshot.queries:
+        text = extractor.text_features([q.id for q in snapshot.queries], [q.text for q in snapshot.queries])
+    return ObservationData(rows={k: i for i, k in enumerate(keys)}, tokens=tokens, mask=mask, text=text,
+                           query_video={q.id: q.video_id for q in snapshot.queries},
+                           query_predicates={q.id: list(q.predicates) for q in snapshot.queries})
+
+
+def record_rows(data: ObservationData, records) -> torch.Tensor:
+    try:
+        return torch.as_tensor([data.rows[tuple(k)] for k in records], dtype=torch.long)
+    except KeyError as exc:
+        raise KeyError(f"record {exc.args[0]} was not prepared") from None
+
+
+def query_rows(data: ObservationData, query_ids) -> np.ndarray:
+    if data.text is None:
+        raise ValueError("no query features were prepared (the snapshot has no queries)")
+    return data.text.rows([int(q) for q in query_ids])
+
+
+def contrastive_pairs(batch) -> torch.Tensor:
+    """Which groups of a ``models.batching.TrainBatch`` give an in-batch contrastive pair.
+
+    Each group pairs its query with its clean target (record ``4i``). InfoNCE and SigLIP treat
+    every other pair in the batch as a negative, so a group is left out (``False``) when its
+    target is the target of an earlier kept group, or when a verified match links it to one (the
+    query of one and the target of the other, ``relation == 1``): those would be false negatives.
+    Unknown (⊥) pairs stay in-batch negatives, as in the papers. ``[B]`` bool, same on every rank.
+    """
+    from models.batching import GROUP_SIZE
+
+    b = len(batch.query_ids)
+    targets = [batch.records[i * GROUP_SIZE][0] for i in range(b)]
+    match = (batch.relation[:, ::GROUP_SIZE] == 1).tolist()                  # [B][B] query i, target j
+    keep = torch.zeros(b, dtype=torch.bool)
+    kept: list[int] = []
+    for i in range(b):
+        if all(targets[i] != targets[j] and not match[i][j] and not match[j][i] for j in kept):
+            keep[i] = True
+            kept.append(i)
+    return keep
+
+
+class ScoutRetriever(nn.Module):
+    """SCOUT behind the retriever interface of ``models.training``: observation tokens of frozen
+    features through the predictor; queries are the frozen text encoder's pooled vectors."""
+
+    kind = "scout"
+
+    def __init__(self, config: ScoutRetrieverConfig | dict | None = None):
+        super().__init__()
+        from models.encoders import (
+            ImageEncoderConfig,
+            TextEncoderConfig,
+            build_image_encoder,
+            build_text_encoder,
+        )
+        from models.features import GEOMETRY_DIM, FeatureConfig
+
+        cfg = config if isinstance(config, ScoutRetrieverConfig) else ScoutRetrieverConfig.from_dict(config)
+        self.config = cfg
+        self.feature_config = FeatureConfig.from_dict(cfg.features)
+        # frozen encoders: plain attributes, never in the state dict
+        self.appearance_encoder = build_image_encoder(ImageEncoderConfig.from_dict(cfg.appearance))
+        self.text_encoder = build_text_encoder(TextEncoderConfig.from_dict(cfg.text))
+        d_in = self.appearance_encoder.dim + (GEOMETRY_DIM if cfg.geometry else 0)
+        self.predictor = ScoutPredictor(ScoutConfig.from_dict(
+            {**cfg.predictor, "d_in": d_in, "d_text": self.text_encoder.dim,
+             "max_tokens": self.feature_config.n_fast_max}))
+
+    def config_dict(self) -> dict:
+        return self.config.to_dict()
+
+    @property
+    def device(self) -> torch.device:
+        return self.predictor.prompts.device
+
+    def prepare(self, snapshot, records=None, *, cache_dir: str | None = None) -> ObservationData:
+        from dataclasses import replace
+
+        from models.features import FeatureExtractor
+
+        fcfg = replace(self.feature_config, cache_dir=cache_dir or self.feature_config.cache_dir)
+        extractor = FeatureExtractor(fcfg, self.appearance_encoder, text=self.text_encoder)
+        return prepare_observations(extractor, snapshot, records, geometry=self.config.geometry)
+
+    def encode_tracks(self, data: ObservationData, records) -> torch.Tensor:
+        """Predicted caption embeddings ``[P, d_text]`` of ``records`` (row order kept)."""
+        rows = record_rows(data, records)
+        return self.predictor(data.tokens[rows].to(self.device), data.mask[rows].to(self.device))
+
+    def encode_queries(self, data: ObservationData, query_ids) -> torch.Tensor:
+        """The frozen text embeddings ``[Q, d_text]`` of the queries, unit rows."""
+        pooled = torch.from_numpy(data.text.pooled[query_rows(data, query_ids)]).to(self.device)
+        return self.predictor.encode_queries(pooled)
+
+    @torch.no_grad()
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        """Any query texts through the frozen text encoder, unit rows ``[Q, d_text]``."""
+        pooled = torch.from_numpy(self.text_encoder.encode(list(texts)).pooled).to(self.device)
+        return self.predictor.encode_queries(pooled)
+
+    def score(self, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Cosine similarity ``[Q, P]`` (SCOUT ranks by it)."""
+        return q @ v.T
+
+    def training_loss(self, data: ObservationData, batch, ctx) -> dict:
+        """Symmetric InfoNCE over (query, clean target) pairs of the batch (:func:`contrastive_pairs`
+        leaves out groups that would be false in-batch negatives); with ``ctx.gather`` and several
+        ranks the pairs of all ranks are scored together."""
+        from models.batching import GROUP_SIZE
+
+        keep = contrastive_pairs(batch)                                      # [B]
+        qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
+        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
+        gather = ctx.world_size > 1 and ctx.gather
+        if local:
+            pred = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])   # [b, d]
+            target = self.encode_queries(data, [batch.query_ids[i] for i in local])            # [b, d]
+        else:       # every local group conflicts with an earlier one: contribute no pair
+            d = self.predictor.config.d_text
+            pred = torch.zeros(0, d, device=self.device, requires_grad=True)
+            target = torch.zeros(0, d, device=self.device)
+        rank, world = (ctx.rank, ctx.world_size) if gather else (0, 1)
+        loss = info_nce(pred, target, self.predictor.config.tau, rank=rank, world_size=world)
+        n_pairs = int(keep.sum()) if gather else len(local)
+        return {"loss": loss, "pairs": n_pairs, "dropped_pairs": len(batch.query_ids) - int(keep.sum())}
+
+
+def build_retriever(config: dict | None = None) -> ScoutRetriever:
+    """The factory ``models.training.MODEL_KINDS["scout"]`` points to."""
+    return ScoutRetriever(config)

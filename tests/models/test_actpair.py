@@ -390,3 +390,76 @@ def test_dual_view_then_rerank_end_to_end():
     facts = {0: CANDIDATE_FACTS[10], 1: CANDIDATE_FACTS[12], 2: CANDIDATE_FACTS[13]}
     reranked, calls = pairwise_rerank(result, lambda q: FactComparator(PREDICATES, facts))
     assert reranked == [[0, 1, 2]] and calls == 3
+
+
+# -- the retriever of models.training -------------------------------------------------------------
+def test_query_action_tag_takes_the_first_required_event():
+    from models.actpair import query_action_tag
+
+    preds = [{"name": "upper_colour", "value": "red", "fact_ids": ["a"]},
+             {"name": "stands", "value": "still", "fact_ids": ["b"]},
+             {"name": "walks", "value": "Left", "fact_ids": ["c"]}]
+    assert query_action_tag(preds) == "walks left"                # walks comes first in EVENTS
+    assert query_action_tag(preds[:2]) == "stands still"
+    assert query_action_tag(preds[:1]) is None
+
+
+TINY_RETRIEVER = {"model": {"d_model": 32, "d_embed": 32, "n_layers": 1, "n_heads": 4, "ff_mult": 2, "n_actions": 6}}
+
+
+@pytest.fixture(scope="module")
+def demo_train_split(tmp_path_factory):
+    """Two rendered training videos of the demo benchmark and a feature cache folder."""
+    from models.demo_benchmark import DemoBenchmarkConfig, build_split
+
+    root = tmp_path_factory.mktemp("demo")
+    snapshot = build_split(DemoBenchmarkConfig(videos={"train": 2}), "train", root,
+                           {"video": 1, "track": 1, "query": 1})
+    return snapshot, str(root / "cache")
+
+
+@pytest.mark.slow
+def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_train_split, tmp_path):
+    from models.actpair import query_action_tag
+    from models.batching import BatchingConfig, TrainingPlan
+    from models.training import StepContext, build_model, evaluate, load_model, train
+
+    snapshot, cache = demo_train_split
+    model = build_model("actpair", TINY_RETRIEVER)
+    data = model.prepare(snapshot, None, cache_dir=cache)
+    # the vocabulary comes from the queries' required events, at most n_actions classes
+    vocab = model.vocabulary
+    tags = {query_action_tag(q.predicates) for q in snapshot.queries} - {None}
+    assert set(vocab.mapping) == tags and 1 <= len(vocab.canonical) <= 6
+    labels = model.action_labels(data, [q.id for q in snapshot.queries])
+    assert int((labels >= 0).sum()) == sum(query_action_tag(q.predicates) is not None for q in snapshot.queries)
+    # given one batch, SigLIP and the action term go down
+    batch = TrainingPlan(snapshot, BatchingConfig(noisy_gt=False), seed=0).batch(0, 8)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    first = None
+    for step in range(30):
+        out = model.training_loss(data, batch, StepContext(step=step))
+        first = first if first is not None else {k: float(out[k]) for k in ("siglip", "ce")}
+        optimizer.zero_grad()
+        out["loss"].backward()
+        optimizer.step()
+    assert float(out["siglip"]) < 0.3 * first["siglip"]
+    assert out["labelled_pairs"] == 0 or float(out["ce"]) < first["ce"]
+    # through the trainer: the vocabulary travels in the checkpoint's config
+    result = train(snapshot, "actpair", {"steps": 3, "batch_size": 4, "checkpoint_every": 2, "device": "cpu",
+                                         "cache_dir": cache, "eval_at_end": False,
+                                         "batching": {"noisy_gt": False}, "model": TINY_RETRIEVER}, tmp_path / "run")
+    assert result["status"] == "finished" and result["step"] == 3
+    loaded, meta = load_model(tmp_path / "run")
+    assert meta["model_config"]["vocabulary"] == vocab.to_dict() == loaded.vocabulary.to_dict()
+    records = [(t.id, 0) for t in snapshot.tracks]
+    with torch.no_grad():
+        v = loaded.encode_tracks(data, records)
+        assert torch.equal(v, load_model(tmp_path / "run")[0].encode_tracks(data, records))
+    assert evaluate(loaded, snapshot, data=data)["t2traj"]["n_queries"] > 0
+    # inference: template rewrites with the assigned action tag, then dual-view retrieval
+    texts = [q.text for q in snapshot.queries[:3]]
+    rewrites = loaded.rewrite(texts, [q.predicates for q in snapshot.queries[:3]])
+    assert all(r.startswith("The image shows ") and "The background features" in r for r in rewrites)
+    result = loaded.dual_view_search(texts, rewrites, v, top_k=4, top_m=2)
+    assert result.indices.shape == (3, 2) and bool((result.union_size >= 4).all())

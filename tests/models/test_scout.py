@@ -265,3 +265,88 @@ def test_scout_itm_learns_to_separate_mined_hard_negatives():
 def test_default_scout_itm_is_about_the_papers_size():
     n_params = sum(p.numel() for p in build_scout_itm().parameters())
     assert abs(n_params - 29.73e6) / 29.73e6 < 0.05, n_params
+
+
+# -- the retriever of models.training -------------------------------------------------------------
+def hand_batch(targets: list[int], matches: list[tuple[int, int]]):
+    """A TrainBatch of groups (target, target, target, negative 99) with the given verified
+    (query row, target row) matches across groups; every other cross-group pair is ⊥."""
+    from models.batching import TrainBatch
+
+    b = len(targets)
+    records = [r for t in targets for r in ((t, 0), (t, 1), (t, 0), (99, 0))]
+    relation = torch.full((b, 4 * b), -1, dtype=torch.int8)
+    group = torch.full((b, 4 * b), -1, dtype=torch.int8)
+    for i in range(b):
+        relation[i, 4 * i: 4 * i + 4] = torch.tensor([1, 1, 1, 0])
+        group[i, 4 * i: 4 * i + 4] = torch.tensor([1, 1, 1, 0])
+    for i, j in matches:
+        relation[i, 4 * j] = 1
+    return TrainBatch(step=0, query_ids=list(range(b)), query_videos=[1] * b, records=records,
+                      record_videos=[1] * (4 * b), group=group, relation=relation)
+
+
+def test_contrastive_pairs_leave_out_false_in_batch_negatives():
+    from models.scout import contrastive_pairs
+
+    # row 2 has row 0's target; row 3's query is a verified match of row 1's target
+    batch = hand_batch([10, 11, 10, 12, 13], matches=[(3, 1)])
+    assert contrastive_pairs(batch).tolist() == [True, True, False, False, True]
+    # the other direction counts too: row 0's query matches row 4's target
+    assert contrastive_pairs(hand_batch([10, 11, 12, 13, 14], matches=[(0, 4)])).tolist() == [True] * 4 + [False]
+    assert contrastive_pairs(hand_batch([10, 11], matches=[])).tolist() == [True, True]
+
+
+TINY_RETRIEVER = {"predictor": {"d_model": 32, "n_layers": 1, "n_heads": 4, "ff_mult": 2, "n_prompts": 4}}
+
+
+@pytest.fixture(scope="module")
+def demo_train_split(tmp_path_factory):
+    """Two rendered training videos of the demo benchmark and a feature cache folder."""
+    from models.demo_benchmark import DemoBenchmarkConfig, build_split
+
+    root = tmp_path_factory.mktemp("demo")
+    snapshot = build_split(DemoBenchmarkConfig(videos={"train": 2}), "train", root,
+                           {"video": 1, "track": 1, "query": 1})
+    return snapshot, str(root / "cache")
+
+
+@pytest.mark.slow
+def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_train_split, tmp_path):
+    from models.batching import BatchingConfig, TrainingPlan
+    from models.scout import contrastive_pairs
+    from models.training import StepContext, build_model, evaluate, load_model, train
+
+    snapshot, cache = demo_train_split
+    model = build_model("scout", TINY_RETRIEVER)
+    data = model.prepare(snapshot, None, cache_dir=cache)
+    records = [(t.id, 0) for t in snapshot.tracks]
+    assert model.encode_tracks(data, records).shape == (len(records), model.text_encoder.dim)
+    # given one batch, the predictor fits its pairs
+    batch = TrainingPlan(snapshot, BatchingConfig(noisy_gt=False), seed=0).batch(0, 8)
+    kept = contrastive_pairs(batch)
+    targets = [batch.records[4 * i][0] for i in range(8) if kept[i]]
+    assert len(set(targets)) == len(targets) >= 2
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    first = None
+    for step in range(30):
+        out = model.training_loss(data, batch, StepContext(step=step))
+        first = first if first is not None else float(out["loss"].detach())
+        optimizer.zero_grad()
+        out["loss"].backward()
+        optimizer.step()
+    assert out["pairs"] == len(targets) and float(out["loss"].detach()) < 0.2 * first
+    # through the trainer: trains, checkpoints, reloads the same weights, evaluates
+    result = train(snapshot, "scout", {"steps": 3, "batch_size": 4, "checkpoint_every": 2, "device": "cpu",
+                                       "cache_dir": cache, "eval_at_end": False,
+                                       "batching": {"noisy_gt": False}, "model": TINY_RETRIEVER}, tmp_path / "run")
+    assert result["status"] == "finished" and result["step"] == 3 and result["last"]["pairs"] >= 1
+    loaded, meta = load_model(tmp_path / "run")
+    again, _ = load_model(tmp_path / "run")
+    assert meta["model_kind"] == "scout"
+    with torch.no_grad():
+        v1, v2 = loaded.encode_tracks(data, records), again.encode_tracks(data, records)
+        fresh = build_model("scout", TINY_RETRIEVER).eval().encode_tracks(data, records)
+    assert torch.equal(v1, v2) and not torch.allclose(v1, fresh)
+    metrics = evaluate(loaded, snapshot, data=data)
+    assert metrics["t2traj"]["n_queries"] > 0 and 0.0 <= metrics["t2traj"]["R@1"] <= 100.0
