@@ -257,6 +257,17 @@ def test_vocabulary_from_an_llm_answer():
         build_vocabulary_with_llm(counts, llm, n_categories=3)
 
 
+def test_vocabulary_from_a_language_backend(minilm):
+    from models.llm import build_llm
+
+    counts = {"walks left": 10, "walking left": 4, "stands still": 6, "standing still": 2, "enters from the left": 3}
+    vocab = build_vocabulary_with_llm(counts, build_llm("template", {}), n_categories=4)
+    assert vocab.method == "llm" and set(vocab.mapping) == set(counts)
+    assert vocab.mapping["walking left"] == vocab.mapping["walks left"] == "walks left"
+    assert vocab.mapping["standing still"] == vocab.mapping["stands still"]
+    assert vocab.canonical[0] == "walks left" and len(vocab.canonical) <= 4
+
+
 def test_top_k_tags_and_action_tags_from_facts():
     assert top_k_tags(["walks", "Walks", "stands", "runs", "runs", "runs"], 2) == [("runs", 3), ("walks", 2)]
     facts = [Fact("f1", "attribute", "upper_colour", "red", 0, 40),
