@@ -198,5 +198,7 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # The filesystem broker has no host; kombu warns about that on every connection.
         "kombu.connection": {"level": "ERROR"},
+        # FAISS reports at import which CPU-specific builds it could not load (it falls back).
+        "faiss.loader": {"level": "WARNING"},
     },
 }

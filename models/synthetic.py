@@ -752,8 +752,9 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
 
 
 # -- demo scenes ---------------------------------------------------------------------------------
-def demo_scenes(seed: int = 0) -> list[SceneSpec]:
-    """Short scenes for the demo and the tests (3-6 people each, 640x360 or 960x540).
+def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
+    """Short scenes for the demo and the tests (3-6 people each, 640x360 or 960x540); ``n`` up to 6
+    (the last three are shorter scenes that give every split of the demo two videos).
 
     ``seed`` varies textures, noise and skin/hair; the choreography (who walks where, stops,
     crossings, occlusions) is fixed so the scenes stay interesting for every seed.
@@ -795,7 +796,32 @@ def demo_scenes(seed: int = 0) -> list[SceneSpec]:
             PersonSpec("white", "purple", "none", start=(700, 380), height=165, exit_frame=150, **looks()),
         ],
         distractors=[DistractorSpec("crate", "brown", start=(-30, 520), velocity=(45, 0), size=36)])
-    return [crossing, stop_and_go, busy]
+    market = SceneSpec(
+        name="market", width=640, height=360, fps=10, n_frames=80, seed=seed + 3, background="park",
+        people=[
+            PersonSpec("red", "grey", "left", start=(680, 330), height=160, speed="normal", **looks()),
+            PersonSpec("green", "black", "right", start=(-40, 290), height=140, speed="slow", **looks()),
+            PersonSpec("white", "blue", "towards", start=(420, 230), height=125, speed="normal", **looks()),
+        ])
+    corridor = SceneSpec(
+        name="corridor", width=640, height=360, fps=10, n_frames=80, seed=seed + 4, background="plaza",
+        people=[
+            PersonSpec("blue", "blue", "right", start=(-40, 320), height=160, speed="fast", **looks()),
+            PersonSpec("yellow", "brown", "left", start=(600, 280), height=140, speed="slow",
+                       stops=[(30, 55)], **looks()),
+            PersonSpec("purple", "black", "away", start=(250, 355), height=170, speed="normal", **looks()),
+        ])
+    evening = SceneSpec(
+        name="evening", width=640, height=360, fps=10, n_frames=80, seed=seed + 5, background="park",
+        people=[
+            PersonSpec("orange", "black", "right", start=(-40, 310), height=155, speed="normal", **looks()),
+            PersonSpec("grey", "white", "left", start=(690, 335), height=165, speed="normal", **looks()),
+            PersonSpec("red", "blue", "none", start=(330, 250), height=130, **looks()),
+        ])
+    scenes = [crossing, stop_and_go, busy, market, corridor, evening]
+    if not 1 <= n <= len(scenes):
+        raise ValueError(f"there are {len(scenes)} demo scenes; n={n}")
+    return scenes[:n]
 
 
 # -- evaluation helpers --------------------------------------------------------------------------

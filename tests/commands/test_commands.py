@@ -61,7 +61,8 @@ def test_demo_command_builds_the_project_and_is_idempotent(media_root, settings,
     text = run("demo", "--no-proposals")
     assert "not found" in text  # the real video is optional
     videos = list(Video.objects.order_by("pk"))
-    assert [v.name for v in videos] == ["crossing", "stop_and_go", "busy_plaza"]
+    assert [v.name for v in videos] == ["crossing", "stop_and_go", "busy_plaza", "market", "corridor", "evening"]
+    assert sorted(v.split for v in videos) == ["dev", "dev", "test", "test", "train", "train"]
     for v in videos:
         assert v.split and v.metadata["rendered"]
         truth = GroundTruth.load(media_root / v.metadata["ground_truth"])
@@ -70,4 +71,4 @@ def test_demo_command_builds_the_project_and_is_idempotent(media_root, settings,
                                                           "adjudicator", "auditor"])
     assert users.count() == 6 and users.get(username="annotator2").check_password("trajlab-demo")
     run("demo", "--no-proposals")
-    assert Video.objects.count() == 3 and get_user_model().objects.count() == 6
+    assert Video.objects.count() == 6 and get_user_model().objects.count() == 6

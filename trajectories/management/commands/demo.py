@@ -39,13 +39,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--seed", type=int, default=0, help="seed of the rendered scenes and the split draw")
+        parser.add_argument("--scenes", type=int, default=6,
+                            help="rendered scenes (1-6); six give every split two videos for cross-video review")
         parser.add_argument("--no-real-video", action="store_true", help=f"skip the real {REAL_VIDEO}")
         parser.add_argument("--no-proposals", action="store_true", help="import only; run no tracker")
         parser.add_argument("--queue", action="store_true", help="queue proposal runs to the workers")
 
-    def handle(self, *args, seed, no_real_video, no_proposals, queue, **options):
+    def handle(self, *args, seed, scenes, no_real_video, no_proposals, queue, **options):
         self._users()
-        videos = self._rendered(seed)
+        videos = self._rendered(seed, scenes)
         real = settings.TRAJLAB_SHARED_DATA / REAL_VIDEO
         if not no_real_video:
             if real.is_file():
@@ -53,7 +55,7 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"{real} not found: the demo has rendered videos only")
         try:
-            assignment = splits_assign(seed=seed, ratios={"train": 0.5, "dev": 0.25, "test": 0.25})
+            assignment = splits_assign(seed=seed, ratios={"train": 0.34, "dev": 0.33, "test": 0.33})
             for group, split in sorted(assignment.result.items()):
                 self.stdout.write(f"split group {group}: {split}")
         except ApplicationError as exc:
@@ -72,11 +74,11 @@ class Command(BaseCommand):
                 user_create(username=username, password=DEMO_PASSWORD, roles=roles,
                             is_superuser=username == "manager")
 
-    def _rendered(self, seed: int) -> list[Video]:
+    def _rendered(self, seed: int, n: int) -> list[Video]:
         out_dir = Path(settings.VAR_DIR) / "demo" / f"seed-{seed}"
         out_dir.mkdir(parents=True, exist_ok=True)
         videos = []
-        for spec in demo_scenes(seed):
+        for spec in demo_scenes(seed, n):
             path = out_dir / f"{spec.name}.mp4"
             if not (path.is_file() and gt_path_for(path).is_file()):
                 self.stdout.write(f"rendering {spec.name}: {spec.n_frames} frames {spec.width}x{spec.height}")
