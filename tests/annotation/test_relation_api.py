@@ -28,6 +28,7 @@ from annotation.models import (
     ReviewPolicy,
     WorkItem,
 )
+from annotation.relation_selectors import review_target
 from annotation.services.pools import pool_freeze
 from annotation.services.votes import vote_cast
 from models.facts import parse_description, predicates_label
@@ -362,6 +363,9 @@ def test_pair_review_and_the_cross_pair_list(world, annotators, client_for, mana
     assert (target["pair"], target["query"], target["trajectory"]) == (pair.pk, world.qa.pk, world.b[0])
     assert target["trajectory_video"] == world.pool_b.video_id and target["proposal"]["label"] == 0
     assert seat_["labels"] == ["match", "mismatch", "uncertain"]
+    item = WorkItem.objects.get(pk=seat_["item"])
+    assert review_target(item=item, viewer=auditor)["pair"]["proposal"] is None            # auditors: never
+    assert review_target(item=item, viewer=annotators[4], audit=True)["pair"]["proposal"] is None
     assert reviewer.post(f"/api/review/items/{seat_['item']}/votes/", {"label": "mismatch"},
                          format="json").status_code == 201
     listed = manager_client.get(f"/api/cross-pairs/?query={world.qa.pk}&stratum=hard_negative").json()["results"]
@@ -407,6 +411,13 @@ def test_completeness_and_immutable_snapshots(world, annotators, manager_client,
     assert refused.status_code == 409 and refused.json()["code"] == "incomplete_split"
     assert refused.json()["extra"]["completeness"]["missing"] == 8
     assert not RelationSnapshot.objects.exists()
+    # the missing cross-video pairs go to pair review, once
+    queued = manager_client.post("/api/completeness/queue/", {"split": "dev"}, format="json")
+    assert queued.status_code == 200 and queued.json() == {"split": "dev", "queued": 8}
+    completion = manager_client.get("/api/cross-pairs/?stratum=completion&review=queued").json()
+    assert completion["count"] == 8 and all(p["label"] is None for p in completion["results"])
+    assert WorkItem.objects.filter(stage="pair", state="open").count() == 8
+    assert manager_client.post("/api/completeness/queue/", {"split": "dev"}, format="json").json()["queued"] == 0
     taken = manager_client.post("/api/snapshots/", {"split": "dev", "name": "first look", "allow_incomplete": True},
                                 format="json")
     assert taken.status_code == 201, taken.content
