@@ -44,7 +44,10 @@ from models.losses import info_nce
 # -- configuration --------------------------------------------------------------------------------
 @dataclass
 class ScoutConfig:
-    """SCOUT predictor and its training recipe; defaults are the paper's where it gives them."""
+    """SCOUT predictor and its optimiser recipe; defaults are the paper's where it gives them.
+
+    The paper's per-forward batch is B = 128 pairs (per process) with class-balanced batches
+    (:class:`ClassBalancedBatchSampler`); the batch is the caller's (or the trainer's) setting."""
 
     d_in: int = 1024                 # width of a frozen visual token (V-JEPA 2.1 ViT-L/16: 1024)
     d_text: int = 768                # width of the frozen text space (paper: d = 768)
@@ -57,8 +60,6 @@ class ScoutConfig:
     causal: bool = True              # decoder-style attention, as the paper's decoder body
     dropout: float = 0.0             # dropout inside the body
     tau: float = 0.07                # InfoNCE temperature
-    batch_size: int = 128            # per-forward InfoNCE batch B (per process)
-    class_balanced: bool = True      # equal share of every class in each batch
     lr: float = 2e-5                 # AdamW peak learning rate
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     weight_decay: float = 0.01       # AdamW weight decay
@@ -68,7 +69,7 @@ class ScoutConfig:
     def __post_init__(self) -> None:
         self.betas = tuple(float(b) for b in self.betas)
         for name in ("d_in", "d_text", "d_model", "n_layers", "n_heads", "ff_mult", "n_prompts",
-                     "max_tokens", "batch_size", "total_steps"):
+                     "max_tokens", "total_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"ScoutConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.d_model % self.n_heads:
@@ -104,7 +105,6 @@ class ScoutITMConfig:
     max_visual_tokens: int = 576     # most visual tokens per item
     max_text_tokens: int = 128       # most text tokens per query
     dropout: float = 0.0             # dropout inside the body
-    n_negatives: int = 4             # mined negatives per positive pair when training
 
     def __post_init__(self) -> None:
         for f in fields(self):

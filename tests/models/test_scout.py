@@ -139,7 +139,7 @@ def test_sampler_refuses_a_class_smaller_than_its_share():
 
 def test_config_is_plain_data_with_paper_defaults():
     config = ScoutConfig()
-    assert (config.n_layers, config.n_prompts, config.tau, config.batch_size, config.d_text) == (24, 64, 0.07, 128, 768)
+    assert (config.n_layers, config.n_prompts, config.tau, config.d_text) == (24, 64, 0.07, 768)
     assert (config.lr, config.betas, config.warmup_steps, config.total_steps) == (2e-5, (0.9, 0.95), 600, 6000)
     assert ScoutConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     with pytest.raises(ValueError, match="unknown ScoutConfig keys"):
