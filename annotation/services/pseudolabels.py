@@ -20,18 +20,14 @@ from django.utils import timezone
 from annotation.models import CrossPair, Description, PseudoLabelRule, Relation
 from annotation.services.descriptions import approved_facts
 from common.errors import ApplicationError, ConflictError
-from models.calibration import (
-    Calibration,
-    EasyNegativeRule,
-    apply_rule,
-    calibrate,
-    min_audit_size,
-    rule_select,
-)
+
+# models.calibration (and the FAISS miner it imports) loads on first use, not with the web routes.
 
 
 def pseudo_rule_declare(*, rule: dict, declared_bound: float, created_by=None) -> PseudoLabelRule:
     """Freeze a rule and its declared error bound (400 ``invalid_rule``; 409 on a taken name)."""
+    from models.calibration import EasyNegativeRule
+
     try:
         frozen = EasyNegativeRule.from_dict(rule)
     except (TypeError, ValueError) as exc:
@@ -69,7 +65,9 @@ def _columns(pairs):
                 trajectory_facts=_facts(p.trajectory_id for p in pairs))
 
 
-def _frozen(rule_row: PseudoLabelRule) -> EasyNegativeRule:
+def _frozen(rule_row: PseudoLabelRule):
+    from models.calibration import EasyNegativeRule
+
     rule = EasyNegativeRule.from_dict(rule_row.rule)
     if rule.rule_hash() != rule_row.rule_sha256:
         raise ConflictError(f"rule {rule_row.name!r} no longer matches the hash it was declared with",
@@ -81,6 +79,8 @@ def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
     """Audit the rule on the dev split's mined pairs and accept or refuse it, once. Refused: a rule
     calibrated before (409 ``rule_calibrated``), too few audited pairs for the declared bound
     (409 ``audit_too_small``). Locks the rule row."""
+    from models.calibration import calibrate, min_audit_size, rule_select
+
     with transaction.atomic():
         rule_row = PseudoLabelRule.objects.select_for_update().get(pk=rule_row.pk)
         if rule_row.calibrated_at is not None:
@@ -118,6 +118,8 @@ def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
     if rule_row.calibrated_at is None or not rule_row.accepted:
         raise ConflictError(f"rule {rule_row.name!r} is not calibrated and accepted; it labels nothing",
                             code="rule_not_accepted", extra={"calibration": rule_row.calibration})
+    from models.calibration import Calibration, apply_rule
+
     rule = _frozen(rule_row)
     calibration = Calibration.from_dict(rule_row.calibration)
     pairs = [p for p in _pairs_of("train") if p.review == CrossPair.Review.NOT_SAMPLED]

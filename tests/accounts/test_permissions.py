@@ -60,6 +60,19 @@ def endpoints(r):
         ("get", "/api/review/agreement/?stage=usability", None, MANAGER_ONLY),
         ("post", "/api/review/items/", {"run": r["run"].pk}, MANAGER_ONLY),
         ("get", "/api/pools/", None, ANY_ROLE),
+        ("get", "/api/description-runs/", None, ANY_ROLE),
+        ("get", "/api/descriptions/", None, ANY_ROLE),
+        ("get", "/api/generation-runs/", None, ANY_ROLE),
+        ("get", "/api/queries/", None, ANY_ROLE),
+        ("get", "/api/relations/", None, ANY_ROLE),
+        ("get", "/api/mining-runs/", None, ANY_ROLE),
+        ("get", "/api/cross-pairs/", None, ANY_ROLE),
+        ("get", "/api/completeness/?split=dev", None, ANY_ROLE),
+        ("get", "/api/snapshots/", None, ANY_ROLE),
+        ("get", "/api/pseudo-rules/", None, ANY_ROLE),
+        ("post", "/api/mining-runs/", {"split": "dev"}, MANAGER_ONLY),
+        ("post", "/api/pseudo-rules/", {"rule": {"name": f"r-{len(r)}", "s_max": 0.2, "encoder": "e"},
+                                        "declared_bound": 0.1}, MANAGER_ONLY),
         ("get", "/api/me/", None, ANY_ROLE | {None}),  # any signed-in user, roles or not
     ]
 
@@ -68,6 +81,7 @@ def endpoints(r):
 def test_each_endpoint_admits_exactly_its_roles(role, records, make_user, client_for, monkeypatch):
     # Queuing work is not under test here.
     monkeypatch.setattr("trajectories.tasks.proposal_run_task.apply_async", lambda *a, **k: None)
+    monkeypatch.setattr("annotation.tasks.mining_run_task.apply_async", lambda *a, **k: None)
     user = make_user(role) if role else make_user()
     client = client_for(user)
     anonymous = client_for(None)
