@@ -337,7 +337,8 @@ def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None]
     the run and its Job (the traceback in the Job) and not raised: retrying the same config will
     not help. Locks the run row while deciding to start, so a cancel in between is not lost."""
     with transaction.atomic():
-        run = TrainingRun.objects.select_for_update().select_related("snapshot", "eval_snapshot", "job").get(pk=run.pk)
+        run = (TrainingRun.objects.select_for_update(of=("self",))
+               .select_related("snapshot", "eval_snapshot", "job").get(pk=run.pk))
         if run.status in TERMINAL:
             return run
         if run.cancel_requested:                 # asked to stop while it was between deliveries
@@ -365,7 +366,21 @@ def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None]
         except Exception as exc:
             logger.exception("training run %s failed", run.pk)
             return _fail(run, job, exc)
-    return _finish(run, job, result)
+    run = _finish(run, job, result)
+    if run.status == RunStatus.SUCCEEDED:
+        _prepare_search(run)
+    return run
+
+
+def _prepare_search(run: TrainingRun) -> None:
+    """Build the search index of the evaluated snapshot now, so the first search is fast. A failure
+    here does not fail the run: the index is built again on the first search."""
+    from workers.search import search_index_build
+
+    try:
+        search_index_build(run=run, snapshot=run.eval_snapshot if run.eval_snapshot_id else run.snapshot)
+    except Exception:
+        logger.exception("training run %s: the search index could not be built", run.pk)
 
 
 def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:

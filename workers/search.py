@@ -1,0 +1,376 @@
+"""Text search over the trajectories of a snapshot with a trained retriever (DESIGN 4, 5).
+
+**Index.** :func:`search_index_build` embeds every trajectory of a sealed snapshot with a
+succeeded training run's final checkpoint and stores an exact FAISS inner-product index
+(``models.search.TrajectoryIndex``, unit vectors: the score is the cosine similarity) under
+``VAR_DIR/search/run-<run id>/<snapshot content hash>.npz``. The key is the run (whose checkpoint
+never changes once it succeeded) and the snapshot's content hash, so an index is built once and
+found again by any process of the machine. Each process also keeps the last few loaded models and
+indexes in memory (:data:`LOADED_MAX`), so a search after the first costs one text encoding and
+one index lookup.
+
+**Search.** :func:`search` encodes the text with the run's own text path (the frozen text
+encoder and the trained text tower) and ranks:
+
+- ``level="trajectory"``: the top ``k`` trajectories by cosine similarity;
+- ``level="video"``: the top ``k`` videos scored by their best trajectory (OCVR's
+  ``max_{r ∈ pool(V)} s(e, r)``), each with that trajectory;
+- ``fuse_with``: other succeeded runs scored on the same snapshot are fused with CombSUM
+  (``models.rerank.combsum``: per run, the query's scores over the whole gallery min-max
+  normalised to [0, 1], then summed); videos then take their best fused trajectory;
+- ``rerank``: the first ``RERANK_DEPTH`` (10) results are reranked by pivot-promote
+  (``models.rerank.pivot_promote``, ActPair Algorithm 1) with a pairwise comparator that prefers
+  the candidate whose description is closer to the query in the frozen MiniLM text space
+  (cosine; differences within ``RERANK_TIE_MARGIN`` are ties, so the first-stage order stands).
+  A trajectory's description is its approved one (``D_r^H``: appearance and motion sentences)
+  when the annotation app has it, else the embedded heuristic describer's reading of its pixels
+  (colours and motion), computed on demand and kept in memory. The number of comparator calls is
+  reported.
+
+Results carry the trajectory id, its video id and the score (cosine, or the fused CombSUM score),
+with per-stage timings in milliseconds.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from common.errors import ApplicationError, ConflictError
+from workers.models import RunStatus, TrainingRun
+
+LEVELS = ("trajectory", "video")
+MAX_K = 1000                                     # most results one search returns
+MAX_TEXT = 1000                                  # longest query text, characters
+MAX_FUSED = 8                                    # most runs fused with the searched one
+RERANK_DEPTH = 10                                # first-stage results reranked (ActPair's top-M)
+RERANK_TIE_MARGIN = 0.01                         # description cosines closer than this are a tie
+LOADED_MAX = 4                                   # (run, snapshot) pairs kept loaded per process
+DESCRIPTIONS_MAX = 20000                         # heuristic descriptions kept in memory per process
+
+
+@dataclass
+class _Loaded:
+    """A run's model and its index over one snapshot, loaded in this process."""
+
+    model: object                                # the retriever, in eval mode on the CPU
+    index: object                                # models.search.TrajectoryIndex
+    ids: np.ndarray                              # [T] trajectory ids, ascending
+    videos: np.ndarray                           # [T] the video of each
+
+
+_loaded: OrderedDict[tuple[int, str], _Loaded] = OrderedDict()
+_descriptions: OrderedDict[tuple[str, int], str] = OrderedDict()
+_lock = threading.Lock()
+_tools: dict[str, object] = {}
+
+
+def search_index_path(*, run: TrainingRun, snapshot) -> Path:
+    return Path(settings.VAR_DIR) / "search" / f"run-{run.pk}" / f"{snapshot.content_sha256}.npz"
+
+
+def _require_searchable(run: TrainingRun) -> None:
+    if run.status != RunStatus.SUCCEEDED:
+        raise ConflictError(f"training run {run.pk} is {run.status}; only a succeeded run can be searched",
+                            code="run_not_finished")
+
+
+def _sealed(snapshot) -> None:
+    if snapshot.sealed_at is None:
+        raise ConflictError(f"snapshot {snapshot.pk} is not sealed", code="snapshot_not_sealed")
+
+
+def _load_model(run: TrainingRun):
+    from models.training import load_model
+
+    try:
+        model, _ = load_model(run.out_dir, device="cpu")
+    except FileNotFoundError as exc:
+        raise ConflictError(f"training run {run.pk} has no checkpoint here ({exc}); search on the machine that "
+                            "holds its out_dir", code="checkpoint_missing") from None
+    return model
+
+
+def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> dict:
+    """Build the index of ``run`` over ``snapshot`` unless it is on disk already (or ``force``).
+
+    Returns ``{"path", "built", "n", "dim", "seconds"}``. The file is written atomically, so two
+    processes building at once both end with a complete, identical index."""
+    from annotation.services.snapshots import relation_snapshot_load
+    from models.search import IndexConfig, TrajectoryIndex
+    from models.training import embed_snapshot
+
+    _require_searchable(run)
+    _sealed(snapshot)
+    path = search_index_path(run=run, snapshot=snapshot)
+    began = time.perf_counter()
+    if path.is_file() and not force:
+        index = TrajectoryIndex.load(path)
+        return {"path": str(path), "built": False, "n": len(index), "dim": index.config.dim,
+                "seconds": round(time.perf_counter() - began, 3)}
+    data = relation_snapshot_load(snapshot=snapshot)
+    model = _load_model(run)
+    from workers.training import feature_cache_dir
+
+    _, v, _ = embed_snapshot(model, data, cache_dir=feature_cache_dir())                   # [T, d]
+    ids = np.asarray([t.id for t in data.tracks], np.int64)                                # [T]
+    videos = np.asarray([t.video_id for t in data.tracks], np.int64)                       # [T]
+    index = TrajectoryIndex.build(v, ids, videos, IndexConfig(dim=int(v.shape[1]), kind="exact"))
+    index.save(path)
+    path.with_suffix(".json").write_text(json.dumps({
+        "run": run.pk, "snapshot": snapshot.pk, "snapshot_sha256": snapshot.content_sha256,
+        "model_kind": run.model_kind, "steps": run.steps_done, "n": len(index), "dim": index.config.dim}))
+    with _lock:
+        _loaded.pop((run.pk, snapshot.content_sha256), None)
+    return {"path": str(path), "built": True, "n": len(index), "dim": index.config.dim,
+            "seconds": round(time.perf_counter() - began, 3)}
+
+
+def _get_loaded(run: TrainingRun, snapshot) -> _Loaded:
+    from models.search import TrajectoryIndex
+
+    key = (run.pk, snapshot.content_sha256)
+    with _lock:
+        if key in _loaded:
+            _loaded.move_to_end(key)
+            return _loaded[key]
+    search_index_build(run=run, snapshot=snapshot)
+    path = search_index_path(run=run, snapshot=snapshot)
+    index = TrajectoryIndex.load(path)
+    with np.load(path, allow_pickle=False) as stored:                                      # the file's id arrays
+        ids = np.sort(stored["ids"].astype(np.int64))                                      # [T]
+    loaded = _Loaded(model=_load_model(run), index=index, ids=ids, videos=index.video_of(ids))
+    with _lock:
+        _loaded[key] = loaded
+        while len(_loaded) > LOADED_MAX:
+            _loaded.popitem(last=False)
+    return loaded
+
+
+def encode_texts(model, texts: list[str]) -> np.ndarray:
+    """Unit query embeddings ``[Q, d]`` of any texts through a retriever's text path: the model's
+    ``encode_texts`` when it has one, else VTrajEmbed's (frozen text tokens, then the trained text
+    pass of its aggregator)."""
+    import torch
+
+    with torch.inference_mode():
+        if callable(getattr(model, "encode_texts", None)):
+            q = model.encode_texts(list(texts))
+        elif callable(getattr(model, "forward_text_tokens", None)):
+            if getattr(model.config, "aggregator", "transformer") == "hf_lm":
+                q = model.forward_texts_lm(list(texts))
+            else:
+                enc = model.text_encoder.encode(list(texts))
+                q = model.forward_text_tokens(torch.from_numpy(enc.tokens).to(model.device),
+                                              torch.from_numpy(enc.mask).to(model.device))
+        else:
+            raise ConflictError(f"model {type(model).__name__} cannot encode free text", code="no_text_path")
+        q = torch.nn.functional.normalize(q.float(), dim=-1)                               # [Q, d]
+    return q.cpu().numpy().astype(np.float32)
+
+
+def _all_scores(loaded: _Loaded, q: np.ndarray) -> np.ndarray:
+    """Cosine of the query ``[1, d]`` with every trajectory, aligned with ``loaded.ids`` ``[T]``."""
+    scores, ids = loaded.index.search(q, len(loaded.index))                                # [1, T]
+    out = np.empty(len(loaded.ids), np.float64)
+    out[np.searchsorted(loaded.ids, ids[0])] = scores[0]
+    return out
+
+
+def _trajectory_ranking(loaded: _Loaded, q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
+    """(trajectory, video, cosine) of the top ``k`` trajectories."""
+    scores, ids = loaded.index.search(q, min(k, len(loaded.index)))                        # [1, k]
+    keep = ids[0] >= 0
+    videos = loaded.index.video_of(ids[0][keep])
+    return [(int(t), int(v), float(s)) for t, v, s in zip(ids[0][keep], videos, scores[0][keep], strict=True)]
+
+
+def _video_ranking(loaded: _Loaded, q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
+    """(best trajectory, video, cosine) of the top ``k`` videos scored by their best trajectory:
+    the first hit of each video in the trajectory ranking, which widens until ``k`` videos are
+    found or the index is exhausted (exact with the exact index)."""
+    n = len(loaded.index)
+    depth = min(n, max(4 * k, 64))
+    while True:
+        scores, ids = loaded.index.search(q, depth)                                        # [1, depth]
+        keep = ids[0] >= 0
+        videos = loaded.index.video_of(ids[0][keep])
+        out, seen = [], set()
+        for t, v, s in zip(ids[0][keep], videos, scores[0][keep], strict=True):
+            if int(v) not in seen:
+                seen.add(int(v))
+                out.append((int(t), int(v), float(s)))
+                if len(out) == k:
+                    return out
+        if depth >= n:
+            return out
+        depth = min(n, depth * 2)
+
+
+def _best_per_video(scores: np.ndarray, ids: np.ndarray, videos: np.ndarray, k: int
+                    ) -> list[tuple[int, int, float]]:
+    """(best trajectory, video, score) of the ``k`` best videos of ``scores`` ``[T]`` (aligned with
+    ``ids`` and ``videos``); ties go to the lower trajectory id."""
+    out, seen = [], set()
+    for i in np.argsort(-scores, kind="stable"):
+        v = int(videos[i])
+        if v not in seen:
+            seen.add(v)
+            out.append((int(ids[i]), v, float(scores[i])))
+            if len(out) == k:
+                break
+    return out
+
+
+def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: str = "trajectory",
+           fuse_with: list[TrainingRun] | None = None, rerank: bool = False) -> dict:
+    """Rank the trajectories (or videos) of ``snapshot`` for ``text`` (the module docstring).
+
+    ``snapshot`` defaults to the run's evaluation snapshot (its training snapshot when it had
+    none). Refused with 400 for bad arguments, 409 for a run that has not succeeded or has no
+    checkpoint on this machine."""
+    began = time.perf_counter()
+    text = (text or "").strip()
+    if not text or len(text) > MAX_TEXT:
+        raise ApplicationError(f"text must be 1 to {MAX_TEXT} characters", code="invalid_text")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise ApplicationError(f"k must be an integer in 1..{MAX_K}", code="invalid_k")
+    if level not in LEVELS:
+        raise ApplicationError(f"level must be one of {', '.join(LEVELS)}", code="invalid_level")
+    fuse_with = list(fuse_with or [])
+    if len(fuse_with) > MAX_FUSED:
+        raise ApplicationError(f"at most {MAX_FUSED} runs can be fused", code="invalid_fuse_with")
+    if len({r.pk for r in fuse_with} | {run.pk}) != len(fuse_with) + 1:
+        raise ApplicationError("fuse_with must name other runs, each once", code="invalid_fuse_with")
+    _require_searchable(run)
+    for other in fuse_with:
+        _require_searchable(other)
+    if snapshot is None:
+        snapshot = run.eval_snapshot if run.eval_snapshot_id else run.snapshot
+    _sealed(snapshot)
+    timing: dict[str, float] = {}
+
+    tick = time.perf_counter()
+    loaded = [_get_loaded(r, snapshot) for r in [run, *fuse_with]]
+    timing["load"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    queries = [encode_texts(item.model, [text]) for item in loaded]                        # each [1, d]
+    timing["encode"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    main = loaded[0]
+    depth = max(k, RERANK_DEPTH) if rerank else k
+    if not fuse_with:
+        ranking = _trajectory_ranking if level == "trajectory" else _video_ranking
+        ranked = ranking(main, queries[0], depth)
+    else:
+        from models.rerank import combsum
+
+        for item in loaded[1:]:
+            if not np.array_equal(item.ids, main.ids):
+                raise ConflictError("the fused runs' indexes hold different trajectories", code="gallery_mismatch")
+        fused = combsum([_all_scores(item, q)[None, :] for item, q in zip(loaded, queries, strict=True)])[0]  # [T]
+        if level == "trajectory":
+            order = np.argsort(-fused, kind="stable")[:depth]
+            ranked = [(int(main.ids[i]), int(main.videos[i]), float(fused[i])) for i in order]
+        else:
+            ranked = _best_per_video(fused, main.ids, main.videos, depth)
+    timing["search"] = time.perf_counter() - tick
+
+    calls, descriptions = 0, {}
+    if rerank and len(ranked) > 1:
+        tick = time.perf_counter()
+        ranked, calls, descriptions = _rerank(text, ranked, snapshot)
+        timing["rerank"] = time.perf_counter() - tick
+    ranked = ranked[:k]
+    timing["total"] = time.perf_counter() - began
+    results = [{"rank": i + 1, "trajectory": t, "video": v, "score": s,
+                **({"description": descriptions[t]} if t in descriptions else {})}
+               for i, (t, v, s) in enumerate(ranked)]
+    return {"run": run.pk, "snapshot": snapshot.pk, "level": level, "k": k, "text": text,
+            "fused_runs": [r.pk for r in fuse_with], "score": "combsum" if fuse_with else "cosine",
+            "reranked": bool(rerank), "comparator_calls": calls, "results": results,
+            "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
+
+
+# -- reranking ----------------------------------------------------------------------------------------
+def _text_encoder():
+    with _lock:
+        if "text" not in _tools:
+            from models.encoders import build_text_encoder
+
+            _tools["text"] = build_text_encoder({})
+        return _tools["text"]
+
+
+def _describer():
+    with _lock:
+        if "describer" not in _tools:
+            from models.vlm import build_describer
+
+            _tools["describer"] = build_describer("heuristic", {})
+        return _tools["describer"]
+
+
+def trajectory_descriptions(snapshot, trajectory_ids: list[int]) -> dict[int, str]:
+    """A sentence pair per trajectory: the approved description when there is one, else the
+    heuristic describer's (kept in memory per snapshot and trajectory)."""
+    from annotation.services.snapshots import relation_snapshot_load
+    from models.vlm.base import DescribeRequest
+    from workers.selectors import approved_description_texts
+
+    out = approved_description_texts(trajectory_ids=trajectory_ids)
+    missing = [t for t in trajectory_ids if t not in out]
+    with _lock:
+        for t in list(missing):
+            key = (snapshot.content_sha256, t)
+            if key in _descriptions:
+                out[t] = _descriptions[key]
+                missing.remove(t)
+    if not missing:
+        return out
+    data = relation_snapshot_load(snapshot=snapshot)
+    tracks = {t.id: t for t in data.tracks if t.id in set(missing)}
+    videos = {v.id: v for v in data.videos}
+    describer = _describer()
+    for t in missing:
+        track = tracks[t]
+        video = videos[track.video_id]
+        result = describer.describe(DescribeRequest(video.path, track.frames, track.boxes, fps=video.fps,
+                                                    trajectory_id=t))
+        text = "" if result.failed else f"{result.description.appearance} {result.description.motion}"
+        out[t] = text
+        with _lock:
+            _descriptions[(snapshot.content_sha256, t)] = text
+            while len(_descriptions) > DESCRIPTIONS_MAX:
+                _descriptions.popitem(last=False)
+    return out
+
+
+def _rerank(text: str, ranked: list[tuple[int, int, float]], snapshot
+            ) -> tuple[list[tuple[int, int, float]], int, dict[int, str]]:
+    """Pivot-promote over the first RERANK_DEPTH results with the description comparator."""
+    from models.rerank import pivot_promote
+
+    head, tail = ranked[:RERANK_DEPTH], ranked[RERANK_DEPTH:]
+    ids = [t for t, _, _ in head]
+    descriptions = trajectory_descriptions(snapshot, ids)
+    encoder = _text_encoder()
+    texts = [text] + [descriptions[t] or " " for t in ids]
+    pooled = np.asarray(encoder.encode(texts).pooled, np.float64)                          # [1 + M, D]
+    pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    closeness = {t: (float(pooled[0] @ pooled[i + 1]) if descriptions[t] else -1.0) for i, t in enumerate(ids)}
+
+    def compare(a, b) -> str:
+        sa, sb = closeness[a[0]], closeness[b[0]]
+        if abs(sa - sb) <= RERANK_TIE_MARGIN:
+            return "tie"
+        return "a" if sa > sb else "b"
+
+    order, calls = pivot_promote(head, compare)
+    return list(order) + tail, calls, descriptions
