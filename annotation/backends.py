@@ -28,6 +28,17 @@ class RunSettings:
     prompt_sha256: str
 
 
+def _endpoint_errors(call):
+    """Run ``call``; an unreachable model endpoint becomes a 503-style ``backend_unavailable``
+    error with the endpoint's message (the run's job fails with it and can be started again)."""
+    from models.llm.openai_chat import EndpointError
+
+    try:
+        return call()
+    except EndpointError as exc:
+        raise ApplicationError(f"the model endpoint failed: {exc}", code="backend_unavailable", status_code=503) from None
+
+
 def _split(backend: dict | None, default: dict) -> tuple[str, dict]:
     backend = dict(backend or default)
     name = backend.pop("name", None)
@@ -59,7 +70,7 @@ class DescriberAdapter:
 
         request = DescribeRequest(video_path=video_path, frames=frames, boxes=boxes, budget=self.budget,
                                   fps=fps, trajectory_id=trajectory_id)
-        result = self.describer.describe(request)
+        result = _endpoint_errors(lambda: self.describer.describe(request))
         return Described(
             description=None if result.failed else result.description,
             failure="; ".join(result.errors[-3:]) if result.failed else "",
@@ -105,7 +116,7 @@ class WriterAdapter:
 
     def generate(self, facts: list[Fact]) -> tuple[list[Written], dict]:
         """Queries from ``facts`` alone: the accepted ones and the rejected ones with reasons."""
-        result = self.writer.generate_queries(facts, budget=self.budget)
+        result = _endpoint_errors(lambda: self.writer.generate_queries(facts, budget=self.budget))
         raw = "\n".join(result.provenance.raw_texts)[-20000:]
         out = [Written(q, raw) for q in result.queries]
         out += [Written(None, json.dumps(r.proposal)[:20000], r.reason) for r in result.rejected]
@@ -115,7 +126,7 @@ class WriterAdapter:
     def propose_relation(self, predicates: list[dict], facts: list[Fact], *, text: str = "") -> dict:
         """The writer's label for a query (its predicates) against a trajectory's facts."""
         query = QueryProposal(text=text or "query", predicates=[Predicate(**p) for p in predicates])
-        proposal = self.writer.propose_relation(query, facts)
+        proposal = _endpoint_errors(lambda: self.writer.propose_relation(query, facts))
         return {"label": int(proposal.label), "predicates": [vars(p) for p in proposal.decisive],
                 "evidence": list(proposal.evidence_fact_ids), "reason": proposal.reason, "failed": proposal.failed}
 
