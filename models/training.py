@@ -334,6 +334,11 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     snapshot_sha = snapshot.content_sha256()
     cache_dir = cfg.cache_dir or str(out / "feature_cache")
 
+    ckpt_path = out / CHECKPOINT
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.is_file() else None
+    if ckpt is not None:
+        _check_resume(ckpt, model_kind, cfg, snapshot_sha)           # before any expensive work
+
     _seed_everything(cfg.seed)                                      # same initial weights on every rank
     model = build_model(model_kind, cfg.model)
     model.to(device)
@@ -345,10 +350,7 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(cfg))
 
     start = 0
-    ckpt_path = out / CHECKPOINT
-    if ckpt_path.is_file():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        _check_resume(ckpt, model_kind, cfg, snapshot_sha)
+    if ckpt is not None:
         load_trained_state(model, ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
@@ -356,6 +358,7 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         if len(states) == world:
             _set_rng_state(states[rank])
         start = int(ckpt["step"])
+        del ckpt
     log_path = out / "steps.jsonl"
     if rank == 0:                                                   # drop records past the checkpoint
         kept = [line for line in (log_path.read_text().splitlines() if log_path.is_file() else [])
