@@ -61,3 +61,36 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# SCOUT's predictor at a width of 32: a second retriever to fuse with.
+TINY_SCOUT = {"predictor": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2, "n_prompts": 2},
+              "features": {"n_fast_max": 8}}
+
+
+@pytest.fixture(scope="session")
+def trained_dirs(tiny_benchmark_dir, tmp_path_factory) -> dict[str, Path]:
+    """Checkpoint folders of a tiny VTrajEmbed and a tiny SCOUT trained on the train snapshot
+    (straight through ``models.training.train``, once per session)."""
+    from models.snapshot import RelationSnapshotData
+    from models.training import train
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    data = RelationSnapshotData.load(tiny_benchmark_dir / "snapshots" / "train")
+    root = tmp_path_factory.mktemp("trained")
+    out = {}
+    for kind, model in (("vtrajembed", TINY_VTRAJEMBED), ("scout", TINY_SCOUT)):
+        out[kind] = root / kind
+        train(data, kind, tiny_config(steps=8, model=model, cache_dir=str(root / "features")), out[kind])
+    torch.set_num_threads(before)
+    return out
+
+
+def finished_run(snapshots, folder: Path, kind: str = "vtrajembed"):
+    """A succeeded TrainingRun row whose checkpoint is ``folder``."""
+    from workers.models import RunStatus, TrainingRun
+
+    return TrainingRun.objects.create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], model_kind=kind,
+                                      config=tiny_config(), steps_total=8, steps_done=8, out_dir=str(folder),
+                                      status=RunStatus.SUCCEEDED)
