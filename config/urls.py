@@ -3,8 +3,6 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from frontend.views import index
-
 api = [
     path("", include("accounts.urls")),
     path("", include("workers.urls")),
@@ -20,5 +18,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", index, name="index"),
+    # The web UI: its /api/ui/ reads, and its page for every other path (client-side routing).
+    path("", include("frontend.urls")),
 ]

@@ -6,6 +6,7 @@ export interface Bar {
   label: string;
   value: number;
   note?: string; // written after the value ("12 items")
+  text?: string; // written instead of the formatted value ("–" for an undefined statistic)
 }
 
 export function BarChart({ title, bars, max, format = (v) => String(v), color = "#4f8cff" }: {
@@ -20,7 +21,7 @@ export function BarChart({ title, bars, max, format = (v) => String(v), color = 
   const labelW = 150;
   const width = 520;
   const barW = width - labelW - 110;
-  const summary = bars.map((b) => `${b.label}: ${format(b.value)}`).join(", ");
+  const summary = bars.map((b) => `${b.label}: ${b.text ?? format(b.value)}`).join(", ");
   return (
     <figure className="chart">
       <figcaption>{title}</figcaption>
@@ -36,7 +37,7 @@ export function BarChart({ title, bars, max, format = (v) => String(v), color = 
               <rect x={labelW} y={y + 3} width={barW} height={rowH - 8} className="chart-track" />
               <rect x={labelW} y={y + 3} width={w} height={rowH - 8} fill={color} />
               <text x={labelW + barW + 8} y={y + 16} className="chart-value">
-                {format(b.value)}
+                {b.text ?? format(b.value)}
                 {b.note ? ` ${b.note}` : ""}
               </text>
             </g>

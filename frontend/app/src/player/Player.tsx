@@ -21,8 +21,8 @@ export interface PlayerProps {
   tracks: PlayerTrack[];
   range: FrameRange;
   start?: number;
-  /** "single": the whole frame and a zoomed view following the track; "pair": one zoomed view per
-   *  track side by side, and the whole frame with both boxes underneath. */
+  /** "single": the whole frame and a zoomed view following the track; "pair": the whole frame
+   *  with both boxes between two zoomed views, A's on the left and B's on the right. */
   layout: "single" | "pair";
   label: string;
   onFirstFrame?: (frame: number) => void;
@@ -125,24 +125,17 @@ function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onControl
   return (
     <section className={`player player-${layout}`} aria-label={label}>
       <div className="player-views">
-        {layout === "pair" && (
-          <div className="pair-row">
-            {zoomCanvas(zoomA, tracks[0])}
-            {tracks[1] && zoomCanvas(zoomB, tracks[1])}
-          </div>
-        )}
-        <div className="main-row">
-          <canvas
-            ref={main}
-            className="main-view"
-            width={MAIN_WIDTH}
-            height={mainHeight}
-            role="img"
-            aria-label={`${label}: ${frameText}; ${observed.join(", ")}`}
-            data-frame={state.frame}
-          />
-          {layout === "single" && zoomCanvas(zoomA, tracks[0])}
-        </div>
+        {layout === "pair" && zoomCanvas(zoomA, tracks[0])}
+        <canvas
+          ref={main}
+          className="main-view"
+          width={MAIN_WIDTH}
+          height={mainHeight}
+          role="img"
+          aria-label={`${label}: ${frameText}; ${observed.join(", ")}`}
+          data-frame={state.frame}
+        />
+        {layout === "pair" ? tracks[1] && zoomCanvas(zoomB, tracks[1]) : zoomCanvas(zoomA, tracks[0])}
       </div>
       <canvas
         ref={timeline}
@@ -155,7 +148,7 @@ function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onControl
       <p className="sr-only">{tracks.map((p) => describeTrack(p)).join(" ")}</p>
       <div className="controls" role="group" aria-label="Playback">
         <button type="button" onClick={() => controller.seek(range.start)} aria-label="First frame" aria-keyshortcuts={ariaKeys("player.start")}>
-          ⏮
+          ▮◀
         </button>
         <button type="button" onClick={() => controller.step(-1)} aria-label="Previous frame" aria-keyshortcuts={ariaKeys("player.back")}>
           ◀
@@ -167,7 +160,7 @@ function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onControl
           aria-label={state.playing ? "Pause" : "Play"}
           aria-keyshortcuts={ariaKeys("player.toggle")}
         >
-          {state.playing ? "❚❚" : "▶"}
+          {state.playing ? "▮▮" : "▶"}
         </button>
         <button type="button" onClick={() => controller.step(1)} aria-label="Next frame" aria-keyshortcuts={ariaKeys("player.forward")}>
           ▶▮
@@ -241,7 +234,7 @@ function CropStrip({ player, frame, onSeek }: { player: PlayerTrack; frame: numb
       {crops.map((c, i) => (
         <li key={c.frame_index} className={i === nearest ? "current" : undefined}>
           <button type="button" onClick={() => onSeek(c.frame_index)} aria-label={`Go to frame ${c.frame_index}`}>
-            <img src={`${c.crop_url}?max_size=160`} alt={`${player.style.label} at frame ${c.frame_index}`} loading="lazy" />
+            <img src={`${c.crop_url}?max_size=160`} alt={`${player.style.label} at frame ${c.frame_index}`} />
             <span>{c.frame_index}</span>
           </button>
         </li>

@@ -48,9 +48,10 @@ describe("PlayerController", () => {
     s.c.attachTimeline(s.timeline);
     await s.flush();
     expect(s.drawn).toEqual([[0, null]]);
-    expect(s.requested.slice(0, 3)).toEqual([0, 1, 2]); // the shown frame first, then ahead
+    expect(s.requested).toEqual([0]); // the frame on screen alone, so nothing competes with it
     await s.load(0);
     expect(s.drawn.at(-1)).toEqual([0, 0]);
+    expect(s.requested).toEqual([0, 1, 2, 3]); // then the window ahead, three at a time
     await s.load(1, 2);
     s.c.step(1);
     await s.flush();
@@ -62,7 +63,8 @@ describe("PlayerController", () => {
     const s = setup();
     s.c.attach(s.view);
     await s.flush();
-    await s.load(0, 1, 2);
+    await s.load(0);
+    await s.load(1, 2);
     s.c.play();
     await s.flush();
     // Playing at 10 fps with 2 s lookahead: the window reaches 20 frames ahead.
@@ -78,7 +80,8 @@ describe("PlayerController", () => {
     const s = setup();
     s.c.attach(s.view);
     await s.flush();
-    await s.load(0, 1);
+    await s.load(0);
+    await s.load(1);
     s.c.play();
     s.setNow(800);
     await s.flush();

@@ -176,7 +176,9 @@ export class PlayerController<T extends Picture = HTMLImageElement> {
     if (this.disposed) return;
     if (this.model.snapshot.playing) this.model.tick(this.now(), (f) => this.cache.has(f));
     const s = this.model.snapshot;
-    this.cache.prefetch(this.window());
+    // The frame on screen first, alone (the server decodes it without competing downloads);
+    // the window around it once it is there.
+    this.cache.prefetch(this.cache.has(s.frame) ? this.window() : [s.frame]);
     const picture = this.cache.get(s.frame);
     const stale = !this.drawn || this.drawn.frame !== s.frame || this.drawn.picture !== (picture !== null);
     if (this.dirty || stale) {

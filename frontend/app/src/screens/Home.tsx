@@ -21,13 +21,21 @@ function queueCard(q: QueueCount) {
         {q.done > 0 && ` · ${q.done} done by you`}
         {q.in_progress !== null && ` · item ${q.in_progress} in progress`}
       </p>
-      {to && (q.available > 0 || q.in_progress !== null) ? (
+      {!spec ? (
+        <p className="muted">This stage is reviewed through the API for now.</p>
+      ) : to && (q.available > 0 || q.in_progress !== null) ? (
         <Link to={to} className="button primary">{q.in_progress !== null ? "Continue" : "Start"}</Link>
       ) : (
         <p className="muted">Nothing to do here now.</p>
       )}
     </li>
   );
+}
+
+/** Stages the UI reviews always have a card; others (reviewed through the API until their
+ *  screens exist) only when they hold work for this person. */
+function shown(q: QueueCount): boolean {
+  return REVIEW_STAGES.some((s) => s.stage === q.stage) || q.available > 0 || q.in_progress !== null;
 }
 
 export function Home({ me }: { me: Me }) {
@@ -38,7 +46,7 @@ export function Home({ me }: { me: Me }) {
       {works && (queues.error ? <ErrorState error={queues.error} onRetry={queues.reload} />
         : !queues.data ? <Loading what="your queues" />
         : queues.data.queues.length === 0 ? <EmptyState title="No queues for you" />
-        : <ul className="queues" aria-label="Your queues">{queues.data.queues.map(queueCard)}</ul>)}
+        : <ul className="queues" aria-label="Your queues">{queues.data.queues.filter(shown).map(queueCard)}</ul>)}
       {me.roles.includes("manager") && (
         <section aria-labelledby="manage-title">
           <h2 id="manage-title">Manage</h2>

@@ -85,6 +85,7 @@ export function AgreementScreen() {
                 format={(v) => `${(v * 100).toFixed(0)}%`}
                 bars={Object.entries(a.per_rater).map(([name, r]) => ({
                   label: name, value: r.agreement_with_majority ?? 0, note: `(${r.n_scored} scored)`,
+                  text: r.agreement_with_majority === null ? "–" : undefined,
                 }))} />
             </div>
             <table className="data">

@@ -46,6 +46,14 @@ function ReviewCell({ states, title }: { states: Record<string, number> | undefi
   );
 }
 
+/** Review stages in pipeline order: those the UI knows first, then any other stage the API
+ *  reports (reviewed through the API until its screen exists). */
+function stageRows(d: Progress): { stage: string; title: string }[] {
+  const known = REVIEW_STAGES.map((s) => ({ stage: s.stage, title: s.title }));
+  const other = Object.keys(d.review).filter((s) => !known.some((k) => k.stage === s)).map((s) => ({ stage: s, title: `${s} review` }));
+  return [...known, ...other];
+}
+
 export function ProgressScreen() {
   const p = useAsync(() => api.progress(), [], 5000);
   useShortcutList([{ id: "manager.refresh", handler: p.reload }]);
@@ -70,10 +78,10 @@ export function ProgressScreen() {
           <th scope="row">Proposal runs</th>
           {d.splits.map((s) => <td key={s}><RunsCell runs={d.proposal_runs[s]} /></td>)}
         </tr>
-        {REVIEW_STAGES.map((stage) => (
-          <tr key={stage.stage}>
-            <th scope="row">{stage.title}</th>
-            {d.splits.map((s) => <td key={s}><ReviewCell title={`${stage.title}, ${s}`} states={d.review[stage.stage]?.[s]} /></td>)}
+        {stageRows(d).map(({ stage, title }) => (
+          <tr key={stage}>
+            <th scope="row">{title}</th>
+            {d.splits.map((s) => <td key={s}><ReviewCell title={`${title}, ${s}`} states={d.review[stage]?.[s]} /></td>)}
           </tr>
         ))}
         <tr>

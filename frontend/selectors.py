@@ -1,0 +1,81 @@
+"""Reads that the web UI needs and no other app offers: the work waiting for one person, per
+task type, and the managers' pipeline progress per stage and split. Both are aggregates over
+other apps' records; the rules they count by (who may claim what) live in those apps."""
+from __future__ import annotations
+
+from django.db.models import Count, Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from accounts.roles import Role, user_has_role
+from annotation import selectors as annotation_selectors
+from annotation.models import Assignment, CandidatePool, Vote, WorkItem
+from trajectories.models import ProposalRun, Video
+
+QUEUE_COUNT_CAP = 1000  # queues are counted up to this many items ("1000+"), so a count stays cheap
+SPLITS = ("train", "dev", "test")
+UNASSIGNED = "unassigned"
+
+
+def _capped_count(queryset) -> tuple[int, bool]:
+    n = queryset.order_by().values("pk")[: QUEUE_COUNT_CAP + 1].count()
+    return min(n, QUEUE_COUNT_CAP), n > QUEUE_COUNT_CAP
+
+
+def annotator_queues(*, user) -> list[dict]:
+    """Per review stage (for annotators) and per adjudication stage (for adjudicators): how many
+    items this person could take now, the item they hold without a vote, and how many they did.
+
+    "Could take" follows the claim rule of ``annotation.services.claims``: an open item this
+    person never sat on, with fewer taken seats (voted, or under an unexpired lease) than its
+    panel size. Counting stops at ``QUEUE_COUNT_CAP``.
+    """
+    now = timezone.now()
+    out: list[dict] = []
+    if user_has_role(user, Role.ANNOTATOR):
+        mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=user)
+        taken = Count("assignments", filter=Q(assignments__completed_at__isnull=False)
+                      | Q(assignments__lease_expires_at__gt=now))
+        for stage in WorkItem.Stage.values:
+            free = (WorkItem.objects.filter(state=WorkItem.State.OPEN, stage=stage).exclude(Exists(mine))
+                    .annotate(taken=taken).filter(taken__lt=F("panel_size")))
+            available, more = _capped_count(free)
+            held = (Assignment.objects.filter(annotator=user, completed_at__isnull=True, lease_expires_at__gt=now,
+                                              item__state=WorkItem.State.OPEN, item__stage=stage)
+                    .values_list("item_id", flat=True).first())
+            done = Vote.objects.filter(annotator=user, is_adjudication=False, item__stage=stage).count()
+            out.append({"stage": stage, "kind": "review", "available": available, "more": more,
+                        "in_progress": held, "done": done})
+    if user_has_role(user, Role.ADJUDICATOR):
+        queue = annotation_selectors.adjudication_queue(user=user)
+        for stage in WorkItem.Stage.values:
+            available, more = _capped_count(queue.filter(stage=stage))
+            done = Vote.objects.filter(annotator=user, is_adjudication=True, item__stage=stage).count()
+            out.append({"stage": stage, "kind": "adjudication", "available": available, "more": more,
+                        "in_progress": None, "done": done})
+    return out
+
+
+def pipeline_progress() -> dict:
+    """Counts per split of every pipeline stage the platform has so far: videos, proposal runs by
+    status, review items by stage and state, and videos with a frozen pool. Five grouped queries,
+    whatever the number of records. Videos without a split are reported as ``unassigned``."""
+    def split(value: str) -> str:
+        return value or UNASSIGNED
+
+    videos = {split(r["split_group__split"]): r["n"]
+              for r in Video.objects.order_by().values("split_group__split").annotate(n=Count("id"))}
+    runs: dict[str, dict[str, int]] = {}
+    for r in ProposalRun.objects.order_by().values("video__split_group__split", "status").annotate(n=Count("id")):
+        runs.setdefault(split(r["video__split_group__split"]), {})[r["status"]] = r["n"]
+    review: dict[str, dict[str, dict[str, int]]] = {stage: {} for stage in WorkItem.Stage.values}
+    for r in WorkItem.objects.order_by().values("stage", "video__split_group__split", "state").annotate(n=Count("id")):
+        review.setdefault(r["stage"], {}).setdefault(split(r["video__split_group__split"]), {})[r["state"]] = r["n"]
+    frozen = {split(r["video__split_group__split"]): r
+              for r in CandidatePool.objects.filter(frozen_at__isnull=False).order_by()
+              .values("video__split_group__split")
+              .annotate(pools=Count("id"), videos_with_pool=Count("video", distinct=True))}
+    splits = [*SPLITS, *([UNASSIGNED] if UNASSIGNED in videos else [])]
+    pools = {s: {"videos": videos.get(s, 0), "videos_with_pool": frozen[s]["videos_with_pool"] if s in frozen else 0,
+                 "pools": frozen[s]["pools"] if s in frozen else 0} for s in splits}
+    return {"splits": splits, "videos": {s: videos.get(s, 0) for s in splits}, "proposal_runs": runs,
+            "review": review, "pools": pools}
