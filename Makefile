@@ -15,7 +15,15 @@ TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL
 	DJANGO_SECRET_KEY=test-only-secret-key
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench serve venv lock lint clean
+# The web UI (frontend/app, TypeScript + React, built by Vite) needs Node 20 and npm.
+NPM ?= npm
+UI := frontend/app
+UI_DEPS := $(UI)/node_modules/.package-lock.json
+UI_STAMP := frontend/static/dist/.stamp
+UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(UI)/index.html $(UI)/vite.config.ts $(UI)/tsconfig.json \
+	$(UI)/package.json
+
+.PHONY: demo test bench serve venv lock lint clean frontend frontend-test
 
 $(STAMP): pyproject.toml requirements/lock.txt requirements/constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required (Python 3.11)"; exit 1; }
@@ -25,7 +33,23 @@ $(STAMP): pyproject.toml requirements/lock.txt requirements/constraints.txt
 		-c requirements/constraints.txt sam2==1.1.0
 	touch $@
 
-venv: $(STAMP)
+venv: $(STAMP) frontend
+
+## The web UI's production build, served by Django from frontend/static/dist/.
+$(UI_DEPS): $(UI)/package-lock.json
+	@command -v $(NPM) >/dev/null || { echo "Node 20 and npm are required to build the web UI"; exit 1; }
+	cd $(UI) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(UI_STAMP): $(UI_DEPS) $(UI_SOURCES)
+	cd $(UI) && $(NPM) run build
+	touch $@
+
+frontend: $(UI_STAMP)
+
+## The web UI's unit tests (Vitest): the player model, frame cache, controller, shortcuts.
+frontend-test: $(UI_DEPS)
+	cd $(UI) && $(NPM) test
 
 ## Embedded mode: SQLite, a filesystem broker, the web server and one worker, demo data loaded.
 demo: venv
@@ -38,8 +62,9 @@ serve: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
-## Every test, against PostgreSQL and Redis (see .ci/run for starting them).
-test: venv
+## Every test, against PostgreSQL and Redis (see .ci/run for starting them): the web UI's unit
+## tests, then the Python suite, whose browser tests drive Chromium against the built UI.
+test: venv frontend-test
 	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Benchmarks at full size; figures go to var/bench/*.json.
@@ -54,4 +79,4 @@ lock: venv
 	mv requirements/lock.new requirements/lock.txt
 
 clean:
-	rm -rf var/test var/bench
+	rm -rf var/test var/bench frontend/static/dist
