@@ -20,9 +20,10 @@ MANIFEST = BUILD_DIR / ".vite" / "manifest.json"
 _cache: dict = {"mtime": None, "entry": None}
 
 
-def app_entry(manifest: Path = MANIFEST) -> dict | None:
+def app_entry(manifest: Path | None = None) -> dict | None:
     """The built entry's static paths ``{"js": …, "css": [...]}``, or None when there is no
     build. Re-read when the manifest changes, so a rebuild needs no server restart."""
+    manifest = manifest or MANIFEST
     try:
         mtime = manifest.stat().st_mtime_ns
     except FileNotFoundError:

@@ -18,6 +18,7 @@ from annotation.services.items import work_items_create_for_run
 from frontend.views import app_entry
 from models.synthetic import PersonSpec, SceneSpec, render_scene
 from models.tracking.base import TrackProposal
+from tests.annotation.conftest import adjudicator, annotators, reviewable_run  # noqa: F401 (fixtures, reused)
 from tests.trajectories.factories import run_factory
 from trajectories.models import ProposalRun, SplitGroup, Video
 from trajectories.services.ingestion import video_import
