@@ -178,6 +178,15 @@ def test_a_manager_freezes_a_pool_and_reads_the_agreement(open_page, people, rev
     nav(page, "Pools")
     expect(page.get_by_role("row", name=f"{pool.pk}")).to_contain_text(pool.content_sha256[:12])
 
+    # Any role can browse the videos and play a trajectory.
+    nav(page, "Videos")
+    page.get_by_role("link", name="ui_walk").click()
+    trajectory = items[0].trajectory_id
+    page.get_by_role("link", name=f"#{trajectory}", exact=True).click()
+    page.wait_for_url(f"**/videos/{run.video_id}/{trajectory}")
+    expect(page.get_by_role("list", name=f"Crops of #{trajectory}").get_by_role("listitem")).to_have_count(12)
+    expect(page.locator("canvas.main-view")).to_have_attribute("data-frame", "0")
+
 
 def test_jobs_show_live_progress_and_logs(open_page, people, shot):
     job = job_start(job=job_create(kind="proposal_run", params={"run": 1}, created_by=people["boss"]))

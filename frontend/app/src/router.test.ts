@@ -24,3 +24,12 @@ describe("routes", () => {
     expect(findRoute("/manage/agreement")?.route.roles).toEqual(["manager"]);
   });
 });
+
+describe("video routes", () => {
+  it("takes an optional trajectory and refuses words for ids", () => {
+    expect(findRoute("/videos/4")?.params).toEqual({ video: "4" });
+    expect(findRoute("/videos/4/17")?.params).toEqual({ video: "4", trajectory: "17" });
+    expect(findRoute("/videos/x")).toBeNull();
+    expect(findRoute("/videos/4/y")).toBeNull();
+  });
+});

@@ -15,8 +15,11 @@ import { PoolsScreen } from "./screens/manage/Pools";
 import { ProgressScreen } from "./screens/manage/Progress";
 import { RunsScreen } from "./screens/manage/Runs";
 import { ReviewClaim, ReviewItem } from "./screens/Review";
+import { VideoScreen, VideosScreen } from "./screens/Videos";
 
-export type Section = "Annotate" | "Adjudicate" | "Manage";
+export type Section = "Annotate" | "Adjudicate" | "Manage" | "Data";
+
+const STAFF: readonly Role[] = ["annotator", "adjudicator", "auditor", "manager"];
 
 export interface RouteDef {
   path: string; // pattern for matchPath
@@ -63,12 +66,22 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/manage/jobs", title: () => "Jobs", roles: ["manager"], nav: { section: "Manage", label: "Jobs" }, render: () => <JobsScreen /> },
   { path: "/manage/runs", title: () => "Proposal runs", roles: ["manager"], nav: { section: "Manage", label: "Runs" }, render: () => <RunsScreen /> },
   { path: "/manage/pools", title: () => "Frozen pools", roles: ["manager"], nav: { section: "Manage", label: "Pools" }, render: () => <PoolsScreen /> },
+  { path: "/videos", title: () => "Videos", roles: STAFF, nav: { section: "Data", label: "Videos" }, render: () => <VideosScreen /> },
+  {
+    path: "/videos/:video/:trajectory?",
+    title: (p) => `Video ${p.video}${p.trajectory ? ` · trajectory ${p.trajectory}` : ""}`,
+    roles: STAFF,
+    render: (p) => (
+      <VideoScreen videoId={Number.parseInt(p.video, 10)} trajectoryId={p.trajectory ? Number.parseInt(p.trajectory, 10) : undefined} />
+    ),
+  },
 ];
 
 export function findRoute(pathname: string): { route: RouteDef; params: Record<string, string> } | null {
   for (const route of ROUTES) {
     const params = matchPath(route.path, pathname);
-    if (params && (!params.item || /^\d+$/.test(params.item))) return { route, params };
+    const numeric = ["item", "video", "trajectory"].every((k) => params?.[k] === undefined || /^\d+$/.test(params[k]));
+    if (params && numeric) return { route, params };
   }
   return null;
 }

@@ -16,6 +16,7 @@ import type {
   ProposalRun,
   Queues,
   TrajectoryDetail,
+  TrajectorySummary,
   Video,
 } from "./types";
 
@@ -45,6 +46,7 @@ export const api = {
 
   // media and trajectories
   video: (id: number, signal?: AbortSignal) => get<Video>(`/api/videos/${id}/`, signal),
+  trajectories: (video: number, limit = 500) => get<Page<TrajectorySummary>>(`/api/trajectories/${q({ video, limit })}`),
   trajectory: (id: number, signal?: AbortSignal) => get<TrajectoryDetail>(`/api/trajectories/${id}/`, signal),
   crops: (id: number, n: number, signal?: AbortSignal) => get<Crop[]>(`/api/trajectories/${id}/crops/?n=${n}`, signal),
   frameUrl: (video: number, frame: number, maxSize?: number) =>

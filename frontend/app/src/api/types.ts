@@ -25,6 +25,22 @@ export interface Video {
   height: number;
 }
 
+export interface TrajectorySummary {
+  id: number;
+  video: number;
+  run: number;
+  track_id: number;
+  category: string;
+  n_obs: number;
+  first_frame: number;
+  last_frame: number;
+  temporal_coverage: number;
+  longest_run: number;
+  median_area: number;
+  abrupt_changes: number;
+  mean_score: number | null;
+}
+
 export interface TrajectoryDetail {
   id: number;
   video: number;

@@ -70,9 +70,11 @@ export function StackedBar({ parts, label }: { parts: { name: string; value: num
 export function ProgressBar({ value, label }: { value: number; label: string }) {
   const pct = Math.round(Math.min(1, Math.max(0, value)) * 100);
   return (
-    <div className="progress" role="progressbar" aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct} aria-label={label}>
-      <div className="progress-fill" style={{ width: `${pct}%` }} />
-      <span className="progress-text">{pct}%</span>
+    <div className="progress-wrap">
+      <div className="progress" role="progressbar" aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct} aria-label={label}>
+        <div className="progress-fill" style={{ width: `${pct}%` }} />
+      </div>
+      <span className="progress-text" aria-hidden="true">{pct}%</span>
     </div>
   );
 }

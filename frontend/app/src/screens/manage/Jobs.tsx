@@ -45,7 +45,7 @@ export function JobsScreen() {
   return (
     <>
       {jobs.error !== undefined && <p className="error-inline" role="alert">Refreshing failed; showing the last list.</p>}
-      <p className="muted">{jobs.data.count} jobs · newest first · refreshes every {POLL_MS / 1000} s</p>
+      <p className="muted">{jobs.data.count} job{jobs.data.count === 1 ? "" : "s"} · newest first · refreshes every {POLL_MS / 1000} s</p>
       <ul className="jobs">{jobs.data.results.map((j) => <JobRow key={j.id} job={j} />)}</ul>
     </>
   );
