@@ -35,11 +35,12 @@ from annotation.rules import (
     description_outcome,
 )
 from annotation.services.items import review_policy_get
+from annotation.services.runs import frozen_pools_check, model_run_record
 from annotation.services.votes import STAGE_HANDLERS, StageHandler
-from common.errors import ApplicationError, ConflictError
+from common.errors import ApplicationError
 from models.facts import Description as DescriptionRecord
 from models.facts import Fact, InvalidOutput, parse_description
-from workers.services import JobReporter, job_create
+from workers.services import JobReporter
 
 logger = logging.getLogger(__name__)
 
@@ -52,25 +53,16 @@ def description_run_create(*, pools: list[CandidatePool], backend: dict | None =
     Refused: an empty pool list, a pool that is not frozen, or a backend configuration the backend
     factory rejects (400 ``invalid_backend``).
     """
-    if not pools:
-        raise ApplicationError("name at least one frozen pool", code="no_pools")
-    unfrozen = [p.pk for p in pools if p.frozen_at is None]
-    if unfrozen:
-        raise ConflictError(f"pools {unfrozen} are not frozen; describe frozen pools only", code="pool_not_frozen")
-    settings_ = backends.describer_settings(backend, budget)
-    with transaction.atomic():
-        job = job_create(kind="description_run", params={"pools": [p.pk for p in pools]}, created_by=created_by)
-        run = DescriptionRun.objects.create(backend=settings_.backend, prompt_version=settings_.prompt_version,
-                                            prompt_sha256=settings_.prompt_sha256, budget=settings_.budget,
-                                            job=job, created_by=created_by)
-        run.pools.set(pools)
-        job.params = {**job.params, "run": run.pk}
-        job.save(update_fields=["params"])
-        if queue:
-            from annotation.tasks import description_run_task
+    frozen_pools_check(pools, purpose="describe")
+    return model_run_record(model=DescriptionRun, kind="description_run", pools=pools,
+                            settings=backends.describer_settings(backend, budget), created_by=created_by,
+                            task=_task if queue else None)
 
-            transaction.on_commit(lambda: description_run_task.delay(run.pk))
-    return run
+
+def _task():
+    from annotation.tasks import description_run_task
+
+    return description_run_task
 
 
 def _member_record(member: PoolMember) -> tuple[np.ndarray, np.ndarray]:

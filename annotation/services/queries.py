@@ -34,10 +34,11 @@ from annotation.models import (
 from annotation.rules import relation_disputed, relation_final
 from annotation.services.descriptions import approved_facts
 from annotation.services.pools import REVERIFY_HOOKS
+from annotation.services.runs import frozen_pools_check, model_run_record
 from annotation.services.votes import STAGE_HANDLERS, StageHandler
 from common.errors import ApplicationError, ConflictError
 from models.facts import Predicate, QueryProposal, check_query
-from workers.services import JobReporter, job_create
+from workers.services import JobReporter
 
 logger = logging.getLogger(__name__)
 MIN_NATURALNESS = 3          # ratings 1-5; below this the query is rejected as unnatural
@@ -48,25 +49,16 @@ OPEN_QUERY_STATES = (Query.Status.IN_REVIEW, Query.Status.ACCEPTED)
 def generation_run_create(*, pools: list[CandidatePool], backend: dict | None = None, budget: dict | None = None,
                           created_by=None, queue: bool = True) -> GenerationRun:
     """Record a query-writer run over the approved descriptions of frozen pools and queue it."""
-    if not pools:
-        raise ApplicationError("name at least one frozen pool", code="no_pools")
-    unfrozen = [p.pk for p in pools if p.frozen_at is None]
-    if unfrozen:
-        raise ConflictError(f"pools {unfrozen} are not frozen", code="pool_not_frozen")
-    settings_ = backends.writer_settings(backend, budget)
-    with transaction.atomic():
-        job = job_create(kind="generation_run", params={"pools": [p.pk for p in pools]}, created_by=created_by)
-        run = GenerationRun.objects.create(backend=settings_.backend, prompt_version=settings_.prompt_version,
-                                           prompt_sha256=settings_.prompt_sha256, budget=settings_.budget, job=job,
-                                           created_by=created_by)
-        run.pools.set(pools)
-        job.params = {**job.params, "run": run.pk}
-        job.save(update_fields=["params"])
-        if queue:
-            from annotation.tasks import generation_run_task
+    frozen_pools_check(pools, purpose="write queries for")
+    return model_run_record(model=GenerationRun, kind="generation_run", pools=pools,
+                            settings=backends.writer_settings(backend, budget), created_by=created_by,
+                            task=_task if queue else None)
 
-            transaction.on_commit(lambda: generation_run_task.delay(run.pk))
-    return run
+
+def _task():
+    from annotation.tasks import generation_run_task
+
+    return generation_run_task
 
 
 def _pool_facts(pool: CandidatePool) -> dict[int, list]:
