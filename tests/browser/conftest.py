@@ -28,30 +28,40 @@ CHROMIUM = Path(os.environ.get("TRAJLAB_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "test" / "screenshots"
 PASSWORD = "pw-for-browser-tests"
 
-# Playwright's sync API keeps an event loop in this thread; Django then refuses database calls
-# from it as "async-unsafe". The calls are in fact synchronous (test setup and checks), so the
-# guard is lifted for the browser tests' process only.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives real Chromium against a live server (tests/browser)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium():
-    """One Chromium for the session (each test gets fresh contexts, so no state is shared)."""
+    """One Chromium for the browser tests (each test gets fresh contexts, so no state is shared),
+    closed when they are done.
+
+    Playwright's sync API keeps an event loop marked as running in this thread, and Django then
+    refuses database calls from the thread as "async-unsafe". The calls here are synchronous
+    (test setup and checks), so the guard is lifted while the browser is open, and only then.
+    """
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)")
     if app_entry() is None:
         pytest.fail("the web UI is not built: run `make frontend` (make test does it first)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM),
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            yield browser
+            browser.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture
