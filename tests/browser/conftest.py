@@ -96,7 +96,8 @@ def shot():
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     def take(page, name: str) -> Path:
-        page.wait_for_function("() => [...document.images].every((img) => img.complete)")  # crops in
+        page.wait_for_function(  # the crop strips have loaded
+            "() => !document.querySelector('.crops-loading') && [...document.images].every((img) => img.complete)")
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path

@@ -74,6 +74,7 @@ def test_three_annotators_vote_a_trajectory_to_a_decision(open_page, people, rev
         page.keyboard.press("p")
         page.wait_for_url(f"**/review/usability/{first.pk}")
         expect(page.locator(".my-vote")).to_contain_text("You voted")
+        wait_first_frame(page, first.pk)  # a voted item plays like any other
         if name == "ann3":
             shot(page, "03-usability-own-vote")
 
