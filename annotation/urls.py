@@ -36,3 +36,18 @@ urlpatterns = [
     path("snapshots/", relation_apis.SnapshotListApi.as_view(), name="snapshot-list"),
     path("snapshots/<int:snapshot_id>/", relation_apis.SnapshotDetailApi.as_view(), name="snapshot-detail"),
 ]
+
+from annotation import release_apis  # noqa: E402
+
+urlpatterns += [
+    path("audits/", release_apis.AuditListApi.as_view(), name="audit-list"),
+    path("audits/<int:audit_id>/", release_apis.AuditDetailApi.as_view(), name="audit-detail"),
+    path("audits/<int:audit_id>/next/", release_apis.AuditNextApi.as_view(), name="audit-next"),
+    path("audits/<int:audit_id>/judgments/", release_apis.AuditJudgmentApi.as_view(), name="audit-judgments"),
+    path("audits/<int:audit_id>/stats/", release_apis.AuditStatsApi.as_view(), name="audit-stats"),
+    path("audits/<int:audit_id>/samples/", release_apis.AuditSamplesApi.as_view(), name="audit-samples"),
+    path("releases/", release_apis.ReleaseListApi.as_view(), name="release-list"),
+    path("releases/<int:release_id>/", release_apis.ReleaseDetailApi.as_view(), name="release-detail"),
+    path("releases/<int:release_id>/diff/<int:other_id>/", release_apis.ReleaseDiffApi.as_view(), name="release-diff"),
+    path("releases/<int:release_id>/verify/", release_apis.ReleaseVerifyApi.as_view(), name="release-verify"),
+]

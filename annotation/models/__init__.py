@@ -27,3 +27,10 @@ from annotation.models.relations import (  # noqa: F401
     RelationSnapshot,
     SnapshotRelation,
 )
+from annotation.models.releases import (  # noqa: F401
+    Audit,
+    AuditJudgment,
+    AuditSample,
+    Release,
+    ReleaseFile,
+)
