@@ -29,11 +29,6 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "test" / "screenshots"
 PASSWORD = "pw-for-browser-tests"
 
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: drives real Chromium against a live server (tests/browser)")
-
-
 @pytest.fixture(scope="package")
 def chromium():
     """One Chromium for the browser tests (each test gets fresh contexts, so no state is shared),
