@@ -3,7 +3,8 @@
 **Index.** :func:`search_index_build` embeds every trajectory of a sealed snapshot with a
 succeeded training run's final checkpoint and stores an exact FAISS inner-product index
 (``models.search.TrajectoryIndex``, unit vectors: the score is the cosine similarity) under
-``VAR_DIR/search/run-<run id>/<snapshot content hash>.npz``. The key is the run (whose checkpoint
+``VAR_DIR/search/run-<run id>/<snapshot content hash>.npz``, with the vectors in id order next to
+it (``.vectors.npy``, memory-mapped when a search scores the whole gallery, as fusion does). The key is the run (whose checkpoint
 never changes once it succeeded) and the snapshot's content hash, so an index is built once and
 found again by any process of the machine. Each process also keeps the last few loaded models and
 indexes in memory (:data:`LOADED_MAX`), so a search after the first costs one text encoding and
@@ -33,6 +34,7 @@ with per-stage timings in milliseconds.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -63,6 +65,7 @@ class _Loaded:
     index: object                                # models.search.TrajectoryIndex
     ids: np.ndarray                              # [T] trajectory ids, ascending
     videos: np.ndarray                           # [T] the video of each
+    vectors: np.ndarray                          # [T, d] unit embeddings in id order (memory-mapped)
 
 
 _loaded: OrderedDict[tuple[int, str], _Loaded] = OrderedDict()
@@ -97,38 +100,70 @@ def _load_model(run: TrainingRun):
     return model
 
 
+def search_index_save(*, run: TrainingRun, snapshot, embeddings: np.ndarray, ids: np.ndarray,
+                      video_ids: np.ndarray) -> Path:
+    """Store the index of ``run`` over ``snapshot``: unit ``embeddings`` ``[T, d]`` with their
+    trajectory and video ids ``[T]``. Writes the exact FAISS index (``<hash>.npz``), the vectors in
+    ascending id order (``<hash>.vectors.npy``, memory-mapped by searches that score the whole
+    gallery) and a description (``<hash>.json``), each atomically; the vectors go last, so a
+    reader that finds them finds the rest."""
+    from models.search import IndexConfig, TrajectoryIndex
+
+    ids = np.asarray(ids, np.int64)
+    order = np.argsort(ids, kind="stable")
+    vectors = np.ascontiguousarray(np.asarray(embeddings, np.float32)[order])                  # [T, d]
+    index = TrajectoryIndex.build(vectors, ids[order], np.asarray(video_ids, np.int64)[order],
+                                  IndexConfig(dim=int(vectors.shape[1]), kind="exact"))
+    path = search_index_path(run=run, snapshot=snapshot)
+    index.save(path)
+    meta = path.with_suffix(".json")
+    _write_atomic(meta, lambda fh: fh.write(json.dumps({
+        "run": run.pk, "snapshot": snapshot.pk, "snapshot_sha256": snapshot.content_sha256,
+        "model_kind": run.model_kind, "steps": run.steps_done, "n": len(index), "dim": index.config.dim}).encode()))
+    _write_atomic(_vectors_path(path), lambda fh: np.save(fh, vectors))
+    with _lock:
+        _loaded.pop((run.pk, snapshot.content_sha256), None)
+    return path
+
+
+def _vectors_path(path: Path) -> Path:
+    return path.with_name(path.stem + ".vectors.npy")
+
+
+def _write_atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> dict:
     """Build the index of ``run`` over ``snapshot`` unless it is on disk already (or ``force``).
 
-    Returns ``{"path", "built", "n", "dim", "seconds"}``. The file is written atomically, so two
+    Returns ``{"path", "built", "n", "dim", "seconds"}``. Files are written atomically, so two
     processes building at once both end with a complete, identical index."""
     from annotation.services.snapshots import relation_snapshot_load
-    from models.search import IndexConfig, TrajectoryIndex
     from models.training import embed_snapshot
+    from workers.training import feature_cache_dir
 
     _require_searchable(run)
     _sealed(snapshot)
     path = search_index_path(run=run, snapshot=snapshot)
     began = time.perf_counter()
-    if path.is_file() and not force:
-        index = TrajectoryIndex.load(path)
-        return {"path": str(path), "built": False, "n": len(index), "dim": index.config.dim,
+    if path.is_file() and _vectors_path(path).is_file() and not force:
+        meta = np.load(_vectors_path(path), mmap_mode="r")
+        return {"path": str(path), "built": False, "n": int(meta.shape[0]), "dim": int(meta.shape[1]),
                 "seconds": round(time.perf_counter() - began, 3)}
     data = relation_snapshot_load(snapshot=snapshot)
     model = _load_model(run)
-    from workers.training import feature_cache_dir
-
     _, v, _ = embed_snapshot(model, data, cache_dir=feature_cache_dir())                   # [T, d]
-    ids = np.asarray([t.id for t in data.tracks], np.int64)                                # [T]
-    videos = np.asarray([t.video_id for t in data.tracks], np.int64)                       # [T]
-    index = TrajectoryIndex.build(v, ids, videos, IndexConfig(dim=int(v.shape[1]), kind="exact"))
-    index.save(path)
-    path.with_suffix(".json").write_text(json.dumps({
-        "run": run.pk, "snapshot": snapshot.pk, "snapshot_sha256": snapshot.content_sha256,
-        "model_kind": run.model_kind, "steps": run.steps_done, "n": len(index), "dim": index.config.dim}))
-    with _lock:
-        _loaded.pop((run.pk, snapshot.content_sha256), None)
-    return {"path": str(path), "built": True, "n": len(index), "dim": index.config.dim,
+    search_index_save(run=run, snapshot=snapshot, embeddings=v,
+                      ids=np.asarray([t.id for t in data.tracks], np.int64),
+                      video_ids=np.asarray([t.video_id for t in data.tracks], np.int64))
+    return {"path": str(path), "built": True, "n": int(v.shape[0]), "dim": int(v.shape[1]),
             "seconds": round(time.perf_counter() - began, 3)}
 
 
@@ -142,10 +177,13 @@ def _get_loaded(run: TrainingRun, snapshot) -> _Loaded:
             return _loaded[key]
     search_index_build(run=run, snapshot=snapshot)
     path = search_index_path(run=run, snapshot=snapshot)
+    vectors = np.load(_vectors_path(path), mmap_mode="r")                                      # [T, d] by id
     index = TrajectoryIndex.load(path)
-    with np.load(path, allow_pickle=False) as stored:                                      # the file's id arrays
-        ids = np.sort(stored["ids"].astype(np.int64))                                      # [T]
-    loaded = _Loaded(model=_load_model(run), index=index, ids=ids, videos=index.video_of(ids))
+    with np.load(path, allow_pickle=False) as stored:                                          # the file's id arrays
+        ids, videos = stored["ids"].astype(np.int64), stored["videos"].astype(np.int64)
+    if not (np.all(np.diff(ids) > 0) and len(ids) == vectors.shape[0] == len(index)):
+        raise ConflictError(f"the search index at {path} is inconsistent; build it again", code="index_inconsistent")
+    loaded = _Loaded(model=_load_model(run), index=index, ids=ids, videos=videos, vectors=vectors)
     with _lock:
         _loaded[key] = loaded
         while len(_loaded) > LOADED_MAX:
@@ -177,10 +215,7 @@ def encode_texts(model, texts: list[str]) -> np.ndarray:
 
 def _all_scores(loaded: _Loaded, q: np.ndarray) -> np.ndarray:
     """Cosine of the query ``[1, d]`` with every trajectory, aligned with ``loaded.ids`` ``[T]``."""
-    scores, ids = loaded.index.search(q, len(loaded.index))                                # [1, T]
-    out = np.empty(len(loaded.ids), np.float64)
-    out[np.searchsorted(loaded.ids, ids[0])] = scores[0]
-    return out
+    return (loaded.vectors @ q[0]).astype(np.float64)                                         # [T]
 
 
 def _trajectory_ranking(loaded: _Loaded, q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
@@ -213,19 +248,36 @@ def _video_ranking(loaded: _Loaded, q: np.ndarray, k: int) -> list[tuple[int, in
         depth = min(n, depth * 2)
 
 
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` best ``scores`` ``[T]``, best first, ties to the lower position."""
+    if k < len(scores):
+        part = np.argpartition(-scores, k - 1)[:k]
+        threshold = scores[part].min()
+        part = np.flatnonzero(scores >= threshold)                # every item tied at the boundary too
+    else:
+        part = np.arange(len(scores))
+    return part[np.lexsort((part, -scores[part]))][:k]
+
+
 def _best_per_video(scores: np.ndarray, ids: np.ndarray, videos: np.ndarray, k: int
                     ) -> list[tuple[int, int, float]]:
     """(best trajectory, video, score) of the ``k`` best videos of ``scores`` ``[T]`` (aligned with
-    ``ids`` and ``videos``); ties go to the lower trajectory id."""
-    out, seen = [], set()
-    for i in np.argsort(-scores, kind="stable"):
-        v = int(videos[i])
-        if v not in seen:
-            seen.add(v)
-            out.append((int(ids[i]), v, float(scores[i])))
-            if len(out) == k:
-                break
-    return out
+    ``ids`` and ``videos``); ties go to the lower trajectory id. Looks at the best trajectories
+    first and widens until ``k`` videos are found."""
+    n = len(scores)
+    depth = min(n, max(4 * k, 64))
+    while True:
+        out, seen = [], set()
+        for i in _top(scores, depth):
+            v = int(videos[i])
+            if v not in seen:
+                seen.add(v)
+                out.append((int(ids[i]), v, float(scores[i])))
+                if len(out) == k:
+                    return out
+        if depth >= n:
+            return out
+        depth = min(n, depth * 2)
 
 
 def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: str = "trajectory",
@@ -276,7 +328,7 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
                 raise ConflictError("the fused runs' indexes hold different trajectories", code="gallery_mismatch")
         fused = combsum([_all_scores(item, q)[None, :] for item, q in zip(loaded, queries, strict=True)])[0]  # [T]
         if level == "trajectory":
-            order = np.argsort(-fused, kind="stable")[:depth]
+            order = _top(fused, depth)
             ranked = [(int(main.ids[i]), int(main.videos[i]), float(fused[i])) for i in order]
         else:
             ranked = _best_per_video(fused, main.ids, main.videos, depth)
