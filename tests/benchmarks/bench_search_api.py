@@ -65,7 +65,7 @@ def percentiles(seconds: list[float]) -> dict:
 
 
 def test_search_latency(tmp_path, settings, manager, client_for):
-    from tests.workers.conftest import (
+    from tests.workers.factories import (
         TINY_BENCHMARK,
         TINY_VTRAJEMBED,
         finished_run,

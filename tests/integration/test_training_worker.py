@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.processes import database_url_for_subprocess, stop_process_group
-from tests.workers.conftest import TINY_BENCHMARK, register_snapshot, tiny_config
+from tests.workers.factories import TINY_BENCHMARK, register_snapshot, tiny_config
 from workers.models import EvaluationRun, TrainingRun, TrainingStep
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -1,28 +1,21 @@
-"""Fixtures of the training, evaluation and search tests: a tiny rendered benchmark (built once per
-session with ``models.demo_benchmark``) registered as sealed relation snapshots, and a small
-VTrajEmbed config that trains in well under a second per step on one CPU core."""
+"""Fixtures of the training, evaluation and search tests: the tiny rendered benchmark (built once
+per session with ``models.demo_benchmark``) registered as sealed relation snapshots, checkpoints
+trained once per session, and one torch thread per test."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 import torch
-from django.utils import timezone
 
-from annotation.models import RelationSnapshot
 from models.demo_benchmark import build_demo_benchmark
-
-# A few rendered 16-frame scenes: 3 train videos (8 tracks, 24 queries), 2 dev videos.
-TINY_BENCHMARK = {"videos": {"train": 3, "dev": 2, "test": 0}, "include_demo_scenes": False, "n_frames": 16,
-                  "width": 128, "height": 96, "people": (2, 3), "seed": 0}
-# VTrajEmbed at a width of 32 with 8 Fast observations: the same code paths as the paper's size.
-TINY_VTRAJEMBED = {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "embed_dim": 32, "geo_hidden": 16,
-                   "agg_layers": 1, "heads": 2, "agg_heads": 2, "features": {"n_fast_max": 8, "n_slow_budget": 2}}
-
-
-def tiny_config(**overrides) -> dict:
-    return {"steps": 6, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "device": "cpu",
-            "model": TINY_VTRAJEMBED, **overrides}
+from tests.workers.factories import (
+    TINY_BENCHMARK,
+    TINY_SCOUT,
+    TINY_VTRAJEMBED,
+    register_snapshot,
+    tiny_config,
+)
 
 
 @pytest.fixture(scope="session")
@@ -32,19 +25,8 @@ def tiny_benchmark_dir(tmp_path_factory) -> Path:
     return root
 
 
-def register_snapshot(folder: Path, *, sealed: bool = True) -> RelationSnapshot:
-    """A RelationSnapshot row for a snapshot folder written by ``models.snapshot``."""
-    from models.snapshot import RelationSnapshotData
-
-    data = RelationSnapshotData.load(folder)
-    return RelationSnapshot.objects.create(
-        split=data.split, name=f"tiny {data.split}", content_sha256=data.content_sha256(), path=str(folder),
-        pool_versions={str(v.id): v.pool_version for v in data.videos}, counts=data.counts(), complete=True,
-        sealed_at=timezone.now() if sealed else None)
-
-
 @pytest.fixture
-def snapshots(db, tiny_benchmark_dir) -> dict[str, RelationSnapshot]:
+def snapshots(db, tiny_benchmark_dir) -> dict:
     return {split: register_snapshot(tiny_benchmark_dir / "snapshots" / split) for split in ("train", "dev")}
 
 
@@ -61,11 +43,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-# SCOUT's predictor at a width of 32: a second retriever to fuse with.
-TINY_SCOUT = {"predictor": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2, "n_prompts": 2},
-              "features": {"n_fast_max": 8}}
 
 
 @pytest.fixture(scope="session")
@@ -85,12 +62,3 @@ def trained_dirs(tiny_benchmark_dir, tmp_path_factory) -> dict[str, Path]:
         train(data, kind, tiny_config(steps=8, model=model, cache_dir=str(root / "features")), out[kind])
     torch.set_num_threads(before)
     return out
-
-
-def finished_run(snapshots, folder: Path, kind: str = "vtrajembed"):
-    """A succeeded TrainingRun row whose checkpoint is ``folder``."""
-    from workers.models import RunStatus, TrainingRun
-
-    return TrainingRun.objects.create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], model_kind=kind,
-                                      config=tiny_config(), steps_total=8, steps_done=8, out_dir=str(folder),
-                                      status=RunStatus.SUCCEEDED)

@@ -10,7 +10,7 @@ from models.encoders import build_text_encoder
 from models.rerank import minmax_rows, pivot_promote
 from models.snapshot import RelationSnapshotData
 from models.training import embed_snapshot, load_model
-from tests.workers.conftest import finished_run
+from tests.workers.factories import finished_run
 from workers import search as search_module
 from workers.search import encode_texts, search, search_index_build, search_index_path
 
@@ -137,7 +137,7 @@ def test_the_index_is_built_once_and_kept_on_disk(snapshots, trained_dirs, var_d
 
 
 def test_bad_searches_are_refused(snapshots, trained_dirs, tiny_benchmark_dir, var_dir):
-    from tests.workers.conftest import register_snapshot
+    from tests.workers.factories import register_snapshot
     from workers.models import TrainingRun
 
     run = finished_run(snapshots, trained_dirs["vtrajembed"])

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.workers.conftest import tiny_config
+from tests.workers.factories import tiny_config
 from workers.models import TrainingRun
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from common.errors import ApplicationError, ConflictError
 from models.snapshot import RelationSnapshotData
 from models.training import random_baseline
-from tests.workers.conftest import TINY_VTRAJEMBED, register_snapshot, tiny_config
+from tests.workers.factories import TINY_VTRAJEMBED, register_snapshot, tiny_config
 from workers import training as training_services
 from workers.models import EvaluationRun, Job, TrainingRun, TrainingStep
 from workers.train_entry import command

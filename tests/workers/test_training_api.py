@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workers.conftest import finished_run, register_snapshot, tiny_config
+from tests.workers.factories import finished_run, register_snapshot, tiny_config
 from workers import search as search_module
 from workers.models import EvaluationRun, TrainingRun, TrainingStep
 
