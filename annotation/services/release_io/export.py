@@ -174,6 +174,9 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
 
     say = progress or (lambda _message: None)
     folder = Path(folder)
+    # what the release row keeps comes back from the database with its keys in another order
+    config = json.loads(canonical_json(meta.config))
+    parent = json.loads(canonical_json(meta.parent or {}))
     if folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"{folder} is not empty")
     (folder / "data").mkdir(parents=True, exist_ok=True)
@@ -197,21 +200,22 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     changes = meta.changes
     if changes is None:
         changes = diff_indexes(parent_folder / INDEX, folder / INDEX, limit=0)["tables"] if parent_folder else {}
+    changes = {t.name: changes[t.name] for t in TABLES if t.name in changes}
     tables_meta = {t.name: {"rows": counts[t.name], "key": list(t.key), "doc": t.doc,
                             "files": {"jsonl": f"data/{t.name}.jsonl", "parquet": f"data/{t.name}.parquet"},
                             "columns": [{"name": c.name, "type": c.kind, "ref": c.ref, "doc": c.doc}
                                         for c in t.columns]} for t in TABLES}
     body = {"format": FORMAT, "name": meta.name, "version": meta.version, "description": meta.description,
             "license": meta.license, "splits": list(meta.splits), "created_at": meta.created_at.astimezone(dt.UTC)
-            .isoformat(), "parent": meta.parent or None, "media_included": meta.media_included,
+            .isoformat(), "parent": parent or None, "media_included": meta.media_included,
             "counts": counts, "changes": changes, "tables": tables_meta, "mot_videos": n_mot}
     _write_json(folder / "release.json", body)
-    _write_json(folder / "construction.json", meta.config)
+    _write_json(folder / "construction.json", config)
     _write_json(folder / "statistics.json", stats)
     data_hashes = {path: file_sha256(folder / path) for path in _relative_files(folder) if path.startswith("data/")}
     _write_json(folder / "croissant.json", croissant_metadata(body, data_hashes,
                                                               {p: (folder / p).stat().st_size for p in data_hashes}))
-    (folder / "README.md").write_text(dataset_card(body, stats, meta.config), encoding="utf-8")
+    (folder / "README.md").write_text(dataset_card(body, stats, config), encoding="utf-8")
     files = []
     lines = []
     for path in _relative_files(folder):

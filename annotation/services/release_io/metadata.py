@@ -50,13 +50,17 @@ def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]
         source = _file_id(meta["files"]["parquet"])
         fields = []
         for c in table.columns:
-            entry = {"@type": "cr:Field", "@id": f"{name}/{c.name}", "name": c.name,
-                     "description": c.doc or f"{c.name} ({c.kind})", "dataType": CROISSANT_TYPES[c.kind],
+            # References are named in the description, not as cr:references: a Croissant reader joins
+            # along those, and the self-references (revisions, pool versions) would form cycles.
+            described = c.doc or f"{c.name} ({c.kind})"
+            if c.ref:
+                target, _, column = c.ref.partition(".")
+                described += f"; refers to {target}.{column or TABLE[target].key[0]}"
+            entry = {"@type": "cr:Field", "@id": f"{name}/{c.name}", "name": c.name, "description": described,
+                     "dataType": CROISSANT_TYPES[c.kind],
                      "source": {"fileObject": {"@id": source}, "extract": {"column": c.name}}}
             if c.kind in LIST_KINDS:
                 entry["repeated"] = True
-            if c.ref and "." not in c.ref and c.kind not in LIST_KINDS and TABLE[c.ref].key == ("id",):
-                entry["references"] = {"field": {"@id": f"{c.ref}/id"}}
             fields.append(entry)
         record_set = {"@type": "cr:RecordSet", "@id": name, "name": name, "description": table.doc, "field": fields}
         record_set["key"] = [{"@id": f"{name}/{k}"} for k in table.key] if len(table.key) > 1 \

@@ -136,7 +136,9 @@ def release_statistics(scope: ReleaseScope) -> dict:
 
 # -- construction configuration --------------------------------------------------------------------
 def _prompt(kind: str, version: str) -> dict | None:
-    """The prompt text of a recorded version, or None when this code base does not know it."""
+    """The prompt text of a recorded version, or None when this code base has no text of it (the
+    embedded heuristic describer and template writer use no text prompt; their settings are in the
+    run's ``backend``)."""
     try:
         if kind == "describe":
             from models.vlm.prompts import describe_prompt
@@ -179,9 +181,8 @@ def construction_config(scope: ReleaseScope) -> dict:
     mining = list(scope.queryset("mining_runs").order_by("id").values("id", "split", "config"))
     prompts = {v: _prompt("describe", v) for v in sorted({r["prompt_version"] for r in describers})}
     prompts |= {v: _prompt("queries", v) for v in sorted({r["prompt_version"] for r in writers})}
-    relation_versions = sorted({(r["config"].get("writer") or {}).get("prompt_version") or "relation-v1"
-                                for r in mining})
-    prompts |= {v: _prompt("relation", v) for v in relation_versions}
+    relation_versions = {(r["config"].get("writer") or {}).get("prompt_version") for r in mining}
+    prompts |= {v: _prompt("relation", v) for v in sorted(relation_versions - {None})}
     rules = list(scope.queryset("pseudo_rules").order_by("id").values(
         "id", "name", "rule", "rule_sha256", "declared_bound", "calibration", "accepted"))
     return json_safe({"review_policy": policy, "proposal_configs": configs, "describer_runs": describers,

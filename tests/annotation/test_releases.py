@@ -1,0 +1,366 @@
+"""Releases of a small rendered benchmark (dev and test, two videos each, simulated reviewers):
+an incomplete dev/test split is refused with what is missing; a published release validates (every
+checksum, every id, Croissant with mlcroissant, MOT with motmetrics); it cannot change (database,
+API, files); a tampered folder is refused on import; a new version records its parent and its diff;
+and a release imported into a fresh instance (SQLite, another process) exports the same bytes again
+and evaluates to the same metrics.
+
+The benchmark is built once per module inside a transaction that is rolled back at the end; each
+test runs in a savepoint of it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from django.db import IntegrityError, InternalError, transaction
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from accounts.services import user_create
+from annotation.models import Audit, Relation, Release, ReleaseFile, WorkItem
+from annotation.services.audits import audit_create, audit_judgment_record, audit_sample_claim_next
+from annotation.services.descriptions import description_run_create, description_run_execute
+from annotation.services.mining import (
+    completeness_report,
+    completion_pairs_queue,
+    mining_run_create,
+    mining_run_execute,
+)
+from annotation.services.pools import pool_freeze
+from annotation.services.queries import generation_run_create, generation_run_execute
+from annotation.services.release_io.check import check_references, iter_records, verify_checksums
+from annotation.services.release_io.export import file_sha256
+from annotation.services.releases import release_create, release_import, release_verify
+from annotation.services.snapshots import relation_snapshot_create
+from annotation.simulation import simulate_annotators
+from annotation.simulation_relations import simulate_relation_review
+from common.errors import ConflictError
+from models.snapshot import RelationSnapshotData
+from models.synthetic import GroundTruth
+from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
+from trajectories.models import SplitGroup
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+REPO = Path(__file__).resolve().parents[2]
+SPLITS = ["dev", "dev", "test", "test"]
+TINY = {"d_model": 16, "d_context": 16, "agg_width": 16, "agg_ff": 32, "agg_layers": 1, "embed_dim": 16,
+        "geo_hidden": 8, "heads": 2, "agg_heads": 2, "dropout": 0.0, "features": {"n_fast_max": 8}}
+
+
+def build_rendered_benchmark(root: Path, splits: list[str], *, accuracy: float, seed: int = 0):
+    """Rendered videos through curation, pools, descriptions, queries and relation rows (no
+    cross-video review yet); returns the manager."""
+    from django.conf import settings
+
+    manager = user_create(username="boss", password="pw-for-tests", roles=["manager"])
+    videos = _rendered_videos(root, len(splits))
+    for video, split in zip(videos, splits):
+        SplitGroup.objects.filter(pk=video.split_group_id).update(split=split)
+    runs = [_gt_run(v, GroundTruth.load(Path(settings.MEDIA_ROOT) / v.metadata["ground_truth"])) for v in videos]
+    simulate_annotators(n_annotators=3, accuracy=1.0, seed=seed)
+    pools = [pool_freeze(run=run, frozen_by=manager) for run in runs]
+    description_run_execute(run=description_run_create(pools=pools, created_by=manager, queue=False))
+    simulate_relation_review(accuracy=accuracy, seed=seed + 1, stage=WorkItem.Stage.DESCRIPTION)
+    generation_run_execute(run=generation_run_create(pools=pools, created_by=manager, queue=False))
+    simulate_relation_review(accuracy=1.0, seed=seed + 2, stage=WorkItem.Stage.RELATION)
+    return manager
+
+
+def review_cross_video(splits: list[str], *, accuracy: float, seed: int = 0) -> None:
+    for split in sorted(set(splits)):
+        mining_run_execute(run=mining_run_create(split=split, queue=False))
+    simulate_relation_review(accuracy=accuracy, seed=seed + 3, stage=WorkItem.Stage.PAIR)
+    for split in sorted(set(splits) & {"dev", "test"}):
+        completion_pairs_queue(split=split)
+    simulate_relation_review(accuracy=1.0, seed=seed + 4, stage=WorkItem.Stage.PAIR)
+
+
+@pytest.fixture(scope="module")
+def built(django_db_setup, django_db_blocker, tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("releases")
+    with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=root / "media", VAR_DIR=root / "var"):
+        (root / "media" / "tmp").mkdir(parents=True)
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            manager = build_rendered_benchmark(root, SPLITS, accuracy=0.9)
+            # no cross-video review yet: a release of dev and test is refused, by the service and the API
+            with pytest.raises(ConflictError) as refused:
+                release_create(name="demo", version="1.0.0", splits=["dev", "test"], created_by=manager)
+            client = APIClient()
+            client.force_authenticate(manager)
+            api_refusal = client.post("/api/releases/", {"name": "demo", "version": "1.0.0", "splits": ["dev"]},
+                                      format="json")
+            review_cross_video(SPLITS, accuracy=1.0)
+            assert all(completeness_report(split=s)["complete"] for s in ("dev", "test"))
+            # an audit of dev with an auditor's verdicts, so the release reports residual errors
+            auditor = user_create(username="checker", password="pw-for-tests", roles=["auditor"])
+            audit = audit_create(split="dev", n_random=4, n_difficult=2, seed=3, created_by=manager)
+            for i in range(audit.samples.count()):
+                sample = audit_sample_claim_next(audit=audit, auditor=auditor)
+                wrong = i == 0
+                audit_judgment_record(sample=sample, auditor=auditor, verdict="error" if wrong else "correct",
+                                      error_type="other" if wrong else "", time_spent_ms=4000)
+            release = release_create(name="demo", version="1.0.0", splits=["dev", "test"], include_media=True,
+                                     description="Rendered demo scenes.", created_by=manager)
+            snapshot = relation_snapshot_create(split="test", created_by=manager)
+            yield {"root": root, "manager": manager, "auditor": auditor, "release": release, "refused": refused.value,
+                   "api_refusal": api_refusal, "snapshot": snapshot, "audit": audit}
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+def test_an_incomplete_dev_or_test_split_is_refused_with_what_is_missing(built):
+    refused = built["refused"]
+    assert refused.code == "incomplete_split"
+    for split in ("dev", "test"):
+        report = refused.extra["completeness"][split]
+        assert report["missing_by_kind"]["cross_video"] > 0 and report["missing_pairs"]
+        assert all(len(pair) == 2 for pair in report["missing_pairs"])
+    response = built["api_refusal"]
+    assert response.status_code == 409, response.content
+    body = response.json()
+    assert body["code"] == "incomplete_split" and body["extra"]["completeness"]["dev"]["missing_pairs"]
+
+
+def test_a_published_release_validates(db, built):
+    release = built["release"]
+    folder = Path(release.path)
+    # every checksum matches, every id resolves, and the row lists the same files
+    assert verify_checksums(folder, expect_manifest_sha256=release.manifest_sha256) == []
+    assert release_verify(release=release) == []
+    problems, checked = check_references(folder)
+    assert problems == [] and checked["relations"] > 0 and checked["votes"] > 0
+    assert ReleaseFile.objects.filter(release=release).count() == len((folder / "SHA256SUMS").read_text().splitlines()) + 1
+
+    # the manifests: the benchmark lists every accepted query with its complete candidate list
+    body = json.loads((folder / "release.json").read_text())
+    assert body["splits"] == ["dev", "test"] and body["parent"] is None and body["media_included"]
+    benchmark = list(iter_records(folder, "benchmark"))
+    members = {}
+    for m in iter_records(folder, "pool_members"):
+        members.setdefault(m["pool_id"], []).append(m["trajectory_id"])
+    assert benchmark and {b["split"] for b in benchmark} == {"dev", "test"}
+    for b in benchmark:
+        assert b["candidates"] == sorted(members[b["pool_id"]]) and b["target_id"] in b["candidates"]
+    relations = list(iter_records(folder, "relations"))
+    gold = {(r["query_id"], r["trajectory_id"]): r["label"] for r in relations if not r["pseudo"]}
+    for b in benchmark:                                  # dev/test: every needed relation is binary
+        split_candidates = [t for x in benchmark if x["split"] == b["split"] for t in x["candidates"]]
+        assert all(gold.get((b["query_id"], t)) in (0, 1) for t in set(split_candidates))
+    assert {r["pseudonym"] for r in iter_records(folder, "reviewers")} >= {
+        v["annotator"] for v in iter_records(folder, "votes")}
+    assert all(v["annotator"].startswith("reviewer-") for v in iter_records(folder, "votes"))
+
+    # statistics: the audit's residual errors, agreement, three-vote distributions, reviewer time
+    stats = json.loads((folder / "statistics.json").read_text())
+    audit = stats["audits"][0]
+    assert audit["judged"] == audit["samples"] == built["audit"].samples.count()
+    assert sum(s["errors"] for k in audit["by_kind"].values() for s in k.values()) == 1
+    assert stats["pre_adjudication_agreement"]["usability"]["n_items"] > 0
+    assert stats["vote_distributions"]["description"]["panel"] == 3
+    assert stats["reviewer_time"]["description"]["accepted_items"] > 0
+    assert stats["completeness"]["dev"]["complete"] and stats["completeness"]["test"]["complete"]
+    construction = json.loads((folder / "construction.json").read_text())
+    describer = construction["describer_runs"][0]
+    assert describer["backend"]["name"] == "heuristic" and describer["prompt_sha256"]
+    assert describer["prompt_version"] in construction["prompts"] and construction["software"]["python"]
+    card = (folder / "README.md").read_text()
+    assert "## How reliable the labels are" in card and "demo 1.0.0" in card and "| `relations` |" in card
+
+    # the Parquet and JSON Lines files hold the same records
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(folder / "data" / "relations.parquet").to_pylist()
+    assert [(r["query_id"], r["trajectory_id"], r["label"]) for r in table] == \
+        [(r["query_id"], r["trajectory_id"], r["label"]) for r in relations]
+    assert [json.loads(r["evidence"]) for r in table] == [r["evidence"] for r in relations]
+
+    # Croissant loads with mlcroissant without errors, and its record sets read back
+    import mlcroissant as mlc
+
+    dataset = mlc.Dataset(jsonld=folder / "croissant.json")
+    assert not dataset.metadata.ctx.issues.errors, dataset.metadata.ctx.issues.report()
+    queries = list(dataset.records(record_set="benchmark"))
+    assert sorted(r["benchmark/query_id"] for r in queries) == sorted(b["query_id"] for b in benchmark)
+    assert len(list(dataset.records(record_set="relations"))) == len(relations)
+
+    # the MOT files parse with motmetrics and hold each candidate's boxes (1-based)
+    import motmetrics
+
+    for b in benchmark:
+        gt = motmetrics.io.loadtxt(folder / "mot" / b["split"] / str(b["video_id"]) / "gt" / "gt.txt")
+        for m in iter_records(folder, "pool_members"):
+            if m["pool_id"] != b["pool_id"]:
+                continue
+            rows = gt.xs(m["trajectory_id"], level="Id")
+            assert list(rows.index) == [f + 1 for f in m["frames"]]
+            boxes = np.array(m["boxes"])
+            expected = np.stack([boxes[:, 0], boxes[:, 1], boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]], 1)
+            np.testing.assert_allclose(rows[["X", "Y", "Width", "Height"]].to_numpy(), expected, atol=2e-3)
+    # the videos are in the release
+    for v in iter_records(folder, "videos"):
+        assert (folder / "media" / v["path"]).is_file()
+
+
+def test_a_published_release_cannot_change(db, built, client_for):
+    release = built["release"]
+    manager = built["manager"]
+    # the database refuses raw changes to the release, its files, and new files
+    with pytest.raises((IntegrityError, InternalError)), transaction.atomic():
+        Release.objects.filter(pk=release.pk).update(description="changed")
+    with pytest.raises((IntegrityError, InternalError)), transaction.atomic():
+        Release.objects.filter(pk=release.pk).delete()
+    with pytest.raises((IntegrityError, InternalError)), transaction.atomic():
+        ReleaseFile.objects.filter(release=release).update(sha256="0" * 64)
+    with pytest.raises((IntegrityError, InternalError)), transaction.atomic():
+        ReleaseFile.objects.create(release=release, path="extra.txt", sha256="0" * 64, size_bytes=1)
+    # the service refuses the same version again, and an older one
+    for version, code in (("1.0.0", "release_exists"), ("0.9.0", "version_not_after_parent")):
+        with pytest.raises(ConflictError) as refused:
+            release_create(name="demo", version=version, splits=["dev", "test"])
+        assert refused.value.code == code
+    # the API has no edit endpoint
+    client = client_for(manager)
+    for method in ("put", "patch", "delete"):
+        response = getattr(client, method)(f"/api/releases/{release.pk}/", {"description": "x"}, format="json")
+        assert response.status_code == 405, (method, response.status_code)
+    # the files are read-only
+    assert not os.access(Path(release.path) / "data" / "relations.jsonl", os.W_OK) or os.geteuid() == 0
+    assert (Path(release.path) / "data" / "relations.jsonl").stat().st_mode & 0o222 == 0
+
+
+def test_a_tampered_release_fails_its_checksum_check(db, built, tmp_path):
+    release = built["release"]
+    copy = tmp_path / "copy"
+    shutil.copytree(release.path, copy)
+    target = copy / "data" / "relations.jsonl"
+    target.chmod(0o644)
+    lines = target.read_text().splitlines(keepends=True)
+    record = json.loads(lines[0])
+    record["label"] = 1 - record["label"] if record["label"] in (0, 1) else 1
+    lines[0] = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    target.write_text("".join(lines))
+    with pytest.raises(ConflictError) as refused:
+        release_import(path=copy)
+    assert refused.value.code == "release_tampered"
+    assert "data/relations.jsonl does not match its SHA-256 in SHA256SUMS" in refused.value.message
+    # a file added or removed is named too; a SHA256SUMS made to match is caught by the published hash
+    (copy / "extra.txt").write_text("x")
+    (copy / "README.md").chmod(0o644)
+    (copy / "README.md").unlink()
+    problems = verify_checksums(copy)
+    assert "extra.txt is not listed in SHA256SUMS" in problems
+    assert "README.md is listed in SHA256SUMS but missing" in problems
+    forged = copy / "SHA256SUMS"
+    forged.chmod(0o644)
+    sums = [ln for ln in forged.read_text().splitlines() if not ln.endswith("README.md")]
+    sums = [f"{file_sha256(target)}  data/relations.jsonl" if ln.endswith("data/relations.jsonl") else ln
+            for ln in sums] + [f"{file_sha256(copy / 'extra.txt')}  extra.txt"]
+    forged.write_text("\n".join(sorted(sums, key=lambda s: s.split("  ")[1])) + "\n")
+    assert verify_checksums(copy) == []
+    with pytest.raises(ConflictError) as refused:
+        release_import(path=copy, expect_manifest_sha256=release.manifest_sha256)
+    assert "not the published" in refused.value.message
+    assert not Release.objects.filter(origin="imported").exists()
+
+
+def test_a_new_version_records_its_parent_and_what_changed(db, built, client_for):
+    release = built["release"]
+    manager = built["manager"]
+    # a relation is relabelled and a second audit is sampled; then version 1.1.0
+    relation = Relation.objects.filter(query__video__split_group__split="dev", label=0, pseudo=False) \
+        .order_by("pk").first()
+    Relation.objects.filter(pk=relation.pk).update(label=1)
+    audit_create(split="test", n_random=2, n_difficult=0, seed=5, kinds=["query"], created_by=manager)
+    client = client_for(manager)
+    response = client.post("/api/releases/", {"name": "demo", "version": "1.1.0", "splits": ["dev", "test"]},
+                           format="json")
+    assert response.status_code == 201, response.content
+    new = response.json()
+    assert new["parent"] == release.pk and new["parent_ref"]["manifest_sha256"] == release.manifest_sha256
+    assert new["changes"]["relations"] == {"added": 0, "removed": 0, "changed": 1}
+    assert new["changes"]["audits"]["added"] == 1 and new["changes"]["audit_samples"]["added"] == 2
+    assert new["changes"]["videos"] == {"added": 0, "removed": 0, "changed": 0}
+    diff = client.get(f"/api/releases/{release.pk}/diff/{new['id']}/?limit=50").json()
+    assert diff["tables"]["relations"]["changed"] == 1
+    assert {"table": "relations", "key": f"{relation.query_id}/{relation.trajectory_id}", "change": "changed"} \
+        in diff["records"]
+    backwards = client.get(f"/api/releases/{new['id']}/diff/{release.pk}/").json()
+    assert backwards["tables"]["audits"] == {"added": 0, "removed": 1, "changed": 0}
+    listed = client.get("/api/releases/?name=demo").json()
+    assert [r["version"] for r in listed["results"]] == ["1.1.0", "1.0.0"]
+    detail = client.get(f"/api/releases/{new['id']}/").json()
+    assert {f["path"] for f in detail["files"]} >= {"SHA256SUMS", "croissant.json", "data/relations.parquet"}
+    assert client.get(f"/api/releases/{new['id']}/verify/").json() == {"ok": True, "problems": []}
+    bad = client.post("/api/releases/", {"name": "demo", "version": "2", "splits": ["dev"]}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_version"
+
+
+def test_a_release_round_trips_through_a_fresh_instance(db, built, tmp_path):
+    release = built["release"]
+    fresh = tmp_path / "fresh"
+    out = tmp_path / "again"
+    script = f"""
+import json, os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+call_command("import_release", {release.path!r}, "--expect-sha256", {release.manifest_sha256!r}, verbosity=0)
+call_command("export_release", "--name", "demo", "--release-version", "1.0.0", "--again", "--out", {str(out)!r},
+             verbosity=0)
+from annotation.services.snapshots import relation_snapshot_create
+snapshot = relation_snapshot_create(split="test")
+print(json.dumps({{"path": snapshot.path, "sha256": snapshot.content_sha256}}))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "MEDIA_ROOT")}
+    env.update(DATABASE_URL=f"sqlite:///{fresh}/db.sqlite3", TRAJLAB_VAR_DIR=str(fresh / "var"),
+               MEDIA_ROOT=str(fresh / "media"), OMP_NUM_THREADS="1")
+    fresh.mkdir()
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+
+    # byte-identical: every file, so the SHA-256 manifest too
+    original = Path(release.path)
+    names = sorted(p.relative_to(original).as_posix() for p in original.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    differing = [n for n in names if (original / n).read_bytes() != (out / n).read_bytes()]
+    assert differing == []
+
+    # the same evaluation on the imported instance's test snapshot as on the original's
+    mine = RelationSnapshotData.load(built["snapshot"].path)
+    theirs = RelationSnapshotData.load(imported["path"])
+    assert imported["sha256"] == built["snapshot"].content_sha256 == theirs.content_sha256()
+    assert all(Path(v.path).is_file() and str(fresh) in v.path for v in theirs.videos)
+    from models.training import build_model, evaluate
+
+    torch.manual_seed(0)
+    model = build_model("vtrajembed", TINY)
+    a, b = evaluate(model, mine), evaluate(model, theirs)
+    assert a["t2traj"]["n_queries"] > 0
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_release_reads_by_role(db, built, client_for, make_user):
+    release = built["release"]
+    annotator = client_for(make_user("annotator"))
+    assert annotator.get("/api/releases/").status_code == 200
+    assert annotator.get(f"/api/releases/{release.pk}/").json()["manifest_sha256"] == release.manifest_sha256
+    assert annotator.post("/api/releases/", {"name": "x", "version": "1.0.0", "splits": ["dev"]},
+                          format="json").status_code == 403
+    assert annotator.get(f"/api/releases/{release.pk}/verify/").status_code == 403
+    assert client_for(None).get("/api/releases/").status_code in (401, 403)
+    assert Audit.objects.filter(pk=built["audit"].pk).exists()
