@@ -9,6 +9,7 @@ from accounts.roles import IsManager, IsStaffMember
 from annotation.models import RelationSnapshot
 from common.pagination import paginate
 from common.params import int_param
+from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, Job, RunStatus, TrainingRun
 from workers.search import search
 from workers.selectors import (
@@ -17,13 +18,9 @@ from workers.selectors import (
     job_list,
     training_run_get,
     training_run_list,
-)
-from workers.training import (
-    evaluation_run_create,
-    training_run_cancel,
-    training_run_create,
     training_step_series,
 )
+from workers.training import training_run_cancel, training_run_create
 
 
 class JobOutputSerializer(serializers.ModelSerializer):

@@ -2,7 +2,7 @@ from django.db.models import QuerySet
 
 from accounts.roles import Role, user_has_role
 from common.errors import NotFoundError
-from workers.models import EvaluationRun, Job, TrainingRun
+from workers.models import EvaluationRun, Job, TrainingRun, TrainingStep
 
 
 def job_list(*, user, kind: str | None = None, status: str | None = None) -> QuerySet[Job]:
@@ -70,3 +70,17 @@ def approved_description_texts(*, trajectory_ids: list[int]) -> dict[int, str]:
         if text:
             out[d.trajectory_id] = text
     return out
+
+
+def training_step_series(*, run: TrainingRun, after: int = 0, limit: int = 5000) -> dict:
+    """The per-step series of a run as columns (``{"step": [...], "loss": [...], ...}``) from step
+    ``after + 1`` on, at most ``limit`` steps: what a live loss curve polls for."""
+    records = list(TrainingStep.objects.filter(run=run, step__gt=after).order_by("step")
+                   .values_list("step", "attempt", "record")[:limit])
+    keys: list[str] = []
+    for _, _, record in records:
+        keys += [k for k in record if k not in keys and k != "step"]
+    series: dict[str, list] = {"step": [s for s, _, _ in records], "attempt": [a for _, a, _ in records]}
+    for key in keys:
+        series[key] = [record.get(key) for _, _, record in records]
+    return series

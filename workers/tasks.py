@@ -28,8 +28,8 @@ def training_run_task(self, run_id: int) -> dict:
 
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def evaluation_run_task(self, run_id: int) -> dict:
-    """Evaluate one run (``workers.training.evaluation_run_execute``)."""
-    from workers.training import evaluation_run_execute
+    """Evaluate one run (``workers.evaluation.evaluation_run_execute``)."""
+    from workers.evaluation import evaluation_run_execute
 
     run = EvaluationRun.objects.filter(pk=run_id).first()
     if run is None:

@@ -1,0 +1,150 @@
+"""Evaluation runs (DESIGN 2.10, 4.3): a model's retrieval figures on a sealed relation snapshot.
+
+An evaluation run scores a succeeded training run's final checkpoint (``kind="trained"``: one per
+run and snapshot; a training run ends with one on its evaluation snapshot), the untrained model of
+a kind (``"untrained"``: its initial weights for a seed, the floor a training must beat) or the
+exact random baseline (``"random"``, ``models.training.random_baseline``). The figures are those of
+``models.training.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
+random baseline, from verified binary labels only. The first two are queued on the ``gpu`` queue
+(:func:`workers.tasks.evaluation_run_task`); the random baseline is computed at once.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import transaction
+from django.utils import timezone
+
+from common.errors import ApplicationError, ConflictError
+from workers.models import EvaluationRun, RunStatus, TrainingRun
+from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
+from workers.training import (
+    TERMINAL,
+    feature_cache_dir,
+    json_safe,
+    percent_text,
+    require_sealed,
+    training_config_validate,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, training_run: TrainingRun | None = None,
+                          model_kind: str | None = None, config: dict | None = None, created_by=None,
+                          queue: bool = True) -> tuple[EvaluationRun, bool]:
+    """Evaluate on a sealed snapshot: a succeeded training run (``kind="trained"``; one evaluation per
+    run and snapshot: asking again returns the existing one), the untrained model of ``model_kind``
+    (``config``: ``{"model": {...}, "seed": 0}``) or the random baseline (computed at once).
+    Returns ``(run, created)``; the first two are queued on the ``gpu`` queue after commit."""
+    require_sealed(snapshot, "snapshot")
+    if kind not in EvaluationRun.Kind.values:
+        raise ApplicationError(f"kind must be one of {', '.join(EvaluationRun.Kind.values)}", code="invalid_kind")
+    stored: dict = {}
+    if kind == EvaluationRun.Kind.TRAINED:
+        if training_run is None:
+            raise ApplicationError("a trained evaluation needs training_run", code="invalid_training_run")
+        if model_kind or config:
+            raise ApplicationError("model_kind and config come from the training run; leave them out",
+                                   code="invalid_config")
+        if training_run.status != RunStatus.SUCCEEDED:
+            raise ConflictError(f"training run {training_run.pk} is {training_run.status}; only a succeeded run "
+                                "has a final checkpoint to evaluate", code="run_not_finished")
+        model_kind = training_run.model_kind
+        existing = EvaluationRun.objects.filter(kind=kind, training_run=training_run, snapshot=snapshot).first()
+        if existing is not None:
+            return existing, False
+    elif training_run is not None:
+        raise ApplicationError(f"a {kind} evaluation takes no training_run", code="invalid_training_run")
+    if kind == EvaluationRun.Kind.UNTRAINED:
+        stored = _untrained_config(model_kind, config)
+    if kind == EvaluationRun.Kind.RANDOM:
+        if model_kind or config:
+            raise ApplicationError("the random baseline takes no model_kind or config", code="invalid_config")
+        return _random_evaluation(snapshot, created_by), True
+    with transaction.atomic():
+        job = job_create(kind="evaluation_run", queue="gpu", created_by=created_by,
+                         params={"snapshot": snapshot.pk, "kind": kind})
+        run = EvaluationRun.objects.create(kind=kind, training_run=training_run, snapshot=snapshot,
+                                           model_kind=model_kind or "", config=stored, job=job, created_by=created_by)
+        job.params = {**job.params, "run": run.pk}
+        job.save(update_fields=["params"])
+        if queue:
+            from workers.tasks import evaluation_run_task
+
+            transaction.on_commit(lambda: evaluation_run_task.apply_async(args=[run.pk], queue="gpu"))
+    return run, True
+
+
+def _untrained_config(model_kind: str | None, config: dict | None) -> dict:
+    if not model_kind:
+        raise ApplicationError("an untrained evaluation needs model_kind", code="invalid_model_kind")
+    if config is not None and not isinstance(config, dict):
+        raise ApplicationError("config must be a JSON object", code="invalid_config")
+    data = dict(config or {})
+    unknown = sorted(set(data) - {"model", "seed", "device"})
+    if unknown:
+        raise ApplicationError(f"an untrained evaluation takes model, seed and device; not {', '.join(unknown)}",
+                               code="invalid_config")
+    train_config, _ = training_config_validate(model_kind=model_kind, config=data)
+    return {"model": train_config["model"], "seed": train_config["seed"], "device": train_config["device"]}
+
+
+def _random_evaluation(snapshot, created_by) -> EvaluationRun:
+    from annotation.services.snapshots import relation_snapshot_load
+    from models.training import random_baseline
+
+    data = relation_snapshot_load(snapshot=snapshot)
+    return EvaluationRun.objects.create(kind=EvaluationRun.Kind.RANDOM, snapshot=snapshot, status=RunStatus.SUCCEEDED,
+                                        metrics=json_safe({"random": random_baseline(data)}), created_by=created_by,
+                                        finished_at=timezone.now())
+
+
+def evaluation_run_execute(*, run: EvaluationRun, echo: Callable[[float, str], None] | None = None) -> EvaluationRun:
+    """Compute a queued evaluation run's figures (idempotent: a finished run is returned as it is).
+    Failures are recorded on the run and its Job, not raised."""
+    import torch
+
+    from annotation.services.snapshots import relation_snapshot_load
+    from models.training import build_model, evaluate, load_model, random_baseline
+
+    run = EvaluationRun.objects.select_related("training_run", "snapshot", "job").get(pk=run.pk)
+    if run.status in TERMINAL:
+        return run
+    EvaluationRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, updated_at=timezone.now())
+    job = job_start(job=run.job) if run.job_id is not None else None
+    reporter = JobReporter(job, echo=echo)
+    try:
+        data = relation_snapshot_load(snapshot=run.snapshot)
+        reporter(0.1, "snapshot loaded")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if run.kind == EvaluationRun.Kind.RANDOM:
+            metrics = {"random": random_baseline(data)}
+        else:
+            if run.kind == EvaluationRun.Kind.TRAINED:
+                model, _ = load_model(run.training_run.out_dir, device=device)
+            else:
+                torch.manual_seed(int(run.config.get("seed", 0)))
+                model = build_model(run.model_kind, run.config.get("model") or {})
+                model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
+            reporter(0.3, "model loaded; embedding the snapshot")
+            metrics = evaluate(model, data, cache_dir=feature_cache_dir())
+    except Exception as exc:
+        logger.exception("evaluation run %s failed", run.pk)
+        text = exc.message if isinstance(exc, ApplicationError) else f"{type(exc).__name__}: {exc}"
+        EvaluationRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=text[:10000],
+                                                       finished_at=timezone.now(), updated_at=timezone.now())
+        if job is not None:
+            job_fail(job=job, error=text if isinstance(exc, ApplicationError) else exc)
+        run.refresh_from_db()
+        return run
+    run.metrics = json_safe(metrics)
+    run.status = RunStatus.SUCCEEDED
+    run.finished_at = timezone.now()
+    run.save(update_fields=["metrics", "status", "finished_at", "updated_at"])
+    if job is not None:
+        t2 = run.metrics.get("t2traj") or run.metrics.get("random") or {}
+        job_succeed(job=job, result={"evaluation": run.pk, "t2traj_R@1": t2.get("R@1")},
+                    message=f"T2Traj R@1 {percent_text(t2.get('R@1'))}, mAP {percent_text(t2.get('mAP'))}")
+    return run
