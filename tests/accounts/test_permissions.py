@@ -74,6 +74,10 @@ def endpoints(r):
         ("post", "/api/pseudo-rules/", {"rule": {"name": f"r-{len(r)}", "s_max": 0.2, "encoder": "e"},
                                         "declared_bound": 0.1}, MANAGER_ONLY),
         ("get", "/api/me/", None, ANY_ROLE | {None}),  # any signed-in user, roles or not
+        ("get", "/api/audits/", None, {"manager", "auditor"}),
+        ("get", "/api/audits/?split=dev", None, {"manager", "auditor"}),
+        ("get", "/api/releases/", None, ANY_ROLE),
+        ("get", "/api/releases/?name=demo", None, ANY_ROLE),
     ]
 
 
