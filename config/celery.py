@@ -30,6 +30,9 @@ app.conf.update(
     task_routes={
         # Tracker runs go to the gpu queue only when the backend needs it; the service that
         # queues them chooses (see trajectories.services.proposals).
+        # Training and evaluation runs need the GPU machines (their services also name the queue).
+        "workers.tasks.training_run_task": {"queue": "gpu"},
+        "workers.tasks.evaluation_run_task": {"queue": "gpu"},
         "workers.tasks.*": {"queue": "cpu"},
     },
     task_track_started=True,

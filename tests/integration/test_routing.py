@@ -34,3 +34,12 @@ def test_a_task_lands_only_in_its_queue(queue):
         assert depths[queue] == 1 and sum(depths.values()) == 1, depths
     finally:
         _purge()
+
+
+def test_training_and_evaluation_runs_go_to_the_gpu_queue_by_default():
+    from workers.tasks import evaluation_run_task, training_run_task
+
+    router = app.amqp.router
+    for task in (training_run_task, evaluation_run_task):
+        assert router.route({}, task.name)["queue"].name == "gpu"
+    assert router.route({}, "workers.tasks.something_else")["queue"].name == "cpu"
