@@ -68,6 +68,8 @@ from models.losses import mask_guided_loss
 from models.snapshot import RelationSnapshotData
 
 AGGREGATORS = ("transformer", "hf_lm")
+# dtypes the frozen causal LM may be loaded in (VTrajEmbedConfig.lm_dtype)
+LM_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass
@@ -92,6 +94,7 @@ class VTrajEmbedConfig:
     agg_ff: int = 512                            # transformer feed-forward width
     dropout: float = 0.1                         # dropout in the trained modules
     lm_path: str = ""                            # local HF causal-LM folder (aggregator "hf_lm")
+    lm_dtype: str = "float32"                    # dtype the frozen causal LM is loaded in (LM_DTYPES); trained parts stay float32
     lora_r: int = 8                              # LoRA rank (C.5)
     lora_alpha: int = 16                         # LoRA scaling α (C.5)
     lora_dropout: float = 0.05                   # LoRA dropout (C.5)
@@ -119,6 +122,8 @@ class VTrajEmbedConfig:
             problems.append(f"aggregator must be one of {', '.join(AGGREGATORS)}, got {self.aggregator!r}")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.lora_dropout < 1.0:
             problems.append("dropout and lora_dropout must be in [0, 1)")
+        if self.lm_dtype not in LM_DTYPES:
+            problems.append(f"lm_dtype must be one of {', '.join(LM_DTYPES)}, got {self.lm_dtype!r}")
         if self.lora_r < 1 or self.lora_layers < 1 or self.lm_max_text_tokens < 1:
             problems.append("lora_r, lora_layers and lm_max_text_tokens must be >= 1")
         if self.logit_scale_init > self.logit_scale_max:
@@ -210,9 +215,16 @@ class CausalLMAggregator(nn.Module):
 
     Inputs are embeddings; the readout is the last position (left-padded sequences, so the readout
     of every row is at the end and sees all of its row's tokens through causal attention).
+
+    The LM is loaded in ``dtype`` whatever dtype its checkpoint was saved in (transformers 5 would
+    otherwise keep a bfloat16 checkpoint in bfloat16). The rest of the model stays float32: the
+    LoRA adapters are kept in float32 by peft, inputs are cast to the LM's dtype on the way in and
+    the readout state back to float32 on the way out, and token embeddings and the readout anchor
+    are handed out in float32.
     """
 
-    def __init__(self, path: str, *, r: int, alpha: int, dropout: float, last_layers: int):
+    def __init__(self, path: str, *, r: int, alpha: int, dropout: float, last_layers: int,
+                 dtype: torch.dtype = torch.float32):
         super().__init__()
         folder = Path(path).expanduser() if path else None
         if folder is None or not (folder / "config.json").is_file():
@@ -223,7 +235,7 @@ class CausalLMAggregator(nn.Module):
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModel, AutoTokenizer
 
-        base = AutoModel.from_pretrained(str(folder), local_files_only=True)
+        base = AutoModel.from_pretrained(str(folder), local_files_only=True, dtype=dtype)
         for p in base.parameters():
             p.requires_grad_(False)
         n_layers = int(base.config.num_hidden_layers)
@@ -231,24 +243,26 @@ class CausalLMAggregator(nn.Module):
         # q/v projections of the chosen decoder layers, by module path ("layers.<i>. ... .q_proj")
         pattern = rf"(.*\.)?layers\.({'|'.join(map(str, layers))})\.(.*\.)?(q_proj|v_proj)"
         lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=pattern, bias="none")
-        self.lm = get_peft_model(base, lora)
+        self.lm = get_peft_model(base, lora, autocast_adapter_dtype=True)     # adapters in float32
         self.lora_layers = layers
+        self.dtype = dtype
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         self.width = int(base.config.hidden_size)
         eos = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else self.tokenizer.sep_token_id
         embed = base.get_input_embeddings().weight
         anchor = embed[int(eos)] if eos is not None else torch.zeros(self.width)
-        self.register_buffer("readout_anchor", anchor.detach().clone(), persistent=False)
+        self.register_buffer("readout_anchor", anchor.detach().float().clone(), persistent=False)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.lm.get_input_embeddings()(input_ids)
+        """The LM's own token embeddings ``[N, L, H]``, in float32."""
+        return self.lm.get_input_embeddings()(input_ids).float()
 
     def forward(self, embeds: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        """``embeds`` ``[N, L, H]`` with the readout last, ``valid`` ``[N, L]`` → ``[N, H]``."""
+        """``embeds`` ``[N, L, H]`` with the readout last, ``valid`` ``[N, L]`` → float32 ``[N, H]``."""
         mask = valid.long()                                                        # [N, L]
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)                          # [N, L]
-        out = self.lm(inputs_embeds=embeds, attention_mask=mask, position_ids=positions)
-        return out.last_hidden_state[:, -1]                                        # [N, H]
+        out = self.lm(inputs_embeds=embeds.to(self.dtype), attention_mask=mask, position_ids=positions)
+        return out.last_hidden_state[:, -1].float()                                # [N, H]
 
 
 # -- prepared data ------------------------------------------------------------------------------------
@@ -362,7 +376,8 @@ class VTrajEmbed(nn.Module):
             self.readout_t = nn.Parameter(torch.randn(width) * 0.02)
         else:
             self.aggregator = CausalLMAggregator(cfg.lm_path, r=cfg.lora_r, alpha=cfg.lora_alpha,
-                                                 dropout=cfg.lora_dropout, last_layers=cfg.lora_layers)
+                                                 dropout=cfg.lora_dropout, last_layers=cfg.lora_layers,
+                                                 dtype=LM_DTYPES[cfg.lm_dtype])
             width = self.aggregator.width
             # readout tokens: the LM's end-of-text embedding plus learned deltas (C.5)
             self.readout_v = nn.Parameter(torch.zeros(width))

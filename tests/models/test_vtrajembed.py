@@ -225,3 +225,35 @@ def test_causal_lm_with_lora_on_the_last_eight_layers(tiny_lm, tmp_path):
 
     with pytest.raises(EncoderConfigError, match="not found"):
         VTrajEmbed({**cfg, "lm_path": str(tmp_path / "missing")})
+
+
+@pytest.fixture(scope="module")
+def tiny_lm_bf16(tiny_lm, tmp_path_factory):
+    """The tiny causal LM saved in bfloat16 (config.json then says dtype bfloat16)."""
+    from transformers import LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("lm_bf16")
+    LlamaForCausalLM.from_pretrained(tiny_lm, dtype=torch.float32).to(torch.bfloat16).save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(tiny_lm / name, folder / name)
+    return folder
+
+
+@pytest.mark.parametrize("lm_dtype", [None, "bfloat16"])
+def test_causal_lm_saved_in_bfloat16_meets_float32_modules(tiny_lm_bf16, lm_dtype):
+    torch.manual_seed(0)
+    cfg = {**SMALL, "aggregator": "hf_lm", "lm_path": str(tiny_lm_bf16)}
+    model = VTrajEmbed(cfg if lm_dtype is None else {**cfg, "lm_dtype": lm_dtype})   # default: float32
+    lm_dtype = lm_dtype or "float32"
+    frozen = [p for n, p in model.named_parameters() if n.startswith("aggregator.") and "lora_" not in n]
+    assert {p.dtype for p in frozen} == {getattr(torch, lm_dtype)}                 # loaded as asked, not as saved
+    assert {p.dtype for p in model.parameters() if p.requires_grad} == {torch.float32}  # LoRA, slots, readouts
+    x = inputs(model, [8, 3])
+    q = model.forward_texts_lm(["a person", "someone in a red shirt walking to the left"])
+    v = model.forward_tracks(**x)
+    assert q.dtype == v.dtype == torch.float32 and q.shape == v.shape == (2, 16)
+    torch.testing.assert_close(v.norm(dim=1), torch.ones(2))
+    (q @ v.T).sum().backward()
+    assert any(float(p.grad.abs().sum()) > 0 for n, p in model.named_parameters() if "lora_B" in n)
+    with pytest.raises(ValueError, match="lm_dtype"):
+        VTrajEmbedConfig(lm_dtype="int8")
