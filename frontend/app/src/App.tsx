@@ -12,7 +12,7 @@ import { useShortcut } from "./keyboard/useShortcut";
 import { findRoute, mayOpen, ROUTES, type Section } from "./routes";
 import { usePathname } from "./router";
 
-const SECTIONS: Section[] = ["Annotate", "Adjudicate", "Manage", "Data"];
+const SECTIONS: Section[] = ["Annotate", "Adjudicate", "Audit", "Manage", "Data"];
 
 export function App({ me }: { me: Me }) {
   const pathname = usePathname();

@@ -1,23 +1,28 @@
 // Every screen of the app, as data: path, title, who may open it, where it sits in the
-// navigation. Later screens (description review, relation verification, cross-video pairs,
-// audit, snapshots, training runs, releases) are added here and, for review stages, in
-// review/stages.ts.
+// navigation. Review stages are added in review/stages.ts and get their claim and item routes
+// here.
 
 import type { ReactNode } from "react";
 import type { Me, Role } from "./api/types";
 import { REVIEW_STAGES } from "./review/stages";
 import { matchPath } from "./router";
 import { AdjudicationQueue, AdjudicationScreen } from "./screens/Adjudication";
+import { AuditList, AuditScreen } from "./screens/Audit";
 import { Home } from "./screens/Home";
 import { AgreementScreen } from "./screens/manage/Agreement";
+import { AuditsScreen } from "./screens/manage/Audits";
 import { JobsScreen } from "./screens/manage/Jobs";
+import { ModelRunsScreen } from "./screens/manage/ModelRuns";
 import { PoolsScreen } from "./screens/manage/Pools";
 import { ProgressScreen } from "./screens/manage/Progress";
+import { ReleaseScreen, ReleasesScreen } from "./screens/manage/Releases";
 import { RunsScreen } from "./screens/manage/Runs";
+import { SnapshotsScreen } from "./screens/manage/Snapshots";
+import { TrainingRunScreen, TrainingRunsScreen } from "./screens/manage/Training";
 import { ReviewClaim, ReviewItem } from "./screens/Review";
 import { VideoScreen, VideosScreen } from "./screens/Videos";
 
-export type Section = "Annotate" | "Adjudicate" | "Manage" | "Data";
+export type Section = "Annotate" | "Adjudicate" | "Audit" | "Manage" | "Data";
 
 const STAFF: readonly Role[] = ["annotator", "adjudicator", "auditor", "manager"];
 
@@ -30,6 +35,7 @@ export interface RouteDef {
 }
 
 const itemId = (params: Record<string, string>) => Number.parseInt(params.item, 10);
+const num = (value: string) => Number.parseInt(value, 10);
 
 export const ROUTES: readonly RouteDef[] = [
   { path: "/", title: () => "Your work", roles: [], render: (_, me) => <Home me={me} /> },
@@ -66,6 +72,42 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/manage/jobs", title: () => "Jobs", roles: ["manager"], nav: { section: "Manage", label: "Jobs" }, render: () => <JobsScreen /> },
   { path: "/manage/runs", title: () => "Proposal runs", roles: ["manager"], nav: { section: "Manage", label: "Runs" }, render: () => <RunsScreen /> },
   { path: "/manage/pools", title: () => "Frozen pools", roles: ["manager"], nav: { section: "Manage", label: "Pools" }, render: () => <PoolsScreen /> },
+  {
+    path: "/manage/model-runs",
+    title: () => "Describer, query-writer and mining runs",
+    roles: ["manager"],
+    nav: { section: "Manage", label: "Model runs" },
+    render: () => <ModelRunsScreen />,
+  },
+  {
+    path: "/manage/snapshots",
+    title: () => "Completeness and snapshots",
+    roles: ["manager"],
+    nav: { section: "Manage", label: "Snapshots" },
+    render: () => <SnapshotsScreen />,
+  },
+  { path: "/manage/training", title: () => "Training runs", roles: ["manager"], nav: { section: "Manage", label: "Training" }, render: () => <TrainingRunsScreen /> },
+  {
+    path: "/manage/training/:run",
+    title: (p) => `Training run ${p.run}`,
+    roles: ["manager"],
+    render: (p) => <TrainingRunScreen key={p.run} runId={num(p.run)} />,
+  },
+  { path: "/manage/audits", title: () => "Audits", roles: ["manager"], nav: { section: "Manage", label: "Audits" }, render: () => <AuditsScreen /> },
+  { path: "/manage/releases", title: () => "Releases", roles: ["manager"], nav: { section: "Manage", label: "Releases" }, render: () => <ReleasesScreen /> },
+  {
+    path: "/manage/releases/:release",
+    title: (p) => `Release ${p.release}`,
+    roles: ["manager"],
+    render: (p) => <ReleaseScreen key={p.release} releaseId={num(p.release)} />,
+  },
+  { path: "/audit", title: () => "Audits to do", roles: ["auditor"], nav: { section: "Audit", label: "Audits" }, render: () => <AuditList /> },
+  {
+    path: "/audit/:audit",
+    title: (p) => `Audit ${p.audit}`,
+    roles: ["auditor"],
+    render: (p) => <AuditScreen key={p.audit} auditId={num(p.audit)} />,
+  },
   { path: "/videos", title: () => "Videos", roles: STAFF, nav: { section: "Data", label: "Videos" }, render: () => <VideosScreen /> },
   {
     path: "/videos/:video/:trajectory?",
@@ -80,7 +122,7 @@ export const ROUTES: readonly RouteDef[] = [
 export function findRoute(pathname: string): { route: RouteDef; params: Record<string, string> } | null {
   for (const route of ROUTES) {
     const params = matchPath(route.path, pathname);
-    const numeric = ["item", "video", "trajectory"].every((k) => params?.[k] === undefined || /^\d+$/.test(params[k]));
+    const numeric = ["item", "video", "trajectory", "run", "release", "audit"].every((k) => params?.[k] === undefined || /^\d+$/.test(params[k]));
     if (params && numeric) return { route, params };
   }
   return null;

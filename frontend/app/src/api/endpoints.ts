@@ -6,18 +6,34 @@ import type {
   AdjudicationVote,
   Agreement,
   Assignment,
+  Audit,
+  AuditStats,
+  AuditTarget,
+  Completeness,
   Crop,
+  EvaluationRun,
   Job,
   Me,
+  MiningRun,
+  ModelRun,
   OwnVote,
   Page,
   Pool,
+  PoolDetail,
   Progress,
   ProposalRun,
+  Query,
   Queues,
+  Release,
+  ReleaseDetail,
+  ReleaseDiff,
+  Snapshot,
+  TrainingRun,
+  TrainingRunDetail,
   TrajectoryDetail,
   TrajectorySummary,
   Video,
+  VoteInput,
 } from "./types";
 
 const q = (params: Record<string, string | number | undefined>) => {
@@ -35,8 +51,7 @@ export const api = {
   // review
   claimNext: (stage: string) => request<Assignment>("/api/review/next/", { method: "POST", body: { stage } }),
   item: (id: number, signal?: AbortSignal) => get<Assignment>(`/api/review/items/${id}/`, signal),
-  vote: (id: number, body: { label: string; reasons: string[]; time_spent_ms: number; client_request_id: string }) =>
-    request<OwnVote>(`/api/review/items/${id}/votes/`, { method: "POST", body }),
+  vote: (id: number, body: VoteInput) => request<OwnVote>(`/api/review/items/${id}/votes/`, { method: "POST", body }),
 
   // adjudication
   adjudicationQueue: () => get<AdjudicationItem[]>("/api/adjudication/"),
@@ -62,6 +77,55 @@ export const api = {
   pools: (limit = 100) => get<Page<Pool>>(`/api/pools/${q({ limit })}`),
   freezePool: (run: number, reason: string) => request<Pool>("/api/pools/", { method: "POST", body: { run, reason } }),
   videos: (limit = 500) => get<Page<Video>>(`/api/videos/${q({ limit })}`),
+  pool: (id: number, signal?: AbortSignal) => get<PoolDetail>(`/api/pools/${id}/`, signal),
+  query: (id: number, signal?: AbortSignal) => get<Query>(`/api/queries/${id}/`, signal),
+
+  // describer, query-writer and mining runs
+  descriptionRuns: (limit = 50) => get<Page<ModelRun>>(`/api/description-runs/${q({ limit })}`),
+  startDescriptionRun: (body: { pools: number[]; backend?: Record<string, unknown> }) =>
+    request<ModelRun>("/api/description-runs/", { method: "POST", body }),
+  generationRuns: (limit = 50) => get<Page<ModelRun>>(`/api/generation-runs/${q({ limit })}`),
+  startGenerationRun: (body: { pools: number[]; backend?: Record<string, unknown> }) =>
+    request<ModelRun>("/api/generation-runs/", { method: "POST", body }),
+  miningRuns: (limit = 50) => get<Page<MiningRun>>(`/api/mining-runs/${q({ limit })}`),
+  startMiningRun: (body: { split: string }) => request<MiningRun>("/api/mining-runs/", { method: "POST", body }),
+
+  // completeness and snapshots
+  completeness: (split: string, limit = 50, signal?: AbortSignal) =>
+    get<Completeness>(`/api/completeness/${q({ split, limit })}`, signal),
+  queueCompletion: (split: string) =>
+    request<{ split: string; queued: number }>("/api/completeness/queue/", { method: "POST", body: { split } }),
+  snapshots: (limit = 100) => get<Page<Snapshot>>(`/api/snapshots/${q({ limit })}`),
+  takeSnapshot: (body: { split: string; name?: string; allow_incomplete?: boolean }) =>
+    request<Snapshot>("/api/snapshots/", { method: "POST", body }),
+
+  // training and evaluation
+  trainingRuns: (limit = 100) => get<Page<TrainingRun>>(`/api/training-runs/${q({ limit })}`),
+  trainingRun: (id: number, after = 0, signal?: AbortSignal) =>
+    get<TrainingRunDetail>(`/api/training-runs/${id}/${q({ after: after || undefined })}`, signal),
+  startTraining: (body: { snapshot: number; model_kind: string; config: Record<string, unknown> }) =>
+    request<TrainingRun>("/api/training-runs/", { method: "POST", body }),
+  cancelTraining: (id: number) => request<TrainingRun>(`/api/training-runs/${id}/cancel/`, { method: "POST" }),
+  evaluationRuns: (params: { training_run?: number; snapshot?: number; limit?: number } = {}) =>
+    get<Page<EvaluationRun>>(`/api/evaluation-runs/${q({ limit: 100, ...params })}`),
+
+  // audits
+  audits: (limit = 100) => get<Page<Audit>>(`/api/audits/${q({ limit })}`),
+  audit: (id: number, signal?: AbortSignal) => get<Audit>(`/api/audits/${id}/`, signal),
+  startAudit: (body: { split: string; n_random: number; n_difficult: number; seed: number }) =>
+    request<Audit>("/api/audits/", { method: "POST", body }),
+  auditNext: (id: number) => request<AuditTarget>(`/api/audits/${id}/next/`, { method: "POST" }),
+  auditJudge: (id: number, body: { sample: number; verdict: string; error_type?: string; note?: string; time_spent_ms?: number }) =>
+    request<unknown>(`/api/audits/${id}/judgments/`, { method: "POST", body }),
+  auditStats: (id: number, signal?: AbortSignal) => get<AuditStats>(`/api/audits/${id}/stats/`, signal),
+
+  // releases
+  releases: (limit = 100) => get<Page<Release>>(`/api/releases/${q({ limit })}`),
+  release: (id: number, signal?: AbortSignal) => get<ReleaseDetail>(`/api/releases/${id}/`, signal),
+  createRelease: (body: { name: string; version: string; splits: string[]; description?: string }) =>
+    request<Release>("/api/releases/", { method: "POST", body }),
+  releaseDiff: (id: number, other: number, limit = 200, signal?: AbortSignal) =>
+    get<ReleaseDiff>(`/api/releases/${id}/diff/${other}/${q({ limit })}`, signal),
 };
 
 /** A random UUID v4 for safe retries of a submission (`client_request_id`). Built from

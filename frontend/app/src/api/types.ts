@@ -355,6 +355,18 @@ export interface Completeness {
   missing_pairs: [number, number][]; // [query, trajectory]
 }
 
+export interface SnapshotCounts {
+  n_queries?: number;
+  n_tracks?: number;
+  n_videos?: number;
+  n_relations?: number;
+  zero_neg_row_rate?: number;
+  zero_neg_col_rate?: number;
+  label?: Record<string, number>;
+  source?: Record<string, number>;
+  stratum?: Record<string, number>;
+}
+
 export interface Snapshot {
   id: number;
   split: string;
@@ -362,7 +374,9 @@ export interface Snapshot {
   content_sha256: string;
   path: string;
   pool_versions: Record<string, number>;
-  counts: Record<string, number>;
+  /** n_queries, n_tracks, n_videos, n_relations, zero-negative rates, and counts by label,
+   *  source and stratum (models.snapshot.RelationSnapshotData.counts). */
+  counts: SnapshotCounts;
   complete: boolean;
   sealed_at: string;
   created_by: number | null;

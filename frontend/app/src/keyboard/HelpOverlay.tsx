@@ -9,6 +9,8 @@ const SCOPE_TITLES: Record<Scope, string> = {
   global: "Everywhere",
   player: "Player",
   review: "Review",
+  relation: "Relation row",
+  audit: "Audit",
   adjudication: "Adjudication",
   manager: "Manager screens",
 };

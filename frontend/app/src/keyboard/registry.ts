@@ -4,10 +4,11 @@
 // overlay what is active.
 
 /** Where a shortcut applies. Scopes in one EXCLUSIVE group are never active together, so they
- *  may reuse keys (a review and an adjudication both vote with 1, 2, 3). */
-export type Scope = "global" | "player" | "review" | "adjudication" | "manager";
+ *  may reuse keys (a review and an adjudication both vote with 1, 2, 3; a relation row labels
+ *  its candidates with 1 and 0; an audit records its verdict with 1 and 2). */
+export type Scope = "global" | "player" | "review" | "relation" | "audit" | "adjudication" | "manager";
 
-export const EXCLUSIVE_SCOPES: readonly (readonly Scope[])[] = [["review", "adjudication", "manager"]];
+export const EXCLUSIVE_SCOPES: readonly (readonly Scope[])[] = [["review", "relation", "audit", "adjudication", "manager"]];
 
 export interface ShortcutDef {
   readonly id: string;

@@ -11,6 +11,8 @@ import { loadImage } from "./frameCache";
 import { type FrameRange, formatTime, frameAtFraction, frameToTime, SPEEDS, type Track } from "./model";
 import { FrameView, TimelineView, type TrackStyle } from "./view";
 
+export type { TrackStyle };
+
 export interface PlayerTrack {
   track: Track;
   style: TrackStyle;
@@ -22,9 +24,13 @@ export interface PlayerProps {
   range: FrameRange;
   start?: number;
   /** "single": the whole frame and a zoomed view following the track; "pair": the whole frame
-   *  with both boxes between two zoomed views, A's on the left and B's on the right. */
-  layout: "single" | "pair";
+   *  with both boxes between two zoomed views, A's on the left and B's on the right;
+   *  "overview": the whole frame with every box (the relation row's candidates, each followed
+   *  in its own `TrackView`). */
+  layout: "single" | "pair" | "overview";
   label: string;
+  /** Show each track's strip of crops under the player (default true). */
+  crops?: boolean;
   onFirstFrame?: (frame: number) => void;
   onController?: (controller: PlayerController | null) => void;
 }
@@ -52,7 +58,7 @@ export function Player(props: PlayerProps) {
   return <PlayerUI key={key} {...props} controller={controller} />;
 }
 
-function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onController, controller }: PlayerProps & {
+function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFrame, onController, controller }: PlayerProps & {
   controller: PlayerController;
 }) {
   const main = useRef<HTMLCanvasElement>(null);
@@ -135,7 +141,7 @@ function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onControl
           aria-label={`${label}: ${frameText}; ${observed.join(", ")}`}
           data-frame={state.frame}
         />
-        {layout === "pair" ? tracks[1] && zoomCanvas(zoomB, tracks[1]) : zoomCanvas(zoomA, tracks[0])}
+        {layout === "pair" ? tracks[1] && zoomCanvas(zoomB, tracks[1]) : layout === "single" ? zoomCanvas(zoomA, tracks[0]) : null}
       </div>
       <canvas
         ref={timeline}
@@ -198,10 +204,53 @@ function PlayerUI({ video, tracks, range, layout, label, onFirstFrame, onControl
           {error}
         </p>
       )}
-      {tracks.map((p) => (
+      {crops && tracks.map((p) => (
         <CropStrip key={p.track.id} player={p} frame={state.frame} onSeek={(f) => controller.seek(f)} />
       ))}
     </section>
+  );
+}
+
+/** A small view of one track driven by another player's controller: a window following its box
+ *  and its own timeline row, in step with the shared playhead. One controller (one frame cache,
+ *  one download per frame) serves every candidate of a relation row this way. */
+export function TrackView({ controller, video, track, style, range, zoom = 0.8, label, width = 320 }: {
+  controller: PlayerController;
+  video: Video;
+  track: Track;
+  style: TrackStyle;
+  range: FrameRange;
+  zoom?: number;
+  label: string;
+  width?: number;
+}) {
+  const view = useRef<HTMLCanvasElement>(null);
+  const line = useRef<HTMLCanvasElement>(null);
+  const height = Math.round(width * 0.75);
+  useEffect(() => {
+    const detach: (() => void)[] = [];
+    const image = { width: video.width, height: video.height };
+    if (view.current) detach.push(controller.attach(new FrameView(view.current, image, [track], [style], { follow: 0, zoom })));
+    if (line.current) detach.push(controller.attachTimeline(new TimelineView(line.current, [track], [style], range)));
+    return () => {
+      for (const d of detach) d();
+    };
+  }, [controller, track, style, range.start, range.end, zoom]);
+  const state = useSyncExternalStore(
+    (cb) => controller.subscribe(cb),
+    () => controller.state,
+  );
+  const seen = track.indexAt(state.frame) >= 0;
+  const onTimelineClick = (e: React.MouseEvent<HTMLCanvasElement>) => {
+    const rect = e.currentTarget.getBoundingClientRect();
+    controller.seek(frameAtFraction((e.clientX - rect.left) / rect.width, range));
+  };
+  return (
+    <figure className="track-view">
+      <canvas ref={view} width={width} height={height} role="img" data-frame={state.frame}
+        aria-label={`${label} at frame ${state.frame}: ${seen ? "observed" : "not observed on this frame"}`} />
+      <canvas ref={line} className="timeline" width={width} height={24} onClick={onTimelineClick} aria-hidden="true" />
+    </figure>
   );
 }
 

@@ -1,9 +1,14 @@
 // The review stages the UI knows, as data. A stage names its API stage, its labels (voted with
 // 1, 2, 3, …), its reasons (toggled with Shift+1, …) and the component that shows its target.
-// Later stages (description review, relation verification, cross-video pairs, audit) slot in by
-// adding an entry here once their API exists; the claim / vote / history screen is shared.
+// The claim / vote / history screen is shared; a stage whose vote carries more than a label
+// (a description's correction, a relation row's labels and ratings) brings its own `Screen`
+// for the item, inside that shell.
 
 import type { ComponentType } from "react";
+import type { StageScreenProps } from "../screens/Review";
+import { DESCRIPTION_CHOICES, DESCRIPTION_REASONS, DescriptionReview, DescriptionTarget } from "./DescriptionReview";
+import { CrossPairTarget } from "./PairTarget";
+import { RelationReview, RelationRowSummary } from "./RelationReview";
 import { PairTarget, type TargetProps, TrajectoryTarget } from "./targets";
 
 export interface LabelSpec {
@@ -18,7 +23,14 @@ export interface ReviewStageSpec {
   question: string; // what the annotator decides
   labels: LabelSpec[];
   reasons: string[];
+  /** Shows the item's target read only (the adjudication screen uses it too). */
   Target: ComponentType<TargetProps>;
+  /** The item screen of a stage whose vote carries more than a label (default: the target and
+   *  the label buttons). */
+  Screen?: ComponentType<StageScreenProps>;
+  /** The shortcut scope of the item screen ("review" unless the stage reuses the digit keys for
+   *  something else, as the relation row does for its candidates' labels). */
+  keyScope?: "review" | "relation";
 }
 
 export const REVIEW_STAGES: readonly ReviewStageSpec[] = [
@@ -58,6 +70,45 @@ export const REVIEW_STAGES: readonly ReviewStageSpec[] = [
       "one of them switches identity",
     ],
     Target: PairTarget,
+  },
+  {
+    stage: "description",
+    path: "descriptions",
+    title: "Description review",
+    question: "Is this description of the trajectory right?",
+    labels: DESCRIPTION_CHOICES.map((c) => ({ value: c.value, text: c.text })),
+    reasons: DESCRIPTION_REASONS,
+    Target: DescriptionTarget,
+    Screen: DescriptionReview,
+  },
+  {
+    stage: "relation",
+    path: "relations",
+    title: "Relation verification",
+    question: "Does each candidate satisfy every predicate of the query at once?",
+    labels: [{ value: "reviewed", text: "Send the row's labels" }],
+    reasons: [],
+    Target: RelationRowSummary,
+    Screen: RelationReview,
+    keyScope: "relation",
+  },
+  {
+    stage: "pair",
+    path: "pairs",
+    title: "Cross-video pairs",
+    question: "Does this trajectory of another video satisfy every predicate of the query?",
+    labels: [
+      { value: "match", text: "Match" },
+      { value: "mismatch", text: "Mismatch" },
+      { value: "uncertain", text: "Uncertain" },
+    ],
+    reasons: [
+      "a predicate is visibly violated",
+      "the interval that would show it is not covered",
+      "the tracking is off",
+      "the query is ambiguous",
+    ],
+    Target: CrossPairTarget,
   },
 ];
 

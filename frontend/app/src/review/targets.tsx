@@ -20,7 +20,7 @@ export const COLORS = { single: "#ffd166", a: "#ff9f1c", b: "#2ec4b6" } as const
 // video needs one request less before its first frame.
 const videos = new Map<number, Promise<Video>>();
 
-function videoOnce(id: number): Promise<Video> {
+export function videoOnce(id: number): Promise<Video> {
   let p = videos.get(id);
   if (!p) {
     p = api.video(id);
@@ -30,7 +30,7 @@ function videoOnce(id: number): Promise<Video> {
   return p;
 }
 
-function useTargetData(videoId: number, trajectoryIds: number[]) {
+export function useTargetData(videoId: number, trajectoryIds: number[]) {
   const [state, setState] = useState<{ video?: Video; trajectories?: TrajectoryDetail[]; error?: unknown }>({});
   const [attempt, setAttempt] = useState(0);
   const key = trajectoryIds.join(",");
@@ -46,11 +46,11 @@ function useTargetData(videoId: number, trajectoryIds: number[]) {
   return { ...state, retry: () => setAttempt((a) => a + 1) };
 }
 
-function toTrack(t: TrajectoryDetail): Track {
+export function toTrack(t: TrajectoryDetail): Track {
   return new Track(t.id, t.frames, t.boxes);
 }
 
-function Signals({ t, label }: { t: TrajectoryDetail; label: string }) {
+export function Signals({ t, label }: { t: TrajectoryDetail; label: string }) {
   return (
     <dl className="signals" aria-label={`Quality signals of ${label}`}>
       <div><dt>category</dt><dd>{t.category}</dd></div>

@@ -105,7 +105,8 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
 
   const data = item.data;
   const spec = data ? stageByName(data.stage) : undefined;
-  const labels = data?.labels ?? [];
+  // An adjudicator decides usable, unusable or uncertain; corrections come from the panel.
+  const labels = (data?.labels ?? []).filter((l) => l !== "usable_after_minor_correction");
   useShortcutList([
     ...labels.slice(0, 3).map((l, i) => ({ id: `adjudication.label${i + 1}`, handler: () => choose(l), detail: l, enabled: !done })),
     { id: "adjudication.submit", handler: () => void submit(), enabled: !!label && !done },
@@ -135,7 +136,10 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
             {data.votes.map((v) => (
               <tr key={v.id}>
                 <td>{v.annotator}{v.is_adjudication ? " (adjudication)" : ""}</td>
-                <td><span className={`label label-${v.label}`}>{v.label}</span></td>
+                <td>
+                  <span className={`label label-${v.label}`}>{v.label.replaceAll("_", " ")}</span>
+                  {v.correction ? <span className="muted small"> (corrected version id {v.correction})</span> : null}
+                </td>
                 <td>{[...v.reasons, v.comment].filter(Boolean).join("; ") || "–"}</td>
               </tr>
             ))}

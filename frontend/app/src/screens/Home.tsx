@@ -56,10 +56,21 @@ export function Home({ me }: { me: Me }) {
             <li><Link to="/manage/jobs">Jobs</Link></li>
             <li><Link to="/manage/runs">Proposal runs and pool freezing</Link></li>
             <li><Link to="/manage/pools">Frozen pools</Link></li>
+            <li><Link to="/manage/model-runs">Describer, query-writer and mining runs</Link></li>
+            <li><Link to="/manage/snapshots">Completeness and snapshots</Link></li>
+            <li><Link to="/manage/training">Training runs</Link></li>
+            <li><Link to="/manage/audits">Audits</Link></li>
+            <li><Link to="/manage/releases">Releases</Link></li>
           </ul>
         </section>
       )}
-      {!works && !me.roles.includes("manager") && (
+      {me.roles.includes("auditor") && (
+        <section aria-labelledby="audit-title">
+          <h2 id="audit-title">Audit</h2>
+          <p>Re-check accepted records of a split, blind to votes and model suggestions: <Link to="/audit">audits to do</Link>.</p>
+        </section>
+      )}
+      {!works && !me.roles.includes("manager") && !me.roles.includes("auditor") && (
         <EmptyState title="Nothing here for your role yet">
           <p>Your roles: {me.roles.join(", ") || "none"}. Ask a manager to add you to a role.</p>
         </EmptyState>

@@ -2,10 +2,10 @@
 // target, vote with one key, move on. Votes are blind (only your own is ever shown), and the
 // previous / next keys walk back through the items you voted on in this session.
 
-import { useEffect, useRef, useState } from "react";
+import { type ReactNode, useEffect, useRef, useState } from "react";
 import { ApiError } from "../api/client";
 import { api, requestId } from "../api/endpoints";
-import type { Assignment } from "../api/types";
+import type { Assignment, OwnVote, VoteInput } from "../api/types";
 import { Link } from "../components/Link";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { ariaKeys, useShortcut, useShortcutList } from "../keyboard/useShortcut";
@@ -56,7 +56,7 @@ export function ReviewClaim({ spec }: { spec: ReviewStageSpec }) {
     };
   }, [spec, attempt]);
   const history = votedHistory(spec.stage);
-  useShortcut("review.previous", () => history.length && navigate(`/review/${spec.path}/${history[history.length - 1]}`), {
+  useShortcut(`${spec.keyScope ?? "review"}.previous`, () => history.length && navigate(`/review/${spec.path}/${history[history.length - 1]}`), {
     enabled: history.length > 0,
   });
   if (state.error) return <ErrorState error={state.error} onRetry={() => setAttempt((a) => a + 1)} />;
@@ -74,8 +74,28 @@ export function ReviewClaim({ spec }: { spec: ReviewStageSpec }) {
   return <Loading what="your next item" />;
 }
 
-/** One item: the target, the vote buttons, the reasons, and your own vote once cast. Mounted
- *  afresh per item (keyed by its id), so nothing of the previous item lingers. */
+/** What a stage's own screen gets from the shared review shell (for stages whose vote carries
+ *  more than a label: a description's correction, a relation row's labels and ratings). */
+export interface StageScreenProps {
+  seat: Assignment;
+  itemId: number;
+  /** Your vote on this item once cast (the screen shows it instead of the controls). */
+  voted: OwnVote | null;
+  busy: boolean;
+  /** Send the vote (time spent and the retry-safe request id are added), then open the next item. */
+  submit: (vote: VoteParts) => Promise<void>;
+  /** Say something in the status line (read out by screen readers). */
+  say: (status: string) => void;
+  onFirstFrame: () => void;
+  /** Item navigation, the last vote's error and the status line, for the screen's side panel. */
+  footer: ReactNode;
+}
+
+export type VoteParts = Omit<VoteInput, "time_spent_ms" | "client_request_id">;
+
+/** One item: the target, the vote controls, and your own vote once cast. Mounted afresh per
+ *  item (keyed by its id), so nothing of the previous item lingers. Stages with a `Screen` lay
+ *  out their own target and controls; the others get the target and the label buttons. */
 export function ReviewItem({ spec, itemId }: { spec: ReviewStageSpec; itemId: number }) {
   const openedAt = useRef(0);
   if (openedAt.current === 0) {
@@ -84,8 +104,6 @@ export function ReviewItem({ spec, itemId }: { spec: ReviewStageSpec; itemId: nu
   }
   const [seat, setSeat] = useState<Assignment | null>(() => claimed.get(itemId) ?? null);
   const [loadError, setLoadError] = useState<unknown>(null);
-  const [reasons, setReasons] = useState<string[]>([]);
-  const [other, setOther] = useState("");
   const [busy, setBusy] = useState(false);
   const [voteError, setVoteError] = useState<unknown>(null);
   const [status, setStatus] = useState("");
@@ -105,19 +123,19 @@ export function ReviewItem({ spec, itemId }: { spec: ReviewStageSpec; itemId: nu
   const voted = seat?.my_vote ?? null;
   const history = votedHistory(spec.stage);
   const at = history.indexOf(itemId);
+  const scope = spec.keyScope ?? "review";
 
-  const cast = async (label: string) => {
+  const submit = async (vote: VoteParts) => {
     if (!seat || voted || busy) return;
     setBusy(true);
     setVoteError(null);
-    const all = other.trim() ? [...reasons, other.trim()] : reasons;
     try {
-      const vote = await api.vote(itemId, {
-        label, reasons: all, time_spent_ms: Math.round(performance.now() - openedAt.current), client_request_id: rid.current,
+      const cast = await api.vote(itemId, {
+        ...vote, time_spent_ms: Math.round(performance.now() - openedAt.current), client_request_id: rid.current,
       });
       remember(spec.stage, itemId);
-      setSeat({ ...seat, my_vote: vote });
-      setStatus(`Voted ${label}. Loading the next item…`);
+      setSeat({ ...seat, my_vote: cast });
+      setStatus(`Voted ${vote.label.replaceAll("_", " ")}. Loading the next item…`);
       const next = await api.claimNext(spec.stage);
       if (next) {
         claimed.set(next.item, next);
@@ -140,14 +158,9 @@ export function ReviewItem({ spec, itemId }: { spec: ReviewStageSpec; itemId: nu
     else if (voted) navigate(`/review/${spec.path}`);
     else setStatus("Vote on this item first: items come one at a time.");
   };
-
-  const toggleReason = (r: string) => setReasons((rs) => (rs.includes(r) ? rs.filter((x) => x !== r) : [...rs, r]));
-  const open = !!seat && !voted;
   useShortcutList([
-    ...spec.labels.map((l, i) => ({ id: `review.label${i + 1}`, handler: () => void cast(l.value), detail: l.text, enabled: open })),
-    ...spec.reasons.slice(0, 6).map((r, i) => ({ id: `review.reason${i + 1}`, handler: () => toggleReason(r), detail: r, enabled: open })),
-    { id: "review.previous", handler: previous },
-    { id: "review.next", handler: next },
+    { id: `${scope}.previous`, handler: previous },
+    { id: `${scope}.next`, handler: next },
   ]);
 
   if (loadError) {
@@ -159,28 +172,75 @@ export function ReviewItem({ spec, itemId }: { spec: ReviewStageSpec; itemId: nu
   if (seat.stage !== spec.stage) {
     return <ErrorState error={new Error(`Item ${itemId} belongs to the ${seat.stage} stage, not ${spec.stage}.`)} />;
   }
+  const footer = (
+    <>
+      {voteError !== null && <ErrorState error={voteError} title="Your vote was not recorded" />}
+      <div className="item-nav">
+        <button type="button" onClick={previous} aria-keyshortcuts={ariaKeys(`${scope}.previous`)}>
+          <kbd>P</kbd> Previous
+        </button>
+        <button type="button" onClick={next} aria-keyshortcuts={ariaKeys(`${scope}.next`)}>
+          Next <kbd>N</kbd>
+        </button>
+      </div>
+      <p className="muted small">
+        Item {itemId} · {voted ? "voted" : `claimed until ${new Date(seat.lease_expires_at).toLocaleTimeString()}`} · press{" "}
+        <kbd>?</kbd> for all keys
+      </p>
+      <p className="status" role="status" aria-live="polite">
+        {status}
+      </p>
+    </>
+  );
+  const onFirstFrame = () => markFirstFrame(itemId);
+  if (spec.Screen) {
+    const Screen = spec.Screen;
+    return <Screen seat={seat} itemId={itemId} voted={voted} busy={busy} submit={submit} say={setStatus}
+      onFirstFrame={onFirstFrame} footer={footer} />;
+  }
+  return <LabelReview spec={spec} seat={seat} voted={voted} busy={busy} submit={submit} onFirstFrame={onFirstFrame}
+    footer={footer} />;
+}
+
+/** The stages whose vote is one label (usability, duplicates, cross-video pairs): the target,
+ *  the label buttons (1, 2, 3) and the optional reasons (Shift+1, …). */
+function LabelReview({ spec, seat, voted, busy, submit, onFirstFrame, footer }: {
+  spec: ReviewStageSpec;
+  seat: Assignment;
+  voted: OwnVote | null;
+  busy: boolean;
+  submit: (vote: VoteParts) => Promise<void>;
+  onFirstFrame: () => void;
+  footer: ReactNode;
+}) {
+  const [reasons, setReasons] = useState<string[]>([]);
+  const [other, setOther] = useState("");
+  const cast = (label: string) => {
+    const all = other.trim() ? [...reasons, other.trim()] : reasons;
+    void submit({ label, reasons: all });
+  };
+  const toggleReason = (r: string) => setReasons((rs) => (rs.includes(r) ? rs.filter((x) => x !== r) : [...rs, r]));
+  const open = !voted;
+  useShortcutList([
+    ...spec.labels.map((l, i) => ({ id: `review.label${i + 1}`, handler: () => cast(l.value), detail: l.text, enabled: open })),
+    ...spec.reasons.slice(0, 6).map((r, i) => ({ id: `review.reason${i + 1}`, handler: () => toggleReason(r), detail: r, enabled: open })),
+  ]);
   const Target = spec.Target;
   return (
     <div className="review">
       <div className="review-main">
-        <Target target={seat.target} onFirstFrame={() => markFirstFrame(itemId)} />
+        <Target target={seat.target} onFirstFrame={onFirstFrame} />
       </div>
       <aside className="vote-panel" aria-label="Your vote">
         <p className="question">{spec.question}</p>
         {voted ? (
-          <div className="my-vote" role="status">
-            <p>
-              You voted <strong className={`label label-${voted.label}`}>{voted.label}</strong>
-              {voted.reasons.length > 0 && <> because {voted.reasons.join("; ")}</>}.
-            </p>
-            <p className="muted">Votes are final; an adjudicator resolves disagreements.</p>
-          </div>
+          <OwnVoteNote vote={voted} />
         ) : (
           <>
             <div className="labels" role="group" aria-label="Labels">
               {spec.labels.map((l, i) => (
                 <button key={l.value} type="button" className={`vote label-${l.value}`} disabled={busy}
-                  onClick={() => void cast(l.value)} aria-keyshortcuts={ariaKeys(`review.label${i + 1}`)}>
+                  onClick={() => cast(l.value)} aria-keyshortcuts={ariaKeys(`review.label${i + 1}`)}>
                   <kbd>{i + 1}</kbd> {l.text}
                 </button>
               ))}
@@ -201,23 +261,22 @@ export function ReviewItem({ spec, itemId }: { spec: ReviewStageSpec; itemId: nu
             </fieldset>
           </>
         )}
-        {voteError !== null && <ErrorState error={voteError} title="Your vote was not recorded" onRetry={undefined} />}
-        <div className="item-nav">
-          <button type="button" onClick={previous} aria-keyshortcuts={ariaKeys("review.previous")}>
-            <kbd>P</kbd> Previous
-          </button>
-          <button type="button" onClick={next} aria-keyshortcuts={ariaKeys("review.next")}>
-            Next <kbd>N</kbd>
-          </button>
-        </div>
-        <p className="muted small">
-          Item {itemId} · {voted ? "voted" : `claimed until ${new Date(seat.lease_expires_at).toLocaleTimeString()}`} · press{" "}
-          <kbd>?</kbd> for all keys
-        </p>
-        <p className="status" role="status" aria-live="polite">
-          {status}
-        </p>
+        {footer}
       </aside>
+    </div>
+  );
+}
+
+/** Your own vote on an item (the only vote anybody sees before adjudication). */
+export function OwnVoteNote({ vote, children }: { vote: OwnVote; children?: ReactNode }) {
+  return (
+    <div className="my-vote" role="status">
+      <p>
+        You voted <strong className={`label label-${vote.label}`}>{vote.label.replaceAll("_", " ")}</strong>
+        {vote.reasons.length > 0 && <> because {vote.reasons.join("; ")}</>}.
+      </p>
+      {children}
+      <p className="muted">Votes are final; an adjudicator resolves disagreements.</p>
     </div>
   );
 }
