@@ -28,7 +28,8 @@ from annotation.services.release_io.statistics import release_statistics
 from annotation.services.release_io.tables import TABLES, ReleaseScope, Table, canonical_json
 
 FORMAT = "trajlab-release/1"
-ROW_GROUP = 50_000
+ROW_GROUP = 50_000                               # rows per Parquet row group at most
+ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes each) per row group at most
 HASH_BLOCK = 1 << 20
 CHECKSUMS = "SHA256SUMS"
 INDEX = "index/records.tsv"
@@ -77,8 +78,17 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+LIST_DTYPES = {"int32s": "<i4", "float32s": "<f4", "boxes": "<f4", "ids": "<i8"}
+
+
 class _TableWriter:
-    """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index."""
+    """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index.
+
+    A row goes to JSON Lines at once; for Parquet its scalars are buffered as Python values and its
+    lists as compact numpy arrays, written as one row group every ``ROW_GROUP`` rows or
+    ``ROW_GROUP_VALUES`` list elements, whichever comes first (both depend on the data only, so the
+    same records give the same row groups).
+    """
 
     def __init__(self, folder: Path, table: Table, index):
         self.table = table
@@ -86,6 +96,8 @@ class _TableWriter:
         self.rows = 0
         self.schema = table.schema()
         self.json_columns = [c.kind == "json" for c in table.columns]
+        self.list_kinds = [c.kind if c.kind in LIST_DTYPES else None for c in table.columns]
+        self.values = 0
         self.key_at = [table.names.index(k) for k in table.key]
         self.buffers: list[list] = [[] for _ in table.columns]
         self.jsonl = open(folder / "data" / f"{table.name}.jsonl", "wb", buffering=HASH_BLOCK)
@@ -96,18 +108,36 @@ class _TableWriter:
         self.jsonl.write(line + b"\n")
         key = "/".join(str(values[i]) for i in self.key_at)
         self.index.write(f"{self.table.name}\t{key}\t{hashlib.sha256(line).hexdigest()[:INDEX_HASH_CHARS]}\n")
-        for buffer, is_json, value in zip(self.buffers, self.json_columns, values):
-            buffer.append(canonical_json(value) if is_json and value is not None else value)
+        for buffer, is_json, list_kind, value in zip(self.buffers, self.json_columns, self.list_kinds, values):
+            if list_kind is not None:
+                array = np.asarray(value if value is not None else [], dtype=LIST_DTYPES[list_kind])
+                buffer.append(array)
+                self.values += array.size
+            else:
+                buffer.append(canonical_json(value) if is_json and value is not None else value)
         self.rows += 1
-        if len(self.buffers[0]) >= ROW_GROUP:
+        if len(self.buffers[0]) >= ROW_GROUP or self.values >= ROW_GROUP_VALUES:
             self._flush()
+
+    @staticmethod
+    def _list_array(arrays: list[np.ndarray], kind: str, field: pa.Field) -> pa.Array:
+        lengths = np.fromiter((len(a) for a in arrays), np.int64, len(arrays))             # [R]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)            # [R + 1]
+        flat = np.concatenate(arrays) if arrays else np.zeros(0, LIST_DTYPES[kind])
+        if kind == "boxes":                                                               # [N, 4] per row
+            inner = pa.ListArray.from_arrays(np.arange(0, flat.size + 1, 4, dtype=np.int32),
+                                             pa.array(flat.reshape(-1), type=pa.float32()))
+            return pa.ListArray.from_arrays(offsets, inner, type=field.type)
+        return pa.ListArray.from_arrays(offsets, pa.array(flat, type=field.type.value_type), type=field.type)
 
     def _flush(self) -> None:
         if not self.buffers[0]:
             return
-        arrays = [pa.array(buffer, type=f.type) for buffer, f in zip(self.buffers, self.schema)]
+        arrays = [self._list_array(buffer, kind, f) if kind is not None else pa.array(buffer, type=f.type)
+                  for buffer, kind, f in zip(self.buffers, self.list_kinds, self.schema)]
         self.parquet.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
         self.buffers = [[] for _ in self.table.columns]
+        self.values = 0
 
     def close(self) -> int:
         self._flush()
