@@ -7,16 +7,18 @@ variant):
 1. the clean ground truth: the query's target trajectory (``SnapshotQuery.target_id``, or its
    first verified match in its own video when no target is recorded);
 2. a noisy-GT variant of the target when the augmentation is on (the default), else a second
-   matched positive;
-3. a matched raw positive: another trajectory verified to match the query (its own video first,
-   then other videos);
-4. a confirmed negative: a trajectory verified not to match, from the query's own video (the
-   paper's ``N_b``), or from another video when the own video has none.
+   matched positive (drawn like slot 3 from what slot 3 left);
+3. a matched raw positive: another trajectory verified to match the query, drawn from its own
+   video when it has one there, else from the verified matches in other videos;
+4. a confirmed negative: a trajectory of the query's own video verified not to match it (the
+   paper's confirmed within-video negatives ``N_b``, 3.2 and D.1).
 
-When the snapshot has no further positive for slots 2-3, the clean record fills them again: the
-group keeps its fixed size and the repeated record counts with its multiplicity (DESIGN 4.1). A
-query without any confirmed negative cannot form a group and is left out (counted in
-``TrainingPlan.excluded``).
+Group labels come from human-verified relations only: pseudo-labels never enter ``P_b`` or
+``N_b`` (D.2). When the snapshot has no further positive for slots 2-3, the clean record fills
+them again: the group keeps its fixed size and the repeated record counts with its multiplicity
+(DESIGN 4.1). A query without a confirmed within-video negative cannot form a group and is left
+out (counted in ``TrainingPlan.excluded``): a mismatch in another video is no ``N_b``, it can
+only act through the batch terms.
 
 **Noisy GT** (:func:`noisy_gt`, B.3/D.1): remove one contiguous segment of 10-20% of the
 observations, then drop each remaining observation with probability 0.1 (at least one stays); move
@@ -31,10 +33,12 @@ per-sample augmentation.
 
 - ``group``: 1 for the group's own three positives, 0 for its negative, -1 elsewhere;
 - ``relation``: 1 for the query's own positives; for a stored record (variant 0), the verified label
-  of (query, trajectory) in the snapshot (pseudo-labels included when ``use_pseudo``: they are
-  training signal only); for a noisy variant, 1 when it is a variant of the query's own target and
-  ⊥ otherwise (a subset of the observations may lose the evidence a label was given on: D.3 says
-  abstain). Labels never conflict: a group positive is always a match, its negative never one.
+  of (query, trajectory) in the snapshot; for a noisy variant, 1 when it is a variant of the
+  query's own target and ⊥ otherwise (a subset of the observations may lose the evidence a label
+  was given on: D.3 says abstain). Labels never conflict: a group positive is always a match, its
+  negative never one. With ``use_pseudo`` (off by default) the snapshot's pseudo-labels also fill
+  ``relation`` where no verified label exists: training signal for the batch terms only, marked in
+  ``pseudo`` and counted apart from the human-verified core in :meth:`TrainBatch.stats`.
 
 **Relation-aware batching.** Queries are visited in a seeded random order, each once per epoch.
 Each batch starts from the next unvisited query and then fills up to ``link_fraction`` of its
@@ -69,7 +73,7 @@ class BatchingConfig:
     center_jitter: float = 0.05                  # centre shift, up to this fraction of the box size
     scale_range: tuple[float, float] = (0.9, 1.1)  # width and height scale factors
     link_fraction: float = 0.5                   # share of a batch filled with linked queries
-    use_pseudo: bool = True                      # pseudo-labelled relations count (training only)
+    use_pseudo: bool = False                     # pseudo-labels fill the batch relations (never the groups; D.2)
 
     def __post_init__(self) -> None:
         self.segment_fraction = tuple(float(v) for v in self.segment_fraction)
@@ -150,7 +154,8 @@ class Group:
     video_id: int                                # the query's video
     target_id: int                               # its clean ground-truth trajectory
     positives: list[int]                         # other verified matches, own video first
-    negatives: list[int]                         # confirmed negatives (own video, else others)
+    negatives: list[int]                         # confirmed within-video negatives N_b (human-verified)
+    own_positives: int = 0                       # how many leading positives are in the query's own video
 
 
 @dataclass
@@ -164,6 +169,7 @@ class TrainBatch:
     record_videos: list[int]                     # [P] each record's video
     group: torch.Tensor                          # [B, P] int8 group labels G in {1, 0, -1}
     relation: torch.Tensor                       # [B, P] int8 batch relations M in {1, 0, -1}
+    pseudo: torch.Tensor | None = None           # [B, P] bool: entries of M from pseudo-labels (None: none)
 
     def local_slices(self, rank: int = 0, world_size: int = 1) -> tuple[slice, slice]:
         """The groups (rows) and records (columns) that ``rank`` encodes."""
@@ -173,18 +179,55 @@ class TrainBatch:
         n = b // world_size
         return slice(rank * n, (rank + 1) * n), slice(rank * n * GROUP_SIZE, (rank + 1) * n * GROUP_SIZE)
 
-    def stats(self) -> dict:
-        """Realized label counts of the batch mask, overall and across videos."""
-        rel = self.relation.numpy()
-        cross = np.asarray(self.query_videos)[:, None] != np.asarray(self.record_videos)[None, :]  # [B, P]
-        return {"positives": int((rel == 1).sum()), "negatives": int((rel == 0).sum()),
+    def loss_block(self, rank: int = 0, world_size: int = 1, gather: bool = False) -> tuple[slice, slice]:
+        """The rows and columns of ``group`` / ``relation`` that the mask-guided loss of ``rank``
+        scores: the whole batch when the ranks' embeddings are gathered (``gather`` with several
+        processes), else the rank's own block (:meth:`local_slices`)."""
+        if world_size > 1 and gather:
+            self.local_slices(rank, world_size)                 # the same checks
+            return slice(None), slice(None)
+        return self.local_slices(rank, world_size)
+
+    def stats(self, rows: slice = slice(None), cols: slice = slice(None)) -> dict:
+        """Realized label counts of the batch relations ``M[rows, cols]`` (the labels a loss used:
+        pass :meth:`loss_block`), overall and across videos.
+
+        ``positives`` / ``negatives`` / ``unknown`` and the ``cross_video_*`` counts are the
+        human-verified core; ``pseudo_positives`` / ``pseudo_negatives`` count the pseudo-labels
+        apart. ``t2v_rows`` and ``v2t_cols`` are the rows and positive-record columns the batch
+        terms of DESIGN 4.1 average over (pseudo-labels included, as the loss sees them), and
+        ``*_without_negative`` those of them with no 0: the numerators and denominators of the
+        loss's zero-negative rates, so the rates of several blocks (ranks) can be pooled."""
+        rel = self.relation[rows, cols].numpy()                                        # [b, p]
+        pseudo = (self.pseudo[rows, cols].numpy() if self.pseudo is not None
+                  else np.zeros(rel.shape, dtype=bool))                                # [b, p]
+        cross = (np.asarray(self.query_videos)[rows][:, None]
+                 != np.asarray(self.record_videos)[cols][None, :])                     # [b, p]
+        core = ~pseudo
+        m_pos = rel == 1                                                               # [b, p]
+        in_p_plus = m_pos.any(axis=0)                                                  # [p]
+        b_neg = (rel == 0) & in_p_plus[None, :]                                        # [b, p]
+        t2v_rows = m_pos.any(axis=1)                                                   # [b]
+        return {"positives": int((m_pos & core).sum()), "negatives": int(((rel == 0) & core).sum()),
                 "unknown": int((rel == -1).sum()),
-                "cross_video_positives": int(((rel == 1) & cross).sum()),
-                "cross_video_negatives": int(((rel == 0) & cross).sum())}
+                "pseudo_positives": int((m_pos & pseudo).sum()), "pseudo_negatives": int(((rel == 0) & pseudo).sum()),
+                "cross_video_positives": int((m_pos & core & cross).sum()),
+                "cross_video_negatives": int(((rel == 0) & core & cross).sum()),
+                "t2v_rows": int(t2v_rows.sum()),
+                "t2v_rows_without_negative": int((t2v_rows & ~b_neg.any(axis=1)).sum()),
+                "v2t_cols": int(in_p_plus.sum()),
+                "v2t_cols_without_negative": int((in_p_plus & ~b_neg.any(axis=0)).sum())}
 
 
 def _seeded(*parts: int) -> np.random.Generator:
     return np.random.default_rng([int(p) & 0xFFFFFFFF for p in parts])
+
+
+def _draw_positive(own: list[int], cross: list[int], fallback: int, rng: np.random.Generator) -> int:
+    """Take a matched raw positive out of ``own`` (the query's video) or, when it is empty, out of
+    ``cross`` (other videos), uniformly; ``fallback`` (the clean target) when both are empty."""
+    pool = own or cross
+    return pool.pop(int(rng.integers(len(pool)))) if pool else fallback
 
 
 class TrainingPlan:
@@ -194,10 +237,16 @@ class TrainingPlan:
         self.config = config or BatchingConfig()
         self.seed = int(seed)
         self.snapshot = snapshot
-        matrix, qids, tids = snapshot.matrix(include_pseudo=self.config.use_pseudo)
-        self._matrix = matrix                                                          # [Q, T] int8
+        matrix, qids, tids = snapshot.matrix(include_pseudo=False)                     # [Q, T] the verified core
         self._q_index = {q: i for i, q in enumerate(qids)}
         self._t_index = {t: i for i, t in enumerate(tids)}
+        self._pseudo = np.zeros(matrix.shape, dtype=bool)                              # [Q, T]
+        self._matrix = matrix                                                          # [Q, T] int8 batch relations
+        if self.config.use_pseudo:
+            self._matrix = snapshot.matrix(include_pseudo=True)[0]
+            for r in snapshot.relations:
+                if r.pseudo and r.label != -1:
+                    self._pseudo[self._q_index[r.query_id], self._t_index[r.trajectory_id]] = True
         self._t_ids = np.asarray(tids, dtype=np.int64)
         self.track_video = {t.id: t.video_id for t in snapshot.tracks}
         t_video = np.asarray([self.track_video[t] for t in tids], dtype=np.int64)       # [T]
@@ -216,14 +265,13 @@ class TrainingPlan:
                     self.excluded[q.id] = "no verified match in its own video"
                     continue
                 target = int(own_matches[0])
-            positives = [int(t) for t in self._t_ids[(row == 1) & own] if t != target] + \
-                        [int(t) for t in self._t_ids[(row == 1) & ~own]]
-            negatives = [int(t) for t in self._t_ids[(row == 0) & own]] or \
-                        [int(t) for t in self._t_ids[(row == 0) & ~own]]
+            own_positives = [int(t) for t in self._t_ids[(row == 1) & own] if t != target]
+            positives = own_positives + [int(t) for t in self._t_ids[(row == 1) & ~own]]
+            negatives = [int(t) for t in self._t_ids[(row == 0) & own]]
             if not negatives:
-                self.excluded[q.id] = "no confirmed negative"
+                self.excluded[q.id] = "no confirmed negative in its own video"
                 continue
-            self.groups.append(Group(q.id, q.video_id, int(target), positives, negatives))
+            self.groups.append(Group(q.id, q.video_id, int(target), positives, negatives, len(own_positives)))
         if not self.groups:
             raise ValueError(f"snapshot {snapshot.split!r}: no query can form a training group "
                              f"({len(self.excluded)} excluded, e.g. {next(iter(self.excluded.items()), None)})")
@@ -305,17 +353,18 @@ class TrainingPlan:
         rng = _seeded(self.seed, 0x7374, step)
         records: list[RecordKey] = []
         for g in groups:
-            others = list(g.positives)
-            raw = others.pop(int(rng.integers(len(others)))) if others else g.target_id
+            own, cross = list(g.positives[:g.own_positives]), list(g.positives[g.own_positives:])
+            raw = _draw_positive(own, cross, g.target_id, rng)
             if self.config.noisy_gt:
                 second = (g.target_id, int(rng.integers(1, self.config.noisy_variants + 1)))
             else:
-                second = (others.pop(int(rng.integers(len(others)))) if others else g.target_id, 0)
+                second = (_draw_positive(own, cross, g.target_id, rng), 0)
             negative = g.negatives[int(rng.integers(len(g.negatives)))]
             records += [(g.target_id, 0), second, (raw, 0), (negative, 0)]
         b, p = len(groups), len(records)
         group = torch.full((b, p), -1, dtype=torch.int8)                               # [B, P]
         relation = torch.full((b, p), -1, dtype=torch.int8)                            # [B, P]
+        pseudo = torch.zeros((b, p), dtype=torch.bool)                                 # [B, P]
         cols = np.asarray([self._t_index[tid] for tid, _ in records])                  # [P]
         variant = np.asarray([k for _, k in records])                                  # [P]
         owner = np.asarray([tid for tid, _ in records])                                # [P]
@@ -323,10 +372,13 @@ class TrainingPlan:
             row = self._matrix[self._q_index[g.query_id]][cols].astype(np.int8)        # [P]
             row = np.where(variant > 0, -1, row)                                       # variants: ⊥ ...
             row = np.where(owner == g.target_id, 1, row)                               # ... except own target's
+            from_pseudo = self._pseudo[self._q_index[g.query_id]][cols] & (variant == 0) & (owner != g.target_id)
             own = slice(i * GROUP_SIZE, (i + 1) * GROUP_SIZE)
             row[own] = (1, 1, 1, 0)
+            from_pseudo[own] = False                                                   # the group's own: verified
             relation[i] = torch.from_numpy(row)
+            pseudo[i] = torch.from_numpy(from_pseudo)
             group[i, own] = torch.tensor((1, 1, 1, 0), dtype=torch.int8)
         return TrainBatch(step=step, query_ids=[g.query_id for g in groups], query_videos=[g.video_id for g in groups],
                           records=records, record_videos=[self.track_video[t] for t, _ in records],
-                          group=group, relation=relation)
+                          group=group, relation=relation, pseudo=pseudo)

@@ -151,16 +151,105 @@ def test_without_noisy_gt_a_second_positive_fills_the_slot():
 
 
 def test_exclusions_and_pseudo_labels():
-    rels = [(101, 11, 1), (101, 12, 0), (201, 21, 1), (301, 31, 1), (301, 12, 0)]
-    snap = snapshot_with(rels, pseudo={(301, 12)})
-    plan = TrainingPlan(snap, seed=0)
-    assert plan.excluded == {201: "no confirmed negative"}
-    assert [g.negatives for g in plan.groups] == [[12], [12]]        # 301's only negative is a pseudo-label
-    strict = TrainingPlan(snap, BatchingConfig(use_pseudo=False), seed=0)
-    assert set(strict.excluded) == {201, 301}
+    # 101: a verified within-video negative; 201: no negative at all; 301: a verified negative only in
+    # another video (12) and a within-video negative that is only a pseudo-label (32)
+    rels = [(101, 11, 1), (101, 12, 0), (201, 21, 1), (301, 31, 1), (301, 12, 0), (301, 32, 0)]
+    snap = snapshot_with(rels, pseudo={(301, 32)})
+    for use_pseudo in (False, True):
+        plan = TrainingPlan(snap, BatchingConfig(use_pseudo=use_pseudo), seed=0)
+        # N_b holds confirmed within-video negatives only (paper 3.2, D.1); pseudo-labels never fill it (D.2)
+        assert plan.excluded == {201: "no confirmed negative in its own video",
+                                 301: "no confirmed negative in its own video"}
+        assert [(g.query_id, g.negatives) for g in plan.groups] == [(101, [12])]
+    assert BatchingConfig().use_pseudo is False
     bad = snapshot_with([(101, 12, 1), (101, 13, 0)])               # the recorded target is not a match
     with pytest.raises(ValueError, match="no query can form a training group"):
         TrainingPlan(bad, seed=0)
+
+
+def test_pseudo_labels_fill_batch_relations_only_and_are_counted_apart():
+    # 101 has a verified within-video negative (12) and a pseudo one (13); a pseudo cross-video
+    # negative (21, the target of 201) and a verified one (31, the target of 301)
+    rels = [r for r in within_rows() if r[:2] != (101, 13)] + [(101, 13, 0), (101, 21, 0), (101, 31, 0)]
+    snap = snapshot_with(rels, pseudo={(101, 13), (101, 21)})
+    strict = TrainingPlan(snap, seed=0)
+    loose = TrainingPlan(snap, BatchingConfig(use_pseudo=True), seed=0)
+    assert strict.groups[0].negatives == loose.groups[0].negatives == [12]
+    for step in range(4):
+        a, b = strict.batch(step, 3), loose.batch(step, 3)        # every group in each (pseudo links may reorder)
+        for batch in (a, b):
+            row = batch.query_ids.index(101)
+            negatives = [batch.records[j] for j in range(len(batch.records)) if batch.group[row, j] == 0]
+            assert negatives == [(12, 0)]                         # G: the verified within-video negative only
+        stats = {}
+        for name, batch in (("strict", a), ("loose", b)):
+            row = batch.query_ids.index(101)
+            col_21 = [j for j, key in enumerate(batch.records) if key == (21, 0)]
+            col_31 = [j for j, key in enumerate(batch.records) if key == (31, 0)]
+            assert col_21 and col_31
+            want_21 = 0 if name == "loose" else -1
+            assert all(batch.relation[row, j] == want_21 and bool(batch.pseudo[row, j]) == (name == "loose")
+                       for j in col_21)
+            assert all(batch.relation[row, j] == 0 and not batch.pseudo[row, j] for j in col_31)
+            assert int(batch.pseudo.sum()) == (len(col_21) if name == "loose" else 0)
+            stats[name] = (batch.stats(), len(col_21))
+        (sa, _), (sb, n_21) = stats["strict"], stats["loose"]
+        assert sb["pseudo_negatives"] == n_21 and sa["pseudo_negatives"] == sb["pseudo_positives"] == 0
+        for key in ("positives", "negatives", "cross_video_positives", "cross_video_negatives"):
+            assert sa[key] == sb[key], key                        # the verified core is the same
+        assert sb["unknown"] == sa["unknown"] - n_21
+
+
+def test_matched_raw_positive_comes_from_the_own_video_first():
+    # 101 matches 13 in its own video and 21 in another one
+    rels = [r for r in within_rows() if r[0] != 101] + [(101, 11, 1), (101, 12, 0), (101, 13, 1), (101, 21, 1)]
+    snap = snapshot_with(rels)
+    plan = TrainingPlan(snap, seed=2)
+    g = plan.groups[0]
+    assert (g.query_id, g.positives, g.own_positives) == (101, [13, 21], 1)
+    for step in range(20):
+        batch = plan.batch(step, 3)
+        i = batch.query_ids.index(101)
+        assert batch.records[i * 4 + 2] == (13, 0)                # never the cross-video match while 13 exists
+    # without noisy GT the second slot takes what is left: the cross-video match
+    plain = TrainingPlan(snap, BatchingConfig(noisy_gt=False), seed=2)
+    for step in range(5):
+        batch = plain.batch(step, 3)
+        i = batch.query_ids.index(101)
+        assert batch.records[i * 4 + 1:i * 4 + 3] == [(21, 0), (13, 0)]
+
+
+def test_stats_of_a_loss_block_give_the_losses_zero_negative_rates():
+    n = 8
+    rels = within_rows(n)
+    for v in range(1, n + 1, 2):
+        rels += [(100 * v + 1, 10 * (v + 1) + 1, 0), (100 * (v + 1) + 1, 10 * v + 1, 1)]
+    snap = snapshot_with(rels, n_videos=n, pseudo={(101, 21)})
+    plan = TrainingPlan(snap, BatchingConfig(use_pseudo=True), seed=3)
+    torch.manual_seed(0)
+    for step in range(4):
+        batch = plan.batch(step, 4)
+        assert batch.loss_block(0, 1) == batch.local_slices(0, 1) == (slice(0, 4), slice(0, 16))
+        assert batch.loss_block(1, 2, gather=True) == (slice(None), slice(None))
+        pooled = {"t2v_rows": 0, "t2v_rows_without_negative": 0, "v2t_cols": 0, "v2t_cols_without_negative": 0}
+        for rank in range(2):
+            rows, cols = batch.loss_block(rank, 2, gather=False)
+            assert (rows, cols) == batch.local_slices(rank, 2)
+            group, relation = batch.group[rows, cols], batch.relation[rows, cols]
+            q = torch.nn.functional.normalize(torch.randn(group.shape[0], 8), dim=1)
+            v = torch.nn.functional.normalize(torch.randn(group.shape[1], 8), dim=1)
+            out = mask_guided_loss(q, v, group, relation, torch.tensor(20.0))
+            st = batch.stats(rows, cols)
+            assert st["t2v_rows_without_negative"] / st["t2v_rows"] == pytest.approx(out["zero_neg_row_rate"])
+            assert st["v2t_cols_without_negative"] / st["v2t_cols"] == pytest.approx(out["zero_neg_col_rate"])
+            assert st["positives"] + st["negatives"] + st["unknown"] + st["pseudo_positives"] + \
+                st["pseudo_negatives"] == group.numel()
+            for k in pooled:
+                pooled[k] += st[k]
+        whole = batch.stats()
+        assert whole["t2v_rows"] == pooled["t2v_rows"] == 4 and whole["positives"] >= 12
+        # the blocks of two ranks leave out the cross-rank labels that the whole batch holds
+        assert whole["negatives"] >= sum(batch.stats(*batch.local_slices(r, 2))["negatives"] for r in range(2))
 
 
 def test_batches_are_a_pure_function_of_the_seed():
