@@ -25,7 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Release, ReleaseFile
@@ -121,6 +121,18 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
     if final.exists():
         raise ConflictError(f"{final} exists although no release row names it; move it away first",
                             code="release_folder_exists")
+    if parent is not None:
+        problems = verify_checksums(Path(parent.path), expect_manifest_sha256=parent.manifest_sha256)
+        if problems:
+            raise ConflictError(f"the parent release {parent} on disk is not what was published, so no diff "
+                                f"against it can be trusted: {problems[0]}", code="parent_tampered",
+                                extra={"problems": problems[:50]})
+    if include_media:
+        missing = [str(p) for p in Video.objects.filter(id__in=scope.videos).order_by("id").values_list("path", flat=True)
+                   if not (Path(settings.MEDIA_ROOT) / p).is_file()]
+        if missing:
+            raise ConflictError(f"{len(missing)} video files are missing from the media folder: {missing[:5]}",
+                                code="media_missing", extra={"missing": missing[:200]})
     created_at = timezone.now()
     meta = ReleaseMeta(name=name, version=version, description=description, license=license, splits=scope.splits,
                        created_at=created_at, parent=_parent_ref(parent), media_included=include_media,
@@ -134,9 +146,6 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
                             created_by=created_by)
             final.parent.mkdir(parents=True, exist_ok=True)
             staging.rename(final)
-    except FileNotFoundError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ConflictError(str(exc), code="media_missing") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -234,7 +243,11 @@ def release_import(*, path: str | Path, expect_manifest_sha256: str | None = Non
     media_copied: list[Path] = []
     try:
         with transaction.atomic():
-            import_tables(final, progress=say)
+            try:
+                import_tables(final, progress=say)
+            except IntegrityError as exc:
+                raise ConflictError(f"the release's records clash with this instance's: {exc}; import into a fresh "
+                                    "instance", code="not_fresh") from None
             if body["media_included"]:
                 for video in (final / "media").rglob("*"):
                     if video.is_file():

@@ -9,6 +9,7 @@ The benchmark is built once per module inside a transaction that is rolled back 
 test runs in a savepoint of it."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from django.core.management import CommandError, call_command
 from django.db import IntegrityError, InternalError, transaction
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -254,6 +256,15 @@ def test_a_tampered_release_fails_its_checksum_check(db, built, tmp_path):
         release_import(path=copy)
     assert refused.value.code == "release_tampered"
     assert "data/relations.jsonl does not match its SHA-256 in SHA256SUMS" in refused.value.message
+    # the commands say the same
+    out = io.StringIO()
+    call_command("import_release", release.path, "--check-only", "--expect-sha256", release.manifest_sha256,
+                 stdout=out)
+    assert "in order" in out.getvalue()
+    with pytest.raises(CommandError, match="data/relations.jsonl does not match its SHA-256"):
+        call_command("import_release", str(copy), "--check-only")
+    with pytest.raises(CommandError, match="exists and never changes"):
+        call_command("export_release", "--name", "demo", "--release-version", "1.0.0", "--splits", "dev", "test")
     # a file added or removed is named too; a SHA256SUMS made to match is caught by the published hash
     (copy / "extra.txt").write_text("x")
     (copy / "README.md").chmod(0o644)

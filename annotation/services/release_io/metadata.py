@@ -72,8 +72,8 @@ def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]
         "description": body["description"] or f"Text-to-trajectory retrieval benchmark, splits "
                                                f"{', '.join(body['splits'])}.",
         "conformsTo": "http://mlcommons.org/croissant/1.0", "version": body["version"],
-        "license": LICENSES.get(body["license"], body["license"]), "url": "https://example.org/trajlab-releases/"
-        f"{body['name']}/{body['version']}/", "datePublished": body["created_at"], "citeAs": _citation(body),
+        "license": LICENSES.get(body["license"], body["license"]), "datePublished": body["created_at"],
+        "citeAs": _citation(body),
         "keywords": ["text-to-trajectory retrieval", "video", "multi-object tracking", "benchmark",
                      *[f"split:{s}" for s in body["splits"]]],
         "distribution": distribution, "recordSet": record_sets,
@@ -92,7 +92,7 @@ def _num(x, digits: int = 3) -> str:
     return "n/a" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
 
 
-def _benchmark_lines(stats: dict, splits: list[str]) -> list[str]:
+def _benchmark_lines(stats: dict) -> list[str]:
     lines = ["| split | label | source | stratum | pseudo | relations |", "|---|---|---|---|---|---|"]
     for row in stats["relations"]:
         lines.append(f"| {row['split']} | {row['label']} | {row['source']} | {row['stratum']} | "
@@ -162,7 +162,7 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
             "only and never ground truth. Evaluation (T2Traj, Traj2T, OCVR) scores binary, non-pseudo labels; "
             "`benchmark` lists each evaluated query with its pool version, target and complete candidate list.",
             ""]
-    out += ["## Benchmark", "", *_benchmark_lines(stats, body["splits"]), ""]
+    out += ["## Benchmark", "", *_benchmark_lines(stats), ""]
     out += ["## How reliable the labels are", "", "### Audits", "", *_audit_lines(stats), ""]
     out += ["### Pre-adjudication agreement", "", "Panel votes before any adjudication (three annotators per item; "
             "pairs: the first and the second review).", "", *_agreement_lines(stats), ""]
