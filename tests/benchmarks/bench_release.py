@@ -9,8 +9,9 @@ database), with everything a release reads: sources, split groups, videos, propo
 trajectories, frozen pools and members, descriptions and versions, queries and relations.
 
 Peak memory is the process's resident high-water mark (``VmHWM``), reset through
-``/proc/self/clear_refs`` before each phase, so it covers the export alone (the process's own
-baseline included). The exporter must stay under 1 GiB at full size. Figures go to
+``/proc/self/clear_refs`` before each phase, so it covers that phase alone; the figures are the
+peak and the peak above the resident size at the phase's start. The export must add less than
+1 GiB at full size (run alone, its whole process peaks near 430 MiB). Figures go to
 ``var/bench/release.json``; run with ``-s`` to see the table.
 """
 from __future__ import annotations
@@ -255,5 +256,7 @@ def test_release_export_streams_with_bounded_memory(tmp_path):
     print(f"streaming wrote {stream_bytes / 1e6:.1f} MB in {s['files']} files ({s['mb_per_s']} MB/s); "
           f"checksums verified in {verify_s:.2f} s", file=buf)
     print(buf.getvalue())
-    assert stream_peak < MAX_PEAK_BYTES, f"the export peaked at {stream_peak / 2**20:.0f} MiB"
+    # what the export adds to the process (the absolute peak also holds whatever earlier tests of the
+    # same run left resident; run alone, it is the figure printed above)
+    assert stream_peak - baseline < MAX_PEAK_BYTES, f"the export added {(stream_peak - baseline) / 2**20:.0f} MiB"
     assert stream_peak - baseline < naive_peak - naive_baseline or not FULL
