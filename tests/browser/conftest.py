@@ -7,6 +7,8 @@ Chromium (``.ci/run`` installs it). Screenshots go to ``var/test/screenshots/``.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -59,11 +61,21 @@ def chromium():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
+def _settle(threads_before: int, timeout: float = 5.0) -> None:
+    """Wait until the live server's request threads have finished (at most ``timeout`` seconds),
+    so no request of a closed page still reaches the database after the test has given it up."""
+    deadline = time.monotonic() + timeout
+    while threading.active_count() > threads_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def open_page(chromium, live_server):
     """``open_page(username)``: a signed-in page of a fresh browser context. Any uncaught script
-    error in a page fails the test."""
+    error in a page fails the test. At the end, the pages stop (no polling, no downloads) and the
+    server's requests finish before the test's database goes away."""
     contexts, errors = [], []
+    threads_before = threading.active_count()
 
     def make(username: str, password: str = PASSWORD):
         context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=live_server.url)
@@ -81,7 +93,10 @@ def open_page(chromium, live_server):
 
     yield make
     for context in contexts:
+        for page in context.pages:
+            page.goto("about:blank")
         context.close()
+    _settle(threads_before)
     assert not errors, f"script errors in the page: {errors}"
 
 

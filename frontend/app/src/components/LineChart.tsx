@@ -22,7 +22,7 @@ export interface LineSeries {
 
 const WIDTH = 560;
 const HEIGHT = 220;
-const PAD = { left: 56, right: 16, top: 12, bottom: 34 };
+const PAD = { left: 66, right: 16, top: 12, bottom: 34 };
 const MAX_POINTS = 600; // per drawn run, after downsampling
 
 function endpoints(x: number[], v: (number | null)[]): { first: [number, number] | null; last: [number, number] | null } {

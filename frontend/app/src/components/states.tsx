@@ -20,11 +20,12 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-/** An error with the API's message, its code and any details it attached, and a way out. */
-export function ErrorState({ error, onRetry, title }: { error: unknown; onRetry?: () => void; title?: string }) {
+/** An error with the API's message, its code and any details it attached (unless the screen
+ *  shows them its own way: `details={false}`), and a way out. */
+export function ErrorState({ error, onRetry, title, details = true }: { error: unknown; onRetry?: () => void; title?: string; details?: boolean }) {
   const api = error instanceof ApiError ? error : null;
   const message = api ? api.message : error instanceof Error ? error.message : String(error);
-  const extra = api && Object.keys(api.extra).length > 0 ? api.extra : null;
+  const extra = details && api && Object.keys(api.extra).length > 0 ? api.extra : null;
   return (
     <div className="error" role="alert">
       <h2>{title ?? (api?.status === 403 ? "Not allowed" : api?.status === 404 ? "Not found" : "Something went wrong")}</h2>

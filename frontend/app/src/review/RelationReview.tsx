@@ -113,7 +113,9 @@ function QueryPanel({ row }: { row: RelationRowTarget }) {
       <p className="muted small">
         {row.review_round === 1
           ? `First review: label every candidate of pool ${row.pool} (${row.candidates.length}) and rate the query.`
-          : `Second review: only the ${row.candidates.length} disputed candidate${row.candidates.length > 1 ? "s" : ""} of pool ${row.pool} are shown; label them independently.`}
+          : row.candidates.length === 1
+            ? `Second review: only the disputed candidate of pool ${row.pool} is shown; label it independently.`
+            : `Second review: only the ${row.candidates.length} disputed candidates of pool ${row.pool} are shown; label them independently.`}
       </p>
     </section>
   );
@@ -187,8 +189,10 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
     }
     void submit(toVote(grid));
   };
-  const rate = (change: (g: GridState) => GridState) => {
-    if (open && row.rate_query) setGrid(change);
+  const rate = (change: (g: GridState) => GridState, what: string) => {
+    if (!open || !row.rate_query) return;
+    setGrid(change);
+    say(what);
   };
 
   useShortcutList([
@@ -198,10 +202,10 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
     { id: "relation.nextCandidate", handler: () => setGrid((g) => move(g, 1)) },
     { id: "relation.previousCandidate", handler: () => setGrid((g) => move(g, -1)) },
     { id: "relation.play", handler: () => play(current) },
-    { id: "relation.faithful", handler: () => rate((g) => setFaithful(g, true)), enabled: open && row.rate_query },
-    { id: "relation.unfaithful", handler: () => rate((g) => setFaithful(g, false)), enabled: open && row.rate_query },
+    { id: "relation.faithful", handler: () => rate((g) => setFaithful(g, true), "Faithful: yes."), enabled: open && row.rate_query },
+    { id: "relation.unfaithful", handler: () => rate((g) => setFaithful(g, false), "Faithful: no."), enabled: open && row.rate_query },
     ...[1, 2, 3, 4, 5].map((n) => ({
-      id: `relation.natural${n}`, handler: () => rate((g) => setNatural(g, n)), enabled: open && row.rate_query,
+      id: `relation.natural${n}`, handler: () => rate((g) => setNatural(g, n), `Natural: ${n} of 5.`), enabled: open && row.rate_query,
     })),
     { id: "relation.submit", handler: send, enabled: open },
   ]);
@@ -277,15 +281,15 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
                 <div className="labels-row" role="radiogroup" aria-label="Faithful to its target">
                   <span>Faithful:</span>
                   <button type="button" role="radio" aria-checked={grid.faithful === true} className={grid.faithful === true ? "chosen" : undefined}
-                    onClick={() => rate((g) => setFaithful(g, true))} aria-keyshortcuts={ariaKeys("relation.faithful")}><kbd>F</kbd> yes</button>
+                    onClick={() => rate((g) => setFaithful(g, true), "Faithful: yes.")} aria-keyshortcuts={ariaKeys("relation.faithful")}><kbd>F</kbd> yes</button>
                   <button type="button" role="radio" aria-checked={grid.faithful === false} className={grid.faithful === false ? "chosen" : undefined}
-                    onClick={() => rate((g) => setFaithful(g, false))} aria-keyshortcuts={ariaKeys("relation.unfaithful")}><kbd>⇧F</kbd> no</button>
+                    onClick={() => rate((g) => setFaithful(g, false), "Faithful: no.")} aria-keyshortcuts={ariaKeys("relation.unfaithful")}><kbd>⇧F</kbd> no</button>
                 </div>
                 <div className="labels-row" role="radiogroup" aria-label="Naturalness">
                   <span>Natural:</span>
                   {Array.from({ length: NATURAL_MAX - NATURAL_MIN + 1 }, (_, k) => NATURAL_MIN + k).map((n) => (
                     <button key={n} type="button" role="radio" aria-checked={grid.natural === n} className={grid.natural === n ? "chosen" : undefined}
-                      onClick={() => rate((g) => setNatural(g, n))} aria-keyshortcuts={ariaKeys(`relation.natural${n}`)}
+                      onClick={() => rate((g) => setNatural(g, n), `Natural: ${n} of 5.`)} aria-keyshortcuts={ariaKeys(`relation.natural${n}`)}
                       aria-label={`${n} of 5`}>{n}</button>
                   ))}
                 </div>

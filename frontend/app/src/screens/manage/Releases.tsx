@@ -65,7 +65,7 @@ function CreateForm({ latest, onCreated }: { latest?: Release; onCreated: (r: Re
       <button type="submit" className="primary" disabled={busy || splits.length === 0 || !name.trim()}>
         {busy ? "Writing the release…" : "Publish the release"}
       </button>
-      {error !== null && <ErrorState error={error} title="The release was not published" />}
+      {error !== null && <ErrorState error={error} title="The release was not published" details={missing.length === 0} />}
       {missing.map((r) => (
         <div key={r.split} className="refusal" role="region" aria-label={`What the ${r.split} split misses`}>
           <h3>What the {r.split} split misses</h3>

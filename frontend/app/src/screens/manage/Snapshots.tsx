@@ -112,7 +112,7 @@ function SplitCard({ split, report, onChanged }: { split: string; report: Comple
       </form>
       {done && <p role="status" className="ok">{done}</p>}
       {error !== null && (
-        <ErrorState error={error} title={refused ? `The ${split} snapshot was refused` : `Nothing was done for ${split}`} />
+        <ErrorState error={error} title={refused ? `The ${split} snapshot was refused` : `Nothing was done for ${split}`} details={!refused} />
       )}
       {refused && (
         <div className="refusal" role="region" aria-label={`What the ${split} split misses`}>

@@ -153,7 +153,7 @@ function useLiveRun(runId: number) {
       window.clearTimeout(timer);
     };
   }, [runId, tick]);
-  return { run, series, error, reload: () => setTick((t) => t + 1) };
+  return { run, series, error, version: tick, reload: () => setTick((t) => t + 1) };
 }
 
 const LOSS_KEYS = ["loss", "group", "t2v", "v2t", "siglip", "action", "ce", "consistency"];
@@ -226,14 +226,16 @@ export function MetricsTable({ metrics, caption }: { metrics: Record<string, unk
   );
 }
 
-function Evaluations({ runId }: { runId: number }) {
-  const evals = useAsync(() => api.evaluationRuns({ training_run: runId }), [runId], 10000);
+/** The run's other evaluation runs (on other snapshots; the final one is shown above), read again
+ *  whenever the run's status changes or the screen is refreshed. */
+function Evaluations({ runId, status, final, version }: { runId: number; status: string; final: number | null; version: number }) {
+  const evals = useAsync(() => api.evaluationRuns({ training_run: runId }), [runId, status, version], 10000);
   if (evals.error || !evals.data) return null;
-  const rows: EvaluationRun[] = evals.data.results;
+  const rows: EvaluationRun[] = evals.data.results.filter((e) => e.id !== final);
   if (rows.length === 0) return null;
   return (
-    <section aria-label="Evaluation runs">
-      <h2>Evaluation runs</h2>
+    <section aria-label="Other evaluation runs">
+      <h2>Other evaluations</h2>
       {rows.map((e) => (
         <MetricsTable key={e.id} metrics={e.metrics}
           caption={`Evaluation ${e.id} on snapshot #${e.snapshot} · ${e.status}${e.error ? ` · ${e.error}` : ""}`} />
@@ -243,7 +245,7 @@ function Evaluations({ runId }: { runId: number }) {
 }
 
 export function TrainingRunScreen({ runId }: { runId: number }) {
-  const { run, series, error, reload } = useLiveRun(runId);
+  const { run, series, error, version, reload } = useLiveRun(runId);
   const [cancelError, setCancelError] = useState<unknown>(null);
   useShortcutList([{ id: "manager.refresh", handler: reload }]);
   if (error && !run) return <ErrorState error={error} onRetry={reload} />;
@@ -295,7 +297,7 @@ export function TrainingRunScreen({ runId }: { runId: number }) {
         <h2>Evaluation</h2>
         <MetricsTable metrics={run.metrics} caption={`Final evaluation of run ${run.id} (percent)`} />
       </section>
-      <Evaluations runId={run.id} />
+      <Evaluations runId={run.id} status={run.status} final={run.evaluation} version={version} />
       <details>
         <summary>Configuration</summary>
         <pre className="log">{JSON.stringify({ config: run.config, launch: run.launch, result: run.result }, null, 2)}</pre>
