@@ -23,6 +23,19 @@ A trainable retriever is a ``torch.nn.Module`` built from plain data by a builde
 ``config_dict() -> dict``
     The plain-data config the builder takes (stored in checkpoints).
 
+Optional:
+
+``optimizer_defaults(steps) -> dict``
+    The model's own training recipe for a run of ``steps`` steps: values for any of
+    :data:`MODEL_DEFAULTABLE` (e.g. SCOUT's AdamW learning rate, betas and warm-up). The rule: a
+    :class:`TrainConfig` field left at its default value takes the model's value; a field set to
+    any other value is the caller's choice and wins. (So asking for exactly a field's default
+    value cannot override a model's recipe: change the recipe in the model's own config instead.)
+    ``batching`` is merged key by key: keys the caller's ``batching`` dict holds win. The values
+    taken from the model are reported in the result's ``model_defaults``.
+``no_weight_decay() -> set[str]``
+    Names of further parameters to keep out of weight decay (1-D and scalar parameters always are).
+
 Frozen submodules (pretrained weights loaded from a path) must have ``requires_grad = False``:
 checkpoints keep only trained parameters and buffers, and the builder reloads the rest.
 
@@ -30,13 +43,22 @@ The trainer
 ===========
 
 :func:`train` builds the model, its groups and batches (``models.batching``), trains with AdamW
-under a warm-up + cosine schedule, reports per-step loss parts and the batch's realized
-positive/negative counts (overall and across videos) and zero-negative rates through ``on_step``
-(and ``steps.jsonl``), saves a checkpoint (trained weights, optimizer, scheduler, every RNG, step)
-atomically every ``checkpoint_every`` steps and at the end, and **resumes** from the checkpoint in
-``out_dir``: the batch of step ``s`` is a pure function of the seed, so a resumed run does the same
-steps as an uninterrupted one (on CPU with a fixed seed it ends with the same weights). At the end
-it evaluates on ``eval_snapshot`` (T2Traj, Traj2T, OCVR through ``models.metrics``).
+(matrices decayed; biases, norms, scalars such as ``ℓ``, ``α``, ``t'`` and ``b`` and other 1-D
+parameters not) under a warm-up + cosine schedule, reports per-step loss parts and the realized
+label counts through ``on_step`` (and ``steps.jsonl``), saves a checkpoint (trained weights,
+optimizer, scheduler, every RNG, step, process count) atomically every ``checkpoint_every`` steps
+and at the end, and **resumes** from the checkpoint in ``out_dir``: the batch of step ``s`` is a
+pure function of the seed, so a resumed run does the same steps as an uninterrupted one (on CPU
+with a fixed seed it ends with the same weights). A resume must use the same number of processes
+(each has its own random stream). At the end it evaluates on ``eval_snapshot`` (T2Traj, Traj2T,
+OCVR through ``models.metrics``).
+
+The realized counts (positives, negatives, pseudo-labels apart, across videos) and the
+zero-negative row and column rates are those of the labels the mask-guided loss scored
+(``TrainBatch.loss_block``): the whole batch when negatives are gathered, else each rank's own
+block, summed over ranks (the rates are pooled from the ranks' rows and columns, not taken from
+rank 0). The rates replace the loss's own per-rank ones in the record, and are reported only for
+models whose loss reports them.
 
 Several processes: under ``torchrun`` (``WORLD_SIZE > 1``) each rank encodes its share of the
 global batch of ``batch_size`` groups; parameter gradients are averaged over ranks after each
@@ -72,9 +94,12 @@ MODEL_KINDS: dict[str, Callable[[dict], torch.nn.Module] | str] = {
     "scout": "models.scout:build_retriever",
     "actpair": "models.actpair:build_retriever",
 }
-# TrainConfig fields that shape the sequence of updates: a resumed run must agree on them.
-RUN_IDENTITY = ("batch_size", "lr", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "seed",
+# TrainConfig fields that shape the sequence of updates: a resumed run must agree on them (and on
+# the number of processes, checked apart).
+RUN_IDENTITY = ("batch_size", "lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "seed",
                 "batching", "model", "gather_negatives")
+# TrainConfig fields a model's optimizer_defaults() may supply (see the module docstring).
+MODEL_DEFAULTABLE = ("lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "batching")
 
 
 @dataclass
@@ -84,7 +109,8 @@ class TrainConfig:
     steps: int = 1000                            # optimizer steps in all (a resumed run counts from its checkpoint)
     batch_size: int = 32                         # groups per step across all ranks (paper: effective batch 32)
     lr: float = 5e-5                             # peak learning rate (paper 4.1)
-    weight_decay: float = 0.01                   # AdamW weight decay
+    betas: tuple[float, float] = (0.9, 0.999)    # AdamW betas
+    weight_decay: float = 0.01                   # AdamW weight decay (matrices only)
     warmup_steps: int = 0                        # linear warm-up steps before the cosine decay
     min_lr_ratio: float = 0.0                    # the cosine ends at lr · min_lr_ratio
     grad_clip: float = 1.0                       # max global gradient norm (0: no clipping)
@@ -100,6 +126,12 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         problems = []
+        try:
+            self.betas = tuple(float(b) for b in self.betas)
+        except (TypeError, ValueError):
+            self.betas = ()
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            problems.append("betas must be two numbers in [0, 1)")
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
             problems.append("steps, batch_size and checkpoint_every must be >= 1")
         if not (self.lr > 0 and math.isfinite(self.lr)) or self.weight_decay < 0:
@@ -184,6 +216,45 @@ def load_model(out_dir: str | os.PathLike, *, device: str = "cpu") -> tuple[torc
     return model, meta
 
 
+def resolve_config(config: TrainConfig, model: torch.nn.Module) -> tuple[TrainConfig, dict]:
+    """``config`` completed with the model's ``optimizer_defaults(steps)`` (rule in the module
+    docstring) and the values taken from the model."""
+    supply = getattr(model, "optimizer_defaults", None)
+    if not callable(supply):
+        return config, {}
+    offered = dict(supply(config.steps))
+    unknown = sorted(set(offered) - set(MODEL_DEFAULTABLE))
+    if unknown:
+        raise ValueError(f"{type(model).__name__}.optimizer_defaults() gives {unknown}; a model may supply "
+                         f"{', '.join(MODEL_DEFAULTABLE)}")
+    defaults = TrainConfig()
+    taken = {}
+    for name, value in offered.items():
+        if name == "batching":
+            merged = {**value, **config.batching}
+            if merged != config.batching:
+                taken[name] = {k: v for k, v in value.items() if k not in config.batching}
+        elif getattr(config, name) == getattr(defaults, name):
+            taken[name] = value
+    if not taken:
+        return config, {}
+    changes = {k: ({**v, **config.batching} if k == "batching" else v) for k, v in taken.items()}
+    return TrainConfig.from_dict(config.as_dict() | changes), taken
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW parameter groups of the trained parameters: weight decay on matrices (and larger
+    tensors) only. Biases, norm weights, scalars (``ℓ``, ``α``, SigLIP's ``t'`` and ``b``), readout
+    tokens and other 1-D parameters are not decayed, nor parameters the model names in an optional
+    ``no_weight_decay()``: decay would pull them towards 0 (a logit scale of 1, a closed gate)."""
+    exempt = set(model.no_weight_decay()) if callable(getattr(model, "no_weight_decay", None)) else set()
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim < 2 or name in exempt else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
 def _device(name: str, local_rank: int = 0) -> torch.device:
     if name == "auto":
         return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
@@ -213,7 +284,8 @@ def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, data=
 def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, data=None,
              cache_dir: str | None = None) -> dict:
     """T2Traj, Traj2T and OCVR of ``model`` on ``snapshot`` (verified binary labels only; pseudo-labels
-    never count), and the random T2Traj baseline (:func:`random_baseline`)."""
+    never count), and the random T2Traj baseline (:func:`random_baseline`; its ``R@1`` is the
+    ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``)."""
     q, v, data = embed_snapshot(model, snapshot, data, cache_dir=cache_dir)
     with torch.inference_mode():
         sim = model.score(torch.from_numpy(q).to(_model_device(model)),
@@ -235,26 +307,40 @@ def _protocols(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
 
 
 def random_baseline(snapshot: RelationSnapshotData) -> dict:
-    """Expected T2Traj figures (percent) of a uniformly random ranking of each query's pool.
+    """The random T2Traj baseline (percent) over the queries T2Traj scores (those with a verified
+    match in their video's pool).
 
-    Per query with ``N`` binary-labelled pool items of which ``R`` are relevant (⊥ items leave the
-    gallery, as in ``evaluate_rankings``): ``E[R@k] = 1 - C(N-R, k) / C(N, k)`` and
-    ``E[AP] = H_N / N + (R - 1)(N - H_N) / (N (N - 1))`` (``H_N`` the harmonic number: the chance
-    term of each relevant item's own rank plus that of each other relevant item ranked above it).
-    With one relevant item ``E[R@1] = 1/N``, the ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3.
+    ``R@k`` and ``mAP`` are DESIGN 4.3's random baseline: a uniformly random ranking of the video's
+    whole frozen pool (``|pool(V_e)|`` trajectories) with one relevant item, so
+    ``R@1 = mean_e 1/|pool(V_e)|`` (``evaluate_t2traj``'s ``random_R@1``), ``R@k = mean_e
+    min(k, |pool|)/|pool|`` and ``mAP = mean_e H_|pool| / |pool|`` (``H_n`` the harmonic number).
+
+    ``labelled_R@k`` and ``labelled_mAP`` are the exact expectations of ``evaluate_t2traj``'s own
+    figures under a uniformly random ranking, given the labels: ⊥ items leave the gallery, so a
+    query ranks its ``N`` binary-labelled pool items of which ``R`` are relevant,
+    ``E[R@k] = 1 - C(N-R, k) / C(N, k)`` and ``E[AP] = H_N / N + (R - 1)(N - H_N) / (N (N - 1))``
+    (the chance term of each relevant item's own rank plus that of each other relevant item ranked
+    above it). They equal the contract figures when every pool item is labelled and one matches.
     """
     relation, _, _ = snapshot.matrix(include_pseudo=False)
     track_video = np.asarray([t.video_id for t in snapshot.tracks])
-    out = {f"R@{k}": [] for k in (1, 3, 5, 10)} | {"mAP": []}
+    ks = (1, 3, 5, 10)
+    out = {f"R@{k}": [] for k in ks} | {"mAP": []} | {f"labelled_R@{k}": [] for k in ks} | {"labelled_mAP": []}
+
+    def harmonic(n: int) -> float:
+        return sum(1.0 / j for j in range(1, n + 1))
+
     for i, q in enumerate(snapshot.queries):
         row = relation[i][track_video == q.video_id]
-        n, r = int((row != -1).sum()), int((row == 1).sum())
+        pool, n, r = len(row), int((row != -1).sum()), int((row == 1).sum())
         if r == 0:
             continue
-        for k in (1, 3, 5, 10):
-            out[f"R@{k}"].append(1.0 - (math.comb(n - r, k) / math.comb(n, k) if k <= n else 0.0))
-        h = sum(1.0 / j for j in range(1, n + 1))
-        out["mAP"].append(h / n + ((r - 1) * (n - h) / (n * (n - 1)) if n > 1 else 0.0))
+        for k in ks:
+            out[f"R@{k}"].append(min(k, pool) / pool)
+            out[f"labelled_R@{k}"].append(1.0 - (math.comb(n - r, k) / math.comb(n, k) if k <= n else 0.0))
+        out["mAP"].append(harmonic(pool) / pool)
+        h = harmonic(n)
+        out["labelled_mAP"].append(h / n + ((r - 1) * (n - h) / (n * (n - 1)) if n > 1 else 0.0))
     n_queries = len(out["mAP"])
     return {k: (100.0 * float(np.mean(v)) if v else math.nan) for k, v in out.items()} | {"n_queries": n_queries}
 
@@ -322,7 +408,8 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     """Train ``model_kind`` on ``snapshot`` into ``out_dir`` (the module docstring), resuming from a
     checkpoint there. Returns (and writes to ``result.json``) the run's summary: status
     (``"finished"`` or ``"stopped"`` when ``should_stop()`` said so), steps done, the last step's
-    record, label totals, and the evaluation on ``eval_snapshot``."""
+    record, label totals, the settings taken from the model's recipe (``model_defaults``) and the
+    evaluation on ``eval_snapshot``."""
     cfg = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config)
     snapshot.validate()
     out = Path(out_dir)
@@ -337,26 +424,29 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     ckpt_path = out / CHECKPOINT
     ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.is_file() else None
     if ckpt is not None:
-        _check_resume(ckpt, model_kind, cfg, snapshot_sha)           # before any expensive work
+        _check_resume(ckpt, model_kind, cfg, snapshot_sha, world)    # before any expensive work
 
     _seed_everything(cfg.seed)                                      # same initial weights on every rank
     model = build_model(model_kind, cfg.model)
     model.to(device)
     torch.manual_seed(cfg.seed * 1009 + rank)                       # per-rank dropout stream
-    plan = TrainingPlan(snapshot, BatchingConfig.from_dict(cfg.batching), seed=cfg.seed)
+    run_cfg, model_defaults = resolve_config(cfg, model)            # the model's recipe where cfg left defaults
+    plan = TrainingPlan(snapshot, BatchingConfig.from_dict(run_cfg.batching), seed=cfg.seed)
     data = model.prepare(snapshot, plan.variant_observations(), cache_dir=cache_dir)
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(cfg))
+    optimizer = torch.optim.AdamW(parameter_groups(model, run_cfg.weight_decay), lr=run_cfg.lr, betas=run_cfg.betas)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(run_cfg))
 
     start = 0
     if ckpt is not None:
         load_trained_state(model, ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
+        try:
+            optimizer.load_state_dict(ckpt["optimizer"])
+        except ValueError as exc:
+            raise ValueError(f"the checkpoint's optimizer state does not fit this trainer's parameter groups "
+                             f"({exc}); it was written by an older trainer: use a new folder") from None
         scheduler.load_state_dict(ckpt["scheduler"])
-        states = ckpt["rng"]
-        if len(states) == world:
-            _set_rng_state(states[rank])
+        _set_rng_state(ckpt["rng"][rank])
         start = int(ckpt["step"])
         del ckpt
     log_path = out / "steps.jsonl"
@@ -372,7 +462,7 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         else:
             states = [_rng_state()]
         if rank == 0:
-            _save_atomic({"format": CHECKPOINT_FORMAT, "step": step, "model_kind": model_kind,
+            _save_atomic({"format": CHECKPOINT_FORMAT, "step": step, "model_kind": model_kind, "world_size": world,
                           "model_config": model.config_dict(), "train_config": cfg.as_dict(),
                           "snapshot_sha256": snapshot_sha, "model": trained_state(model),
                           "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": states},
@@ -380,7 +470,8 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         if world > 1:
             dist.barrier()
 
-    totals = {"positives": 0, "negatives": 0, "cross_video_positives": 0, "cross_video_negatives": 0}
+    totals = {"positives": 0, "negatives": 0, "pseudo_positives": 0, "pseudo_negatives": 0, "cross_video_positives": 0,
+              "cross_video_negatives": 0}
     rates = {"zero_neg_row_rate": [], "zero_neg_col_rate": []}
     record: dict = {}
     status, began = "finished", time.perf_counter()
@@ -408,8 +499,11 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         optimizer.step()
         scheduler.step()
         step += 1
-        counts = batch.stats()
+        counts = _realized_counts(batch, rank, world, cfg.gather_negatives, device)
+        pooled = {"zero_neg_row_rate": _ratio(counts["t2v_rows_without_negative"], counts["t2v_rows"]),
+                  "zero_neg_col_rate": _ratio(counts["v2t_cols_without_negative"], counts["v2t_cols"])}
         record = {"step": step, "lr": lr, **{k: _plain(v) for k, v in parts.items()}, **counts,
+                  **{k: v for k, v in pooled.items() if k in parts},
                   "seconds": round(time.perf_counter() - tick, 4)}
         for k in totals:
             totals[k] += counts[k]
@@ -441,6 +535,7 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
               "last": record, "totals": totals,
               "mean_zero_neg_row_rate": float(np.mean(rates["zero_neg_row_rate"])) if rates["zero_neg_row_rate"] else None,
               "mean_zero_neg_col_rate": float(np.mean(rates["zero_neg_col_rate"])) if rates["zero_neg_col_rate"] else None,
+              "model_defaults": model_defaults,
               "seconds": round(time.perf_counter() - began, 2), "world_size": world, "device": str(device),
               "metrics": metrics, "checkpoint": str(ckpt_path)}
     if rank == 0:
@@ -448,7 +543,24 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     return result
 
 
-def _check_resume(ckpt: dict, model_kind: str, cfg: TrainConfig, snapshot_sha: str) -> None:
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _realized_counts(batch, rank: int, world: int, gather: bool, device: torch.device) -> dict:
+    """Label counts of the block of the batch mask this rank's loss scored, summed over ranks when
+    the blocks differ (no gathering); with gathering every rank scored the whole batch."""
+    counts = batch.stats(*batch.loss_block(rank, world, gather))
+    if world > 1 and not gather:
+        keys = sorted(counts)
+        on = device if dist.get_backend() == "nccl" else torch.device("cpu")
+        summed = torch.tensor([counts[k] for k in keys], dtype=torch.int64, device=on)     # [n_counts]
+        dist.all_reduce(summed, op=dist.ReduceOp.SUM)
+        counts = dict(zip(keys, summed.tolist()))
+    return counts
+
+
+def _check_resume(ckpt: dict, model_kind: str, cfg: TrainConfig, snapshot_sha: str, world: int) -> None:
     if ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"the checkpoint's format {ckpt.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     problems = []
@@ -456,9 +568,14 @@ def _check_resume(ckpt: dict, model_kind: str, cfg: TrainConfig, snapshot_sha: s
         problems.append(f"model kind {ckpt['model_kind']!r} != {model_kind!r}")
     if ckpt["snapshot_sha256"] != snapshot_sha:
         problems.append("it was trained on another snapshot")
-    before = ckpt["train_config"]
+    before_world = int(ckpt.get("world_size", len(ckpt.get("rng") or [None])))
+    if before_world != world:
+        problems.append(f"processes: {before_world} != {world} (each process has its own random stream)")
+    defaults = TrainConfig().as_dict()
+    before = {k: ckpt["train_config"].get(k, defaults[k]) for k in RUN_IDENTITY}   # fields added later: defaults
+    before["betas"] = tuple(before["betas"])
     now = cfg.as_dict()
-    problems += [f"{k}: {before.get(k)!r} != {now[k]!r}" for k in RUN_IDENTITY if before.get(k) != now[k]]
+    problems += [f"{k}: {before[k]!r} != {now[k]!r}" for k in RUN_IDENTITY if before[k] != now[k]]
     if problems:
         raise ValueError("out_dir holds a checkpoint of a different run; use a new folder ("
                          + "; ".join(problems) + ")")

@@ -532,10 +532,10 @@ class VTrajEmbed(nn.Module):
         qs, ps = batch.local_slices(ctx.rank, ctx.world_size)
         q = self.encode_queries(data, batch.query_ids[qs])                         # [B_r, E]
         v = self.encode_tracks(data, batch.records[ps])                            # [P_r, E]
-        if ctx.world_size > 1 and ctx.gather:
-            group, relation, rank, world = batch.group, batch.relation, ctx.rank, ctx.world_size
-        else:
-            group, relation, rank, world = batch.group[qs, ps], batch.relation[qs, ps], 0, 1
+        rows, cols = batch.loss_block(ctx.rank, ctx.world_size, ctx.gather)       # the labels scored here
+        gather = ctx.world_size > 1 and ctx.gather
+        rank, world = (ctx.rank, ctx.world_size) if gather else (0, 1)
+        group, relation = batch.group[rows, cols], batch.relation[rows, cols]       # [B_r or B, P_r or P]
         out = mask_guided_loss(q, v, group.to(self.device), relation.to(self.device), self.logit_scale(),
                                self.config.lambda_g, self.config.lambda_bi, rank=rank, world_size=world)
         out["logit_scale"] = float(self.logit_scale().detach())
