@@ -855,20 +855,27 @@ class ActPairRetriever(nn.Module):
     def training_loss(self, data, batch, ctx) -> dict:
         """SigLIP over the batch's (query, clean target) pairs (``models.scout.contrastive_pairs``
         leaves out false in-batch negatives) plus ``λ_action`` times the action term; with
-        ``ctx.gather`` and several ranks SigLIP scores the pairs of all ranks together."""
+        ``ctx.gather`` and several ranks SigLIP scores the pairs of all ranks together, otherwise
+        each rank scores (and chooses) the pairs of its own groups only."""
         from models.batching import GROUP_SIZE
-        from models.scout import contrastive_pairs
+        from models.scout import contrastive_pairs, no_pair_loss
 
-        keep = contrastive_pairs(batch)                                      # [B]
         qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
-        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
         gather = ctx.world_size > 1 and ctx.gather
+        keep = contrastive_pairs(batch, None if gather else qs)              # [B]
+        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
         rank, world = (ctx.rank, ctx.world_size) if gather else (0, 1)
-        if not local:       # every local group conflicts with an earlier one: contribute no pair
+        n_pairs = int(keep.sum())
+        dropped = (len(batch.query_ids) if gather else len(range(len(batch.query_ids))[qs])) - n_pairs
+        if not local:
+            zero = no_pair_loss(self)
+            if not gather:   # nothing to score here (no rank waits on this one's embeddings)
+                return {"loss": zero, "pairs": 0, "dropped_pairs": dropped}
+            # every local group conflicts with another rank's: no pair of this rank in the gathered batch
             d = self.model.config.d_embed
             empty = torch.zeros(0, d, device=self.device, requires_grad=True)
             sig = siglip_loss(empty, empty, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
-            return {"loss": sig, "siglip": sig.detach(), "pairs": 0}
+            return {"loss": sig + zero, "siglip": sig.detach(), "pairs": n_pairs, "dropped_pairs": dropped}
         qids = [batch.query_ids[i] for i in local]
         img = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])      # [b, E]
         txt = self.encode_queries(data, qids)                                                # [b, E]
@@ -878,9 +885,13 @@ class ActPairRetriever(nn.Module):
         loss = sig + self.model.config.lambda_action * act["action"]
         return {"loss": loss, "siglip": sig.detach(), "action": act["action"].detach(), "ce": act["ce"].detach(),
                 "consistency": act["consistency"].detach(), "t": float(self.model.t_prime.detach().exp()),
-                "b": float(self.model.bias.detach()), "pairs": int(keep.sum()) if gather else len(local),
-                "dropped_pairs": len(batch.query_ids) - int(keep.sum()),
+                "b": float(self.model.bias.detach()), "pairs": n_pairs, "dropped_pairs": dropped,
                 "labelled_pairs": int((labels >= 0).sum())}
+
+    def optimizer_defaults(self, steps: int) -> dict:
+        """Batching for ``models.training.train`` (a TrainConfig ``batching`` key wins): groups without
+        noisy-GT variants, since only each group's clean target is read."""
+        return {"batching": {"noisy_gt": False}}
 
     # -- inference: rewrite and dual-view retrieval ------------------------------------------
     def rewrite(self, texts: Sequence[str], predicates: Sequence[Sequence[Predicate | dict]],

@@ -570,14 +570,19 @@ def query_rows(data: ObservationData, query_ids) -> np.ndarray:
     return data.text.rows([int(q) for q in query_ids])
 
 
-def contrastive_pairs(batch) -> torch.Tensor:
+def contrastive_pairs(batch, within: slice | None = None) -> torch.Tensor:
     """Which groups of a ``models.batching.TrainBatch`` give an in-batch contrastive pair.
 
     Each group pairs its query with its clean target (record ``4i``). InfoNCE and SigLIP treat
-    every other pair in the batch as a negative, so a group is left out (``False``) when its
-    target is the target of an earlier kept group, or when a verified match links it to one (the
-    query of one and the target of the other, ``relation == 1``): those would be false negatives.
-    Unknown (⊥) pairs stay in-batch negatives, as in the papers. ``[B]`` bool, same on every rank.
+    every other pair they score as a negative, so a group is left out (``False``) when its target
+    is the target of an earlier kept group, or when a verified match links it to one (the query of
+    one and the target of the other, ``relation == 1``): those would be false negatives. Unknown
+    (⊥) pairs stay in-batch negatives, as in the papers. ``[B]`` bool.
+
+    ``within`` (a slice of groups, e.g. a rank's share when the ranks' pairs are not gathered)
+    restricts the choice to those groups, checked against each other only: the others are
+    ``False``, and a conflict with a group outside cannot drop a group inside (the two are never
+    scored together). Without it the whole batch is one set, the same on every rank.
     """
     from models.batching import GROUP_SIZE
 
@@ -586,11 +591,19 @@ def contrastive_pairs(batch) -> torch.Tensor:
     match = (batch.relation[:, ::GROUP_SIZE] == 1).tolist()                  # [B][B] query i, target j
     keep = torch.zeros(b, dtype=torch.bool)
     kept: list[int] = []
-    for i in range(b):
+    for i in range(b)[within if within is not None else slice(None)]:
         if all(targets[i] != targets[j] and not match[i][j] and not match[j][i] for j in kept):
             keep[i] = True
             kept.append(i)
     return keep
+
+
+def no_pair_loss(module: nn.Module) -> torch.Tensor:
+    """A zero loss that still reaches every trained parameter of ``module`` (each gets a zero
+    gradient): what a process returns when none of its groups gives a pair, so gradient
+    synchronisation across processes (DistributedDataParallel's hooks, the trainer's all-reduce)
+    sees the same parameters on every rank."""
+    return 0.0 * sum(p.sum() for p in module.parameters() if p.requires_grad)
 
 
 class ScoutRetriever(nn.Module):
@@ -659,24 +672,45 @@ class ScoutRetriever(nn.Module):
     def training_loss(self, data: ObservationData, batch, ctx) -> dict:
         """Symmetric InfoNCE over (query, clean target) pairs of the batch (:func:`contrastive_pairs`
         leaves out groups that would be false in-batch negatives); with ``ctx.gather`` and several
-        ranks the pairs of all ranks are scored together."""
+        ranks the pairs of all ranks are scored together, otherwise each rank scores (and chooses)
+        the pairs of its own groups only."""
         from models.batching import GROUP_SIZE
 
-        keep = contrastive_pairs(batch)                                      # [B]
         qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
-        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
         gather = ctx.world_size > 1 and ctx.gather
+        keep = contrastive_pairs(batch, None if gather else qs)              # [B]
+        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
+        n_pairs = int(keep.sum())
+        dropped = (len(batch.query_ids) if gather else len(range(len(batch.query_ids))[qs])) - n_pairs
+        if not local and not gather:     # nothing to score here (no rank waits on this one's embeddings)
+            return {"loss": no_pair_loss(self), "pairs": 0, "dropped_pairs": dropped}
         if local:
             pred = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])   # [b, d]
             target = self.encode_queries(data, [batch.query_ids[i] for i in local])            # [b, d]
-        else:       # every local group conflicts with an earlier one: contribute no pair
+        else:       # every local group conflicts with another rank's: this rank adds no pair to the gathered batch
             d = self.predictor.config.d_text
             pred = torch.zeros(0, d, device=self.device, requires_grad=True)
             target = torch.zeros(0, d, device=self.device)
         rank, world = (ctx.rank, ctx.world_size) if gather else (0, 1)
         loss = info_nce(pred, target, self.predictor.config.tau, rank=rank, world_size=world)
-        n_pairs = int(keep.sum()) if gather else len(local)
-        return {"loss": loss, "pairs": n_pairs, "dropped_pairs": len(batch.query_ids) - int(keep.sum())}
+        if not local:
+            loss = loss + no_pair_loss(self)
+        return {"loss": loss, "pairs": n_pairs, "dropped_pairs": dropped}
+
+    def optimizer_defaults(self, steps: int) -> dict:
+        """SCOUT's recipe for ``models.training.train`` (fields the TrainConfig sets win): AdamW with
+        the predictor config's learning rate, betas and weight decay, a linear warm-up over the same
+        share of the run as ``warmup_steps / total_steps`` (600 of 6000 in the paper), then a cosine
+        decay to zero; groups without noisy-GT variants (only each group's clean target is read, so
+        the variants' features would be computed for nothing)."""
+        c = self.predictor.config
+        return {"lr": c.lr, "betas": c.betas, "weight_decay": c.weight_decay,
+                "warmup_steps": round(steps * c.warmup_steps / c.total_steps), "min_lr_ratio": 0.0,
+                "batching": {"noisy_gt": False}}
+
+    def no_weight_decay(self) -> set[str]:
+        """Token positions and prompt tokens are not decayed (as in :func:`make_optimizer`)."""
+        return {"predictor.positions", "predictor.prompts"}
 
 
 def build_retriever(config: dict | None = None) -> ScoutRetriever:

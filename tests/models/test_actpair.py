@@ -474,3 +474,53 @@ def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo
     assert all(r.startswith("The image shows ") and "The background features" in r for r in rewrites)
     result = loaded.dual_view_search(texts, rewrites, v, top_k=4, top_m=2)
     assert result.indices.shape == (3, 2) and bool((result.union_size >= 4).all())
+
+
+def test_without_gathering_a_rank_keeps_its_own_pairs_and_an_empty_rank_returns_zero():
+    from models.batching import TrainBatch
+    from models.features import TextFeatures
+    from models.scout import ObservationData
+    from models.training import StepContext, build_model
+
+    vocab = {"kind": "action", "canonical": ["walks left"], "mapping": {"walks left": "walks left"},
+             "counts": {"walks left": 1}, "method": "llm"}
+    model = build_model("actpair", {**TINY_RETRIEVER, "features": {"n_fast_max": 6}, "vocabulary": vocab})
+
+    def batch_of(targets):
+        b = len(targets)
+        group = torch.full((b, 4 * b), -1, dtype=torch.int8)
+        for i in range(b):
+            group[i, 4 * i: 4 * i + 4] = torch.tensor([1, 1, 1, 0])
+        return TrainBatch(step=0, query_ids=list(range(b)), query_videos=[1] * b,
+                          records=[r for t in targets for r in ((t, 0), (t, 0), (t, 0), (99, 0))],
+                          record_videos=[1] * (4 * b), group=group, relation=group.clone())
+
+    # rank 1's groups repeat rank 0's targets: before, the global choice left rank 1 with no pair
+    batch = batch_of([10, 11, 10, 11])
+    g = torch.Generator().manual_seed(0)
+    keys = sorted(set(batch.records))
+    d_vis, n = model.model.config.d_visual, model.model.config.max_visual_tokens
+    enc = model.text_encoder
+    text = TextFeatures([0, 1, 2, 3], ["a", "b", "c", "d"], np.zeros((4, enc.dim), np.float32),
+                        torch.randn(4, 5, enc.token_dim, generator=g).numpy(), np.ones((4, 5), bool))
+    data = ObservationData(rows={k: i for i, k in enumerate(keys)}, tokens=torch.randn(len(keys), n, d_vis, generator=g),
+                           mask=torch.ones(len(keys), n, dtype=torch.bool), text=text,
+                           query_video=dict.fromkeys(range(4), 1),
+                           query_predicates={0: [], 1: [], 2: [{"name": "walks", "value": "left"}], 3: []})
+    out = model.training_loss(data, batch, StepContext(step=0, rank=1, world_size=2, gather=False))
+    img = model.encode_tracks(data, [(10, 0), (11, 0)])
+    txt = model.encode_queries(data, [2, 3])
+    want = siglip_loss(img, txt, model.model.t_prime.exp(), model.model.bias)
+    assert out["pairs"] == 2 and out["labelled_pairs"] == 1
+    torch.testing.assert_close(out["siglip"], want.detach())
+    # no group left on this process: a zero loss with a zero gradient for every trained parameter
+    empty = model.training_loss(data, batch_of([]), StepContext(step=0))
+    assert empty["pairs"] == 0 and float(empty["loss"].detach()) == 0.0
+    model.zero_grad(set_to_none=True)
+    empty["loss"].backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert grads and all(g is not None and float(g.abs().sum()) == 0.0 for g in grads)
+    # only the clean targets are read: the trainer skips the noisy-GT variants unless asked for them
+    from models.training import TrainConfig, resolve_config
+
+    assert resolve_config(TrainConfig(), model)[0].batching == {"noisy_gt": False}

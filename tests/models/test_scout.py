@@ -350,3 +350,78 @@ def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_t
     assert torch.equal(v1, v2) and not torch.allclose(v1, fresh)
     metrics = evaluate(loaded, snapshot, data=data)
     assert metrics["t2traj"]["n_queries"] > 0 and 0.0 <= metrics["t2traj"]["R@1"] <= 100.0
+
+
+def random_observations(model, batch):
+    """Random frozen features for every record and query of ``batch``, in the retriever's shapes."""
+    from models.features import TextFeatures
+    from models.scout import ObservationData
+
+    g = torch.Generator().manual_seed(1)
+    keys = sorted(set(batch.records))
+    d_in, n = model.predictor.config.d_in, model.predictor.config.max_tokens
+    qids = sorted(set(batch.query_ids))
+    enc = model.text_encoder
+    text = TextFeatures(qids, [f"q{q}" for q in qids], torch.randn(len(qids), enc.dim, generator=g).numpy(),
+                        torch.randn(len(qids), 5, enc.token_dim, generator=g).numpy(), np.ones((len(qids), 5), bool))
+    return ObservationData(rows={k: i for i, k in enumerate(keys)}, tokens=torch.randn(len(keys), n, d_in, generator=g),
+                           mask=torch.ones(len(keys), n, dtype=torch.bool), text=text,
+                           query_video={q: 1 for q in qids}, query_predicates={q: [] for q in qids})
+
+
+@pytest.fixture(scope="module")
+def tiny_retriever():
+    from models.training import build_model
+
+    torch.manual_seed(0)
+    return build_model("scout", {**TINY_RETRIEVER, "features": {"n_fast_max": 6}})
+
+
+def test_without_gathering_each_rank_chooses_its_own_pairs(tiny_retriever):
+    from models.losses import info_nce
+    from models.scout import contrastive_pairs
+    from models.training import StepContext
+
+    model = tiny_retriever
+    # rank 1's groups (2, 3) repeat the targets of rank 0's: they conflict only with the other rank's
+    batch = hand_batch([10, 11, 10, 11], matches=[])
+    data = random_observations(model, batch)
+    out = model.training_loss(data, batch, StepContext(step=0, rank=1, world_size=2, gather=False))
+    assert out["pairs"] == 2 and out["dropped_pairs"] == 0
+    assert contrastive_pairs(batch).tolist() == [True, True, False, False]
+    assert contrastive_pairs(batch, slice(2, 4)).tolist() == [False, False, True, True]
+    assert contrastive_pairs(hand_batch([10, 11, 10, 12], [(3, 2)]), slice(2, 4)).tolist() == [False, False, True, False]
+    pred = model.encode_tracks(data, [(10, 0), (11, 0)])
+    target = model.encode_queries(data, [2, 3])
+    torch.testing.assert_close(out["loss"], info_nce(pred, target, model.predictor.config.tau))
+
+
+def test_a_rank_without_pairs_returns_a_zero_loss_that_reaches_every_parameter(tiny_retriever):
+    from models.training import StepContext
+
+    model = tiny_retriever
+    empty = hand_batch([], matches=[])                                   # no group left for this process
+    out = model.training_loss(random_observations(model, hand_batch([10], [])), empty, StepContext(step=0))
+    assert out["pairs"] == 0 and float(out["loss"].detach()) == 0.0
+    model.zero_grad(set_to_none=True)
+    out["loss"].backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert grads and all(g is not None and float(g.abs().sum()) == 0.0 for g in grads)
+
+
+def test_the_trainer_takes_scouts_recipe_where_the_config_leaves_defaults(tiny_retriever):
+    from models.training import TrainConfig, parameter_groups, resolve_config
+
+    model = tiny_retriever
+    c = model.predictor.config
+    cfg, taken = resolve_config(TrainConfig(steps=1000), model)
+    assert (cfg.lr, cfg.betas, cfg.warmup_steps) == (2e-5, (0.9, 0.95), 100)          # 600 of 6000: a tenth
+    assert cfg.batching == {"noisy_gt": False} and taken["lr"] == c.lr
+    # a value the caller set wins, field by field and batching key by batching key
+    cfg, taken = resolve_config(TrainConfig.from_dict({"steps": 50, "lr": 1e-3, "batching": {"noisy_gt": True}}), model)
+    assert (cfg.lr, cfg.betas, cfg.warmup_steps, cfg.batching) == (1e-3, (0.9, 0.95), 5, {"noisy_gt": True})
+    assert "lr" not in taken and "batching" not in taken
+    groups = parameter_groups(model, 0.01)
+    no_decay = {id(p) for p in groups[1]["params"]}
+    assert id(model.predictor.prompts) in no_decay and id(model.predictor.positions) in no_decay
+    assert id(model.predictor.readout.weight) not in no_decay and id(model.predictor.readout.bias) in no_decay
