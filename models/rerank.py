@@ -125,8 +125,10 @@ def attribute_vlm_score(p_yes, appearance, action, scene) -> np.ndarray:
     """SCOUT's VLM term: ``½ · P(yes) + ½ · (appearance · action · scene)^(1/3) / 100``.
 
     ``p_yes`` is the holistic match probability in [0, 1]; the three attribute scores are on
-    0–100 (one VLM call scores all three). The geometric mean is conjunctive: a zero on any axis
-    zeroes that half. Arrays of one shape (any), result of that shape."""
+    0–100 (one VLM call scores all three). Their geometric mean is also on 0–100, so it is divided
+    by 100 to lie in [0, 1] like ``p_yes``: both halves then weigh the same and the term lies in
+    [0, 1]. The geometric mean is conjunctive: a zero on any axis zeroes that half. Arrays of one
+    shape (any), result of that shape."""
     p, app, act, sce = (_scores(a, name, ndim=None) for a, name in (
         (p_yes, "p_yes"), (appearance, "appearance"), (action, "action"), (scene, "scene")))
     if not (p.shape == app.shape == act.shape == sce.shape):
