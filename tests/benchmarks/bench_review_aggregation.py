@@ -95,8 +95,9 @@ def _populate(rng) -> dict:
     decision = np.where(final >= 0, label_names[np.clip(final, 0, 2)], "")
     first_item = _next_id("annotation_workitem")
     _copy("annotation_workitem",
-          ["id", "stage", "video_id", "trajectory_id", "panel_size", "required_votes", "state", "decision", "created_at"],
-          ((first_item + i, "usability", run.video_id, first_traj + i, 3, 2, state[i], decision[i], now)
+          ["id", "stage", "video_id", "trajectory_id", "panel_size", "required_votes", "state", "decision", "created_at",
+           "prelabels", "disputed"],
+          ((first_item + i, "usability", run.video_id, first_traj + i, 3, 2, state[i], decision[i], now, "{}", "[]")
            for i in range(n_items)))
     adjudicators = raters[-10:]
     seconds = rng.gamma(2.0, 3000, (n_items, 4)).astype(int)
@@ -105,13 +106,14 @@ def _populate(rng) -> dict:
         for i in range(n_items):
             for k in range(n_cast[i]):
                 yield (first_item + i, raters[panel_raters[i, k]], label_names[labels[i, k]], "[]", "",
-                       seconds[i, k], "f", now)
+                       seconds[i, k], "f", now, "{}")
             if adjudicated[i]:
                 yield (first_item + i, adjudicators[i % 10], label_names[adj_label[i]], "[]", "bench", seconds[i, 3],
-                       "t", now)
+                       "t", now, "{}")
 
     _copy("annotation_vote",
-          ["item_id", "annotator_id", "label", "reasons", "comment", "time_spent_ms", "is_adjudication", "created_at"],
+          ["item_id", "annotator_id", "label", "reasons", "comment", "time_spent_ms", "is_adjudication", "created_at",
+           "payload"],
           votes())
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE annotation_vote; ANALYZE annotation_workitem")

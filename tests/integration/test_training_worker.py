@@ -130,7 +130,7 @@ def _finished(run_id: int, worker: subprocess.Popen, workers: Workers) -> Traini
             pytest.fail(f"the worker exited ({worker.returncode}):\n{workers.logs()}")
         return run if run.status in ("succeeded", "failed", "cancelled") else None
 
-    return _wait(check, workers, "the end of the run", timeout=400)
+    return _wait(check, workers, "the end of the run", timeout=900)
 
 
 def _check_resumed(run: TrainingRun, killed_at: TrainingRun, workers: Workers) -> int:
