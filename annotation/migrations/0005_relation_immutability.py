@@ -9,57 +9,11 @@ them again afterwards (run this module's operation backwards and forwards around
 """
 from django.db import migrations
 
-from common.db_triggers import trigger_operation
+from common.db_triggers import Triggers, immutable_rows, sealed_children, sealed_rows
 
-POSTGRES = [
-    """
-    CREATE OR REPLACE FUNCTION annotation_judgment_immutable() RETURNS trigger AS $$
-    BEGIN
-        RAISE EXCEPTION 'relation judgments are part of a vote and are never edited or deleted (judgment %)',
-            OLD.id USING ERRCODE = 'integrity_constraint_violation';
-    END
-    $$ LANGUAGE plpgsql
-    """,
-    """
-    CREATE TRIGGER annotation_judgment_immutable BEFORE UPDATE OR DELETE ON annotation_relationjudgment
-    FOR EACH ROW EXECUTE FUNCTION annotation_judgment_immutable()
-    """,
-    """
-    CREATE OR REPLACE FUNCTION annotation_snapshot_sealed() RETURNS trigger AS $$
-    BEGIN
-        IF OLD.sealed_at IS NOT NULL THEN
-            RAISE EXCEPTION 'relation snapshot % is sealed and cannot change; take a new snapshot', OLD.id
-                USING ERRCODE = 'integrity_constraint_violation';
-        END IF;
-        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
-        RETURN NEW;
-    END
-    $$ LANGUAGE plpgsql
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_sealed BEFORE UPDATE OR DELETE ON annotation_relationsnapshot
-    FOR EACH ROW EXECUTE FUNCTION annotation_snapshot_sealed()
-    """,
-    """
-    CREATE OR REPLACE FUNCTION annotation_snapshot_relation_sealed() RETURNS trigger AS $$
-    DECLARE
-        target bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.snapshot_id ELSE NEW.snapshot_id END;
-    BEGIN
-        IF EXISTS (SELECT 1 FROM annotation_relationsnapshot s WHERE s.id = target AND s.sealed_at IS NOT NULL)
-           OR (TG_OP = 'UPDATE' AND EXISTS (SELECT 1 FROM annotation_relationsnapshot s
-                                            WHERE s.id = OLD.snapshot_id AND s.sealed_at IS NOT NULL)) THEN
-            RAISE EXCEPTION 'relation snapshot % is sealed: its relations cannot change', target
-                USING ERRCODE = 'integrity_constraint_violation';
-        END IF;
-        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
-        RETURN NEW;
-    END
-    $$ LANGUAGE plpgsql
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_relation_sealed BEFORE INSERT OR UPDATE OR DELETE ON annotation_snapshotrelation
-    FOR EACH ROW EXECUTE FUNCTION annotation_snapshot_relation_sealed()
-    """,
+# A calibrated pseudo-label rule keeps its rule, hash, bound and calibration.
+PSEUDO_RULE = Triggers(
+    create={"postgresql": [
     """
     CREATE OR REPLACE FUNCTION annotation_pseudo_rule_frozen() RETURNS trigger AS $$
     BEGIN
@@ -80,42 +34,7 @@ POSTGRES = [
     CREATE TRIGGER annotation_pseudo_rule_frozen BEFORE UPDATE OR DELETE ON annotation_pseudolabelrule
     FOR EACH ROW EXECUTE FUNCTION annotation_pseudo_rule_frozen()
     """,
-]
-SQLITE = [
-    """
-    CREATE TRIGGER annotation_judgment_no_update BEFORE UPDATE ON annotation_relationjudgment
-    BEGIN SELECT RAISE(ABORT, 'relation judgments are part of a vote and are never edited'); END
-    """,
-    """
-    CREATE TRIGGER annotation_judgment_no_delete BEFORE DELETE ON annotation_relationjudgment
-    BEGIN SELECT RAISE(ABORT, 'relation judgments are part of a vote and are never deleted'); END
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_no_update BEFORE UPDATE ON annotation_relationsnapshot
-    WHEN OLD.sealed_at IS NOT NULL
-    BEGIN SELECT RAISE(ABORT, 'relation snapshot is sealed and cannot change'); END
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_no_delete BEFORE DELETE ON annotation_relationsnapshot
-    WHEN OLD.sealed_at IS NOT NULL
-    BEGIN SELECT RAISE(ABORT, 'relation snapshot is sealed and cannot be deleted'); END
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_relation_no_insert BEFORE INSERT ON annotation_snapshotrelation
-    WHEN (SELECT sealed_at FROM annotation_relationsnapshot WHERE id = NEW.snapshot_id) IS NOT NULL
-    BEGIN SELECT RAISE(ABORT, 'relation snapshot is sealed: its relations cannot change'); END
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_relation_no_update BEFORE UPDATE ON annotation_snapshotrelation
-    WHEN (SELECT sealed_at FROM annotation_relationsnapshot WHERE id = OLD.snapshot_id) IS NOT NULL
-      OR (SELECT sealed_at FROM annotation_relationsnapshot WHERE id = NEW.snapshot_id) IS NOT NULL
-    BEGIN SELECT RAISE(ABORT, 'relation snapshot is sealed: its relations cannot change'); END
-    """,
-    """
-    CREATE TRIGGER annotation_snapshot_relation_no_delete BEFORE DELETE ON annotation_snapshotrelation
-    WHEN (SELECT sealed_at FROM annotation_relationsnapshot WHERE id = OLD.snapshot_id) IS NOT NULL
-    BEGIN SELECT RAISE(ABORT, 'relation snapshot is sealed: its relations cannot change'); END
-    """,
+    ], "sqlite": [
     """
     CREATE TRIGGER annotation_pseudo_rule_no_update BEFORE UPDATE ON annotation_pseudolabelrule
     WHEN OLD.calibrated_at IS NOT NULL AND (NEW.rule IS NOT OLD.rule OR NEW.rule_sha256 IS NOT OLD.rule_sha256
@@ -128,26 +47,24 @@ SQLITE = [
     WHEN OLD.calibrated_at IS NOT NULL
     BEGIN SELECT RAISE(ABORT, 'pseudo-label rule was calibrated and cannot be deleted'); END
     """,
-]
-DROP = {
-    "postgresql": [
-        "DROP TRIGGER IF EXISTS annotation_judgment_immutable ON annotation_relationjudgment",
-        "DROP FUNCTION IF EXISTS annotation_judgment_immutable()",
-        "DROP TRIGGER IF EXISTS annotation_snapshot_sealed ON annotation_relationsnapshot",
-        "DROP FUNCTION IF EXISTS annotation_snapshot_sealed()",
-        "DROP TRIGGER IF EXISTS annotation_snapshot_relation_sealed ON annotation_snapshotrelation",
-        "DROP FUNCTION IF EXISTS annotation_snapshot_relation_sealed()",
-        "DROP TRIGGER IF EXISTS annotation_pseudo_rule_frozen ON annotation_pseudolabelrule",
-        "DROP FUNCTION IF EXISTS annotation_pseudo_rule_frozen()",
-    ],
-    "sqlite": [f"DROP TRIGGER IF EXISTS {name}" for name in (
-        "annotation_judgment_no_update", "annotation_judgment_no_delete", "annotation_snapshot_no_update",
-        "annotation_snapshot_no_delete", "annotation_snapshot_relation_no_insert",
-        "annotation_snapshot_relation_no_update", "annotation_snapshot_relation_no_delete",
-        "annotation_pseudo_rule_no_update", "annotation_pseudo_rule_no_delete")],
-}
+    ]},
+    drop={"postgresql": ["DROP TRIGGER IF EXISTS annotation_pseudo_rule_frozen ON annotation_pseudolabelrule",
+                         "DROP FUNCTION IF EXISTS annotation_pseudo_rule_frozen()"],
+          "sqlite": ["DROP TRIGGER IF EXISTS annotation_pseudo_rule_no_update",
+                     "DROP TRIGGER IF EXISTS annotation_pseudo_rule_no_delete"]},
+)
+TRIGGERS = (
+    immutable_rows("annotation_relationjudgment", name="annotation_judgment",
+                   message="relation judgments are part of a vote and are never edited or deleted")
+    + sealed_rows("annotation_relationsnapshot", name="annotation_snapshot",
+                  message="relation snapshot is sealed and cannot change; take a new snapshot")
+    + sealed_children("annotation_snapshotrelation", name="annotation_snapshot_relation",
+                      parent="annotation_relationsnapshot", fk="snapshot_id",
+                      message="relation snapshot is sealed: its relations cannot change")
+    + PSEUDO_RULE
+)
 
 
 class Migration(migrations.Migration):
     dependencies = [("annotation", "0004_relations")]
-    operations = [trigger_operation(create={"postgresql": POSTGRES, "sqlite": SQLITE}, drop=DROP)]
+    operations = [TRIGGERS.operation()]
