@@ -16,8 +16,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from annotation.models import CrossPair, Query, RelationSnapshot, Vote, WorkItem
+from annotation.models import CrossPair, Query, RelationSnapshot, Release, Vote, WorkItem
 from annotation.services.descriptions import description_run_create, description_run_execute
+from annotation.services.mining import completeness_report
 from annotation.services.pools import pool_freeze
 from annotation.services.queries import generation_run_create, generation_run_execute
 from annotation.simulation import simulate_annotators
@@ -76,8 +77,6 @@ def test_a_manager_takes_snapshots_and_sees_what_an_incomplete_split_misses(open
     expect(dev.get_by_role("alert")).to_contain_text("The dev snapshot was refused")
     expect(dev.get_by_role("alert")).to_contain_text("incomplete_split")
     missing = dev.get_by_role("region", name="What the dev split misses")
-    from annotation.services.mining import completeness_report
-
     report = completeness_report(split="dev", limit=50)
     assert report["missing"] > 0 and report["missing_by_kind"]["cross_video"] > 0
     expect(missing).to_contain_text(f"{report['missing']} missing")
@@ -114,6 +113,23 @@ def test_a_manager_takes_snapshots_and_sees_what_an_incomplete_split_misses(open
     annotator.wait_for_function("path => location.pathname !== path", arg=f"/review/pairs/{item_id}")
     assert Vote.objects.get(item=item, annotator=people["ann1"]).label == "mismatch"
 
+    # A release of the dev split is refused the same way, with what the split still misses.
+    nav(page, "Releases")
+    expect(page.get_by_text("No releases yet")).to_be_visible()
+    page.get_by_label("test", exact=True).uncheck()
+    page.get_by_role("button", name="Publish the release").click()
+    expect(page.get_by_role("alert")).to_contain_text("The release was not published")
+    now_missing = completeness_report(split="dev", limit=50)["missing"]
+    assert now_missing == report["missing"] - 1  # the pair just reviewed is binary now
+    expect(page.get_by_role("region", name="What the dev split misses")).to_contain_text(f"{now_missing} missing")
+    assert not Release.objects.exists()
+
+    # The runs that built the benchmark are listed with their jobs, the frozen pools to choose from.
+    nav(page, "Model runs")
+    expect(page.get_by_role("table", name="Describer runs, newest first").locator("tbody tr")).to_have_count(1)
+    expect(page.get_by_role("table", name="Query-writer runs, newest first").locator("tbody tr")).to_have_count(1)
+    expect(page.get_by_role("group", name="Frozen pools (0 of 3 chosen)")).to_have_count(2)
+
 
 def _loss(step: int) -> float:
     return 2.0 * math.exp(-step / 15) + 0.3
@@ -149,6 +165,10 @@ def test_a_manager_follows_a_training_runs_loss_curve_live(open_page, people, sh
     _steps(run, range(1, 31))
 
     page = open_page("boss")
+    # Before any relation work, the other manager screens say plainly that there is nothing yet.
+    for link, empty in (("Model runs", "No frozen pools yet"), ("Audits", "No audits yet"), ("Releases", "No releases yet")):
+        nav(page, link)
+        expect(page.get_by_text(empty).first).to_be_visible()
     nav(page, "Training")
     row = page.get_by_role("row", name=f"Run {run.pk}")
     expect(row).to_contain_text("running")
