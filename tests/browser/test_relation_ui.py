@@ -138,6 +138,29 @@ def test_an_annotator_corrects_a_description_from_the_keyboard(open_page, people
     expect(page.locator(".my-vote")).to_contain_text("usable after minor correction")
     expect(page.locator(".my-vote")).to_contain_text(f"version id {vote.correction_id}")
 
+    # A description without a panel majority goes to an adjudicator, who sees it read only with
+    # every vote and decides usable, unusable or uncertain (corrections come from the panel).
+    last = WorkItem.objects.filter(stage="description").order_by("-id").first()
+    panel_votes(last, [people["ann1"], people["ann2"], people["ann3"]], ["usable", "unusable", "uncertain"])
+    assert last.state == "adjudicate"
+    adj = open_page("adj")
+    adj.get_by_role("link", name="Adjudication queue").click()
+    expect(adj.get_by_role("row", name=f"{last.pk} Description review")).to_contain_text("1× unusable")
+    adj.keyboard.press("n")
+    assert open_item(adj, "adjudication") == last.pk
+    wait_first_frame(adj, last.pk)
+    expect(adj.get_by_role("table").filter(has_text=f"of description {last.description.description_id}")).to_be_visible()
+    expect(adj.get_by_role("radiogroup", name="Decision").get_by_role("radio")).to_have_count(3)
+    expect(adj.get_by_role("radio", name="usable after minor correction")).to_have_count(0)
+    adj.keyboard.press("1")
+    adj.keyboard.type("Every fact shows on its evidence frames.")
+    shot(adj, "19-adjudication-description")
+    adj.keyboard.press("Control+Enter")
+    expect(adj.get_by_text("Nothing to adjudicate")).to_be_visible()
+    last.refresh_from_db()
+    assert (last.state, last.decision) == ("decided", "usable")
+    assert Description.objects.get(pk=last.description.description_id).status == "approved"
+
 
 def test_a_relation_row_is_labelled_then_its_disputed_candidates_reviewed_again(open_page, people, relation_rows, shot):
     # Given a query's row against the three candidates of its pool
