@@ -61,11 +61,12 @@ def chromium():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
-def _settle(threads_before: int, timeout: float = 5.0) -> None:
-    """Wait until the live server's request threads have finished (at most ``timeout`` seconds),
-    so no request of a closed page still reaches the database after the test has given it up."""
+def _settle(timeout: float = 5.0) -> None:
+    """Wait until the live server's request threads (socketserver names them after
+    ``process_request_thread``) have finished, at most ``timeout`` seconds, so no request of a
+    closed page still reaches the database after the test has given it up."""
     deadline = time.monotonic() + timeout
-    while threading.active_count() > threads_before and time.monotonic() < deadline:
+    while time.monotonic() < deadline and any("process_request_thread" in t.name for t in threading.enumerate()):
         time.sleep(0.05)
 
 
@@ -75,7 +76,6 @@ def open_page(chromium, live_server):
     error in a page fails the test. At the end, the pages stop (no polling, no downloads) and the
     server's requests finish before the test's database goes away."""
     contexts, errors = [], []
-    threads_before = threading.active_count()
 
     def make(username: str, password: str = PASSWORD):
         context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=live_server.url)
@@ -96,7 +96,7 @@ def open_page(chromium, live_server):
         for page in context.pages:
             page.goto("about:blank")
         context.close()
-    _settle(threads_before)
+    _settle()
     assert not errors, f"script errors in the page: {errors}"
 
 
