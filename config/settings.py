@@ -94,9 +94,12 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # WAL lets the web server read while the worker writes; the timeout waits out a writer.
+    # WAL lets the web server read while the worker writes; the timeout waits out a writer. A
+    # transaction takes the write lock when it begins (IMMEDIATE): one that began as a reader could
+    # not wait for it later and would fail at once with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {"timeout": 30, "transaction_mode": "IMMEDIATE",
+         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
