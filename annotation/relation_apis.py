@@ -4,9 +4,13 @@ Managers start describer, query-writer and mining runs (202 with the run and its
 queries, queue completion pairs and take snapshots; every staff member reads. Annotators vote
 through the review endpoints of ``annotation.apis``; the serializers of what they are shown for
 the description, relation and pair stages live here. What each reader may see is decided by
-``annotation.relation_selectors``. Snapshots are immutable: there is no endpoint that edits one.
+``annotation.relation_selectors``: a reader whose only role is auditor gets every record without
+the fields ``HIDDEN_FROM_AUDITORS`` names (declared optional in the schema for that reason).
+Snapshots are immutable: there is no endpoint that edits one.
 """
 from __future__ import annotations
+
+from functools import partial
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -63,6 +67,27 @@ class PlainChoiceField(serializers.ChoiceField):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.help_text = f"{self.help_text or ''} One of: {', '.join(map(str, self.choices))}.".strip()
+
+
+class BlindableOutputMixin:
+    """An output serializer that leaves out, when its context says the reader is blind
+    (``{"blind": True}``), the fields ``relation_selectors.HIDDEN_FROM_AUDITORS[blind_record]``
+    names. Nested serializers read the root's context, so one flag blinds a whole answer. Every
+    such field is declared ``required=False`` so that the published schema allows its absence."""
+
+    blind_record = ""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        if self.context.get("blind"):
+            for name in selectors.HIDDEN_FROM_AUDITORS[self.blind_record]:
+                fields.pop(name, None)
+        return fields
+
+
+def _reader(request) -> dict:
+    """The serializer context of ``request``'s reader: whether they read blind, as an auditor."""
+    return {"blind": selectors.reads_blind(request.user)}
 
 
 class ManagerWritesApi(APIView):
@@ -206,18 +231,23 @@ class DescriptionOutputSerializer(serializers.ModelSerializer):
                   "created_at"]
 
 
-class DescriptionVersionOutputSerializer(serializers.ModelSerializer):
-    origin = PlainChoiceField(choices=DescriptionVersion.Origin.choices, read_only=True,
-                              help_text="who made it: the describer, a reviewer, or the consolidation of corrections")
+class DescriptionVersionOutputSerializer(BlindableOutputMixin, serializers.ModelSerializer):
+    blind_record = "description_version"
+    origin = PlainChoiceField(choices=DescriptionVersion.Origin.choices, required=False,
+                              help_text="who made it: the describer, a reviewer, or the consolidation of corrections "
+                                        "(not shown to auditors, nor are number, parent and created_by)")
 
     class Meta:
         model = DescriptionVersion
         fields = ["id", "number", "origin", "parent", "content", "content_sha256", "created_by", "created_at"]
+        extra_kwargs = {"number": {"required": False}, "parent": {"required": False},
+                        "created_by": {"required": False}}
 
 
 class DescriptionDetailOutputSerializer(DescriptionOutputSerializer):
     versions = DescriptionVersionOutputSerializer(many=True, source="visible_versions",
-                                                  help_text="annotators see no other reviewer's corrections")
+                                                  help_text="annotators see no other reviewer's corrections; "
+                                                            "auditors see the approved version alone")
     facts = FactOutputSerializer(many=True, help_text="D_r^H: the approved version's known facts (empty unless "
                                                       "approved)")
     raw_outputs = serializers.ListField(child=serializers.CharField(allow_blank=True), source="visible_raw_outputs",
@@ -253,7 +283,7 @@ class DescriptionDetailApi(APIView):
                    summary="One description: its versions, status and approved facts with their evidence")
     def get(self, request, description_id: int):
         description = selectors.description_get(description_id=description_id, viewer=request.user)
-        return Response(DescriptionDetailOutputSerializer(description).data)
+        return Response(DescriptionDetailOutputSerializer(description, context=_reader(request)).data)
 
 
 # -- query-writer runs and queries -----------------------------------------------------------------
@@ -283,7 +313,8 @@ class GenerationRunDetailApi(APIView):
         return Response(GenerationRunOutputSerializer(selectors.generation_run_get(run_id=run_id)).data)
 
 
-class QueryOutputSerializer(serializers.ModelSerializer):
+class QueryOutputSerializer(BlindableOutputMixin, serializers.ModelSerializer):
+    blind_record = "query"
     predicates = PredicateSerializer(many=True)
     status = PlainChoiceField(choices=Query.Status.choices, read_only=True)
 
@@ -291,13 +322,17 @@ class QueryOutputSerializer(serializers.ModelSerializer):
         model = Query
         fields = ["id", "pool", "video", "target", "source_version", "run", "text", "predicates", "revision", "parent",
                   "status", "rejection_reason", "ratings", "created_by", "created_at"]
+        extra_kwargs = {"ratings": {"required": False, "help_text": "the first reviewer's faithfulness and "
+                                                                    "naturalness (not shown to auditors)"}}
 
 
-class RowEntryOutputSerializer(serializers.Serializer):
+class RowEntryOutputSerializer(BlindableOutputMixin, serializers.Serializer):
+    blind_record = "row_entry"
     trajectory = serializers.IntegerField()
     label = serializers.IntegerField(allow_null=True, help_text="1, 0 or -1 (⊥); null while not reviewed")
-    source = serializers.CharField(allow_null=True)
-    evidence = serializers.JSONField(allow_null=True, help_text="pre-label and reviews (not shown to auditors)")
+    source = serializers.CharField(allow_null=True, required=False, help_text="not shown to auditors")
+    evidence = serializers.JSONField(allow_null=True, required=False,
+                                     help_text="pre-label and reviews (not shown to auditors)")
 
 
 class QueryDetailOutputSerializer(QueryOutputSerializer):
@@ -326,7 +361,7 @@ class QueryListApi(APIView):
         f = _filters(self.FilterSerializer, request)
         qs = selectors.query_list(video_id=f.get("video"), status=f.get("status"), split=f.get("split"),
                                   pool_id=f.get("pool"))
-        return paginate(qs, QueryOutputSerializer, request, self)
+        return paginate(qs, partial(QueryOutputSerializer, context=_reader(request)), request, self)
 
 
 class QueryDetailApi(APIView):
@@ -334,7 +369,8 @@ class QueryDetailApi(APIView):
 
     @extend_schema(responses=QueryDetailOutputSerializer, summary="One query with its within-video relation row")
     def get(self, request, query_id: int):
-        return Response(QueryDetailOutputSerializer(selectors.query_detail(query_id=query_id, viewer=request.user)).data)
+        query = selectors.query_detail(query_id=query_id, viewer=request.user)
+        return Response(QueryDetailOutputSerializer(query, context=_reader(request)).data)
 
 
 class QueryReviseApi(APIView):
@@ -354,17 +390,17 @@ class QueryReviseApi(APIView):
 
 
 # -- relations ---------------------------------------------------------------------------------------
-class RelationBlindOutputSerializer(serializers.ModelSerializer):
-    """A relation without its evidence (the pre-label and the reviews): what an auditor reads."""
+class RelationOutputSerializer(BlindableOutputMixin, serializers.ModelSerializer):
+    """A verified relation; an auditor reads it without its source, stratum, review item and
+    evidence (the pre-label and the reviews)."""
+
+    blind_record = "relation"
 
     class Meta:
         model = Relation
-        fields = ["id", "query", "trajectory", "label", "source", "stratum", "pseudo", "rule", "item", "decided_at"]
-
-
-class RelationOutputSerializer(RelationBlindOutputSerializer):
-    class Meta(RelationBlindOutputSerializer.Meta):
-        fields = [*RelationBlindOutputSerializer.Meta.fields, "evidence"]
+        fields = ["id", "query", "trajectory", "label", "source", "stratum", "pseudo", "rule", "item", "decided_at",
+                  "evidence"]
+        extra_kwargs = {name: {"required": False} for name in ("source", "stratum", "item", "evidence")}
 
 
 class RelationListApi(APIView):
@@ -379,17 +415,16 @@ class RelationListApi(APIView):
         split = serializers.ChoiceField(choices=SPLITS, required=False)
 
     @extend_schema(parameters=[FilterSerializer],
-                   responses=RelationOutputSerializer(many=True),
-                   summary="Verified relations (within and across videos; ⊥ included); evidence is not shown "
-                           "to auditors")
+                   responses={200: RelationOutputSerializer(many=True), 400: ERROR, 403: ERROR},
+                   summary="Verified relations (within and across videos; ⊥ included); auditors read them without "
+                           "source, stratum, review item and evidence, and may not filter by stratum")
     def get(self, request):
         f = _filters(self.FilterSerializer, request)
+        selectors.hidden_filters_refuse(viewer=request.user, record="relation", filters=f)
         qs = selectors.relation_list(query_id=f.get("query"), trajectory_id=f.get("trajectory"),
                                      label=f.get("label"), stratum=f.get("stratum"), pseudo=f.get("pseudo"),
                                      split=f.get("split"))
-        output = RelationOutputSerializer if selectors.model_suggestions_visible(request.user) \
-            else RelationBlindOutputSerializer
-        return paginate(qs, output, request, self)
+        return paginate(qs, partial(RelationOutputSerializer, context=_reader(request)), request, self)
 
 
 # -- mining and completeness -------------------------------------------------------------------------
@@ -431,20 +466,21 @@ class MiningRunDetailApi(APIView):
         return Response(MiningRunOutputSerializer(selectors.mining_run_get(run_id=run_id)).data)
 
 
-class CrossPairBlindOutputSerializer(serializers.ModelSerializer):
-    """A mined pair without the writer's proposal: what an auditor reads."""
+class CrossPairOutputSerializer(BlindableOutputMixin, serializers.ModelSerializer):
+    """A mined pair; an auditor reads it without its strata, provenance, similarity and the
+    writer's proposal."""
 
+    blind_record = "cross_pair"
     label = serializers.IntegerField(allow_null=True, help_text="the final label; null while not reviewed")
+    proposal = serializers.JSONField(source="visible_proposal", allow_null=True, required=False,
+                                     help_text="the writer's proposal; null while the pair waits for its second "
+                                               "review (not shown to auditors)")
 
     class Meta:
         model = CrossPair
         fields = ["id", "query", "trajectory", "stratum", "strata", "provenance", "similarity", "review", "label",
-                  "created_at"]
-
-
-class CrossPairOutputSerializer(CrossPairBlindOutputSerializer):
-    class Meta(CrossPairBlindOutputSerializer.Meta):
-        fields = [*CrossPairBlindOutputSerializer.Meta.fields, "proposal"]
+                  "created_at", "proposal"]
+        extra_kwargs = {name: {"required": False} for name in ("stratum", "strata", "provenance", "similarity")}
 
 
 class CrossPairListApi(APIView):
@@ -456,16 +492,17 @@ class CrossPairListApi(APIView):
         stratum = serializers.CharField(required=False, max_length=24)
         review = serializers.ChoiceField(choices=CrossPair.Review.choices, required=False)
 
-    @extend_schema(parameters=[FilterSerializer], responses=CrossPairOutputSerializer(many=True),
-                   summary="Mined cross-video pairs: stratum, provenance, review and final label (the writer's "
-                           "proposal is not shown to auditors)")
+    @extend_schema(parameters=[FilterSerializer],
+                   responses={200: CrossPairOutputSerializer(many=True), 400: ERROR, 403: ERROR},
+                   summary="Mined cross-video pairs: stratum, provenance, review and final label (auditors read "
+                           "them without strata, provenance, similarity and the writer's proposal, and may not "
+                           "filter by stratum)")
     def get(self, request):
         f = _filters(self.FilterSerializer, request)
+        selectors.hidden_filters_refuse(viewer=request.user, record="cross_pair", filters=f)
         qs = selectors.cross_pair_list(query_id=f.get("query"), stratum=f.get("stratum"), review=f.get("review"),
                                        trajectory_id=f.get("trajectory"))
-        output = CrossPairOutputSerializer if selectors.model_suggestions_visible(request.user) \
-            else CrossPairBlindOutputSerializer
-        return paginate(qs, output, request, self)
+        return paginate(qs, partial(CrossPairOutputSerializer, context=_reader(request)), request, self)
 
 
 class CompletenessOutputSerializer(serializers.Serializer):

@@ -4,18 +4,34 @@ Blinding lives here, as in ``annotation.selectors``:
 
 - model suggestions (the writer's pre-labels, the pair proposals, a relation's evidence, the
   describer's raw outputs) are shown to the people who review with them (annotators,
-  adjudicators, managers) and never to someone reading as an auditor (DESIGN 1: auditors re-check
-  records blinded to model suggestions and votes);
+  adjudicators, managers) and never to someone reading as an auditor;
+- a reader whose only staff role is auditor reads every record blind (DESIGN 1: auditors re-check
+  records blinded to model suggestions and votes): the fields of ``HIDDEN_FROM_AUDITORS`` are left
+  out, filtering by them is refused, and of a description only the approved version is shown;
 - a description's correction versions are votes: an annotator sees only their own, the model's,
   the consolidated and the approved versions; adjudicators and managers see every version;
 - the describer's raw outputs are for managers only;
-- a relation row's second reviewer sees only the disputed candidates, never the first review.
+- a relation row's second reviewer sees only the disputed candidates, never the first review, and
+  no pre-label: a candidate is disputed only when the first reviewer said ⊥ or disagreed with a
+  binary pre-label, so a pre-label shown beside it would tell what the first reviewer said (the
+  same holds for a pair's second reviewer and the writer's proposal, in review and in the list).
 """
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 
 from accounts.roles import Role, user_has_role
 from annotation.models import (
@@ -34,14 +50,45 @@ from annotation.models import (
     WorkItem,
 )
 from annotation.services.descriptions import approved_facts
-from common.errors import NotFoundError
-
+from common.errors import ApplicationError, NotFoundError
 
 # -- who sees what ---------------------------------------------------------------------------------
+# What a blind reader (see ``reads_blind``) never reads of each kind of record: the model's
+# suggestions and what gives them away (a relation's evidence, a pair's proposal, similarity, strata
+# and mining provenance, a relation's stratum), and the votes and what gives them away (a query's
+# ratings, a relation's source and review item, a description version's origin, number, parent and
+# author, which tell a reviewer's correction from the describer's output).
+HIDDEN_FROM_AUDITORS: dict[str, tuple[str, ...]] = {
+    "relation": ("source", "stratum", "item", "evidence"),
+    "cross_pair": ("stratum", "strata", "provenance", "similarity", "proposal"),
+    "query": ("ratings",),
+    "row_entry": ("source", "evidence"),
+    "description_version": ("origin", "number", "parent", "created_by"),
+}
+
+
+def reads_blind(user) -> bool:
+    """Whether ``user`` reads records blind, as an auditor: they hold no role other than auditor
+    (reviewers and managers hold one that needs the suggestions or runs the review)."""
+    return not user_has_role(user, Role.ANNOTATOR, Role.ADJUDICATOR, Role.MANAGER)
+
+
 def model_suggestions_visible(user) -> bool:
     """Whether ``user`` may see model suggestions: reviewers and managers do; a person whose only
     staff role is auditor does not."""
-    return user_has_role(user, Role.ANNOTATOR, Role.ADJUDICATOR, Role.MANAGER)
+    return not reads_blind(user)
+
+
+def hidden_filters_refuse(*, viewer, record: str, filters: dict) -> None:
+    """Refuse (403 ``hidden_from_auditors``) a blind reader's filter by a field they may not read:
+    the rows a filter by stratum returns would tell the strata the answer leaves out."""
+    if record not in HIDDEN_FROM_AUDITORS:
+        raise ValueError(f"unknown record kind {record!r}; expected one of {sorted(HIDDEN_FROM_AUDITORS)}")
+    hidden = sorted(k for k, v in filters.items() if v is not None and k in HIDDEN_FROM_AUDITORS[record])
+    if hidden and reads_blind(viewer):
+        raise ApplicationError(f"auditors read {record.replace('_', ' ')}s blind and may not filter them by "
+                               f"{', '.join(hidden)}", code="hidden_from_auditors", status_code=403,
+                               extra={"fields": hidden})
 
 
 def all_versions_visible(user) -> bool:
@@ -85,9 +132,12 @@ def description_list(*, pool_id: int | None = None, status: str | None = None, t
 
 
 def description_versions_visible(*, description: Description, viewer) -> list[DescriptionVersion]:
-    """The versions ``viewer`` may see (see the module docstring), oldest first."""
+    """The versions ``viewer`` may see (see the module docstring), oldest first: a blind reader
+    sees the approved version alone (none before approval), never the describer's suggestion."""
     versions = DescriptionVersion.objects.filter(description=description).order_by("number")
-    if not all_versions_visible(viewer):
+    if reads_blind(viewer):
+        versions = versions.filter(pk=description.approved_version_id or 0)
+    elif not all_versions_visible(viewer):
         versions = versions.filter(~Q(origin=DescriptionVersion.Origin.CORRECTION)
                                    | Q(created_by_id=getattr(viewer, "pk", None))
                                    | Q(pk=description.approved_version_id or 0))
@@ -134,17 +184,19 @@ def query_get(*, query_id: int) -> Query:
 
 def query_detail(*, query_id: int, viewer) -> Query:
     """One query with its within-video relation row attached (``row``: one entry per member of
-    its pool, ``label`` ``None`` where nothing is recorded yet; the evidence only for viewers who
-    may see model suggestions), ``revised_by_id``, and ``visible_raw_output`` (the writer's raw
-    text, managers only)."""
+    its pool, ``label`` ``None`` where nothing is recorded yet; ``source`` and ``evidence`` left
+    out for a blind reader), ``revised_by_id``, and ``visible_raw_output`` (the writer's raw text,
+    managers only)."""
     query = query_get(query_id=query_id)
     members = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
                    .values_list("trajectory_id", flat=True))
     recorded = {r.trajectory_id: r for r in Relation.objects.filter(query=query, trajectory_id__in=members)}
-    show = model_suggestions_visible(viewer)
-    query.row = [{"trajectory": tid, "label": recorded[tid].label if tid in recorded else None,
-                  "source": recorded[tid].source if tid in recorded else None,
-                  "evidence": recorded[tid].evidence if tid in recorded and show else None} for tid in members]
+    row = [{"trajectory": tid, "label": recorded[tid].label if tid in recorded else None,
+            "source": recorded[tid].source if tid in recorded else None,
+            "evidence": recorded[tid].evidence if tid in recorded else None} for tid in members]
+    if reads_blind(viewer):
+        row = [{k: v for k, v in entry.items() if k not in HIDDEN_FROM_AUDITORS["row_entry"]} for entry in row]
+    query.row = row
     query.revised_by_id = Query.objects.filter(parent=query).values_list("pk", flat=True).first()
     query.visible_raw_output = query.raw_output if raw_outputs_visible(viewer) else None
     return query
@@ -181,9 +233,17 @@ def mining_run_get(*, run_id: int) -> MiningRun:
 def cross_pair_list(*, query_id: int | None = None, stratum: str | None = None, review: str | None = None,
                     trajectory_id: int | None = None) -> QuerySet[CrossPair]:
     """Mined pairs with their final label (``label``: the recorded relation, ``None`` while
-    unreviewed); stratum and label stay separate fields."""
+    unreviewed); stratum and label stay separate fields. ``visible_proposal`` is the writer's
+    proposal, ``None`` while the pair waits for its second review: that review is blind to it
+    (see the module docstring), and this list is open to its reviewer."""
     final = Relation.objects.filter(query_id=OuterRef("query_id"), trajectory_id=OuterRef("trajectory_id"))
-    qs = CrossPair.objects.annotate(label=Subquery(final.values("label")[:1])).order_by("query_id", "trajectory_id")
+    second_review = WorkItem.objects.filter(pair_id=OuterRef("pk"), state=WorkItem.State.OPEN, panel_size__gte=2) \
+        .exclude(disputed=[])
+    qs = CrossPair.objects.annotate(
+        label=Subquery(final.values("label")[:1]),
+        visible_proposal=Case(When(Exists(second_review), then=Value(None, output_field=JSONField())),
+                              default=F("proposal"), output_field=JSONField()),
+    ).order_by("query_id", "trajectory_id")
     if query_id is not None:
         qs = qs.filter(query_id=query_id)
     if stratum:
@@ -217,9 +277,10 @@ def snapshot_get(*, snapshot_id: int) -> RelationSnapshot:
 
 # -- what a reviewer is shown ----------------------------------------------------------------------
 def _second_reviewer(item: WorkItem, viewer) -> bool:
-    """Whether ``viewer`` sits on the independent second review of a widened item: someone else
-    cast the item's first vote (what that vote said is not read here)."""
-    if not item.disputed:
+    """Whether ``viewer`` sits on the independent second review of a widened item (its panel grew
+    to two over disputed candidates): someone else cast the item's first vote (what that vote said
+    is not read here)."""
+    if item.panel_size < 2 or not item.disputed:
         return False
     first = Vote.objects.filter(item=item, is_adjudication=False).order_by("created_at", "id") \
         .values_list("annotator_id", flat=True).first()
@@ -241,8 +302,9 @@ def review_target(*, item: WorkItem, viewer, audit: bool = False) -> dict:
     A description item shows the version under review; a relation item the query, its predicates
     and its pool's candidates (all of them on the first review, only the disputed ones on the
     second) with the writer's pre-labels; a pair item the query, the trajectory and the writer's
-    proposal. Pre-labels and proposals are left out (``None``) when ``audit`` is set or the viewer
-    may not see model suggestions. Nobody's vote is read into the answer.
+    proposal. Pre-labels and proposals are left out (``None``) on a second review (they would tell
+    what the first reviewer said), when ``audit`` is set, or when the viewer may not see model
+    suggestions. Nobody's vote is read into the answer.
     """
     out: dict = {"description": None, "relation_row": None, "pair": None}
     suggestions = not audit and model_suggestions_visible(viewer)
@@ -259,17 +321,16 @@ def review_target(*, item: WorkItem, viewer, audit: bool = False) -> dict:
         else:
             candidates = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
                               .values_list("trajectory_id", flat=True))
-        prelabels = item.prelabels or {}
+        prelabels = (item.prelabels or {}) if suggestions and not second else {}
         out["relation_row"] = {
             "query": query.pk, "text": query.text, "predicates": query.predicates, "pool": query.pool_id,
             "review_round": 2 if second else 1, "rate_query": not second,
-            "candidates": [{"trajectory": tid, "prelabel": _prelabel(prelabels.get(str(tid))) if suggestions else None}
-                           for tid in candidates]}
+            "candidates": [{"trajectory": tid, "prelabel": _prelabel(prelabels.get(str(tid)))} for tid in candidates]}
     elif item.stage == WorkItem.Stage.PAIR:
         pair = CrossPair.objects.select_related("query", "trajectory").get(pk=item.pair_id)
+        second = _second_reviewer(item, viewer)
         out["pair"] = {"pair": pair.pk, "query": pair.query_id, "text": pair.query.text,
                        "predicates": pair.query.predicates, "query_video": pair.query.video_id,
                        "trajectory": pair.trajectory_id, "trajectory_video": pair.trajectory.video_id,
-                       "proposal": _prelabel(pair.proposal) if suggestions else None}
+                       "proposal": _prelabel(pair.proposal) if suggestions and not second else None}
     return out
-

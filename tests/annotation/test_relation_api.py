@@ -310,6 +310,11 @@ def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotat
     assert [c["trajectory"] for c in row2["candidates"]] == [t4]
     assert set(row2) == {"query", "text", "predicates", "pool", "review_round", "rate_query", "candidates"}
     assert set(row2["candidates"][0]) == {"trajectory", "prelabel"} and seat2["my_vote"] is None
+    # t4's pre-label was ⊥, so showing it would tell that the first reviewer said ⊥ too
+    assert row2["candidates"][0]["prelabel"] is None
+    again = first.get(f"/api/review/items/{item_id}/").json()["target"]["relation_row"]
+    assert again["review_round"] == 1 and {c["trajectory"]: c["prelabel"]["label"] for c in again["candidates"]} \
+        == {t1: 1, t2: 0, t3: -1, t4: -1}                      # the first reviewer keeps seeing them
     assert second.get(f"/api/queries/{world.qa.pk}/").json()["row"][0]["label"] is None   # nothing recorded yet
     extra = second.post(vote_url, {"label": "reviewed", "judgments": {str(t4): 0, str(t1): 1}}, format="json")
     assert extra.status_code == 400 and extra.json()["code"] == "not_disputed"
@@ -326,7 +331,25 @@ def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotat
     # auditors read the verified labels without the model's pre-labels or the reviews
     audit = client_for(auditor).get(f"/api/relations/?query={world.qa.pk}").json()["results"]
     assert [r["label"] for r in audit] == [1, 0, 0, 0] and all("evidence" not in r for r in audit)
-    assert all(r["evidence"] is None for r in client_for(auditor).get(f"/api/queries/{world.qa.pk}/").json()["row"])
+    assert all(set(r) == {"trajectory", "label"} for r in client_for(auditor).get(f"/api/queries/{world.qa.pk}/")
+               .json()["row"])
+
+
+def test_a_second_review_shows_no_prelabel_of_a_row_with_a_binary_prelabel(world, annotators, client_for):
+    t1, t2, t3, t4 = world.a
+    item = WorkItem.objects.get(stage="relation", query=world.qa)
+    review_row_vote = {str(t1): 1, str(t2): 1, str(t3): 0, str(t4): 0}      # t2 against its pre-label 0
+    seat(item, annotators[0])
+    vote_cast(item_id=item.pk, annotator=annotators[0], label="reviewed", judgments=review_row_vote,
+              payload={"faithful": True, "natural": 3})
+    item.refresh_from_db()
+    assert (item.panel_size, item.disputed) == (2, [t2])
+    seat(item, annotators[1])
+    row = review_target(item=item, viewer=annotators[1])["relation_row"]
+    assert row["review_round"] == 2 and row["candidates"] == [{"trajectory": t2, "prelabel": None}]
+    own = review_target(item=item, viewer=annotators[0])["relation_row"]
+    assert own["review_round"] == 1 and {c["trajectory"]: c["prelabel"]["label"] for c in own["candidates"]} == {
+        t1: 1, t2: 0, t3: -1, t4: -1}
 
 
 def test_queries_are_listed_and_revised_by_managers(world, annotators, manager_client, client_for):
@@ -375,6 +398,93 @@ def test_pair_review_and_the_cross_pair_list(world, annotators, client_for, mana
     assert "proposal" not in client_for(auditor).get("/api/cross-pairs/").json()["results"][0]
     relation = Relation.objects.get(query=world.qa, trajectory_id=world.b[0])
     assert (relation.label, relation.stratum) == (0, "hard_negative")
+
+
+def test_a_pair_on_its_second_review_shows_no_proposal_anywhere(world, annotators, client_for, manager_client):
+    review_row(world.qa, annotators[3], {world.a[0]: 1, world.a[1]: 0, world.a[2]: 0, world.a[3]: 0})
+    proposal = {"label": 0, "predicates": ["upper_colour"], "evidence": ["f1"]}
+    pair = CrossPair.objects.create(query=world.qa, trajectory_id=world.b[0], stratum="potential_match",
+                                    strata=["potential_match"], provenance=[], similarity=0.8, proposal=proposal,
+                                    review="queued")
+    item = WorkItem.objects.create(stage="pair", video_id=world.qa.video_id, pair=pair, panel_size=1,
+                                   required_votes=1, prelabels={"proposal": proposal})
+    first, second = client_for(annotators[0]), client_for(annotators[1])
+    assert first.post("/api/review/next/", {"stage": "pair"}, format="json").json()["target"]["pair"]["proposal"] \
+        == proposal
+    assert first.post(f"/api/review/items/{item.pk}/votes/", {"label": "match"}, format="json").status_code == 201
+    item.refresh_from_db()
+    assert (item.state, item.panel_size) == ("open", 2)        # the first reviewer contradicted the proposal
+    # the second reviewer would read "the first said 1 or ⊥" off a proposal of 0: it is shown nowhere
+    seat2 = second.post("/api/review/next/", {"stage": "pair"}, format="json").json()
+    assert seat2["item"] == item.pk and seat2["target"]["pair"]["proposal"] is None
+    assert second.get(f"/api/review/items/{item.pk}/").json()["target"]["pair"]["proposal"] is None
+    assert first.get(f"/api/review/items/{item.pk}/").json()["target"]["pair"]["proposal"] == proposal
+    for client in (second, manager_client):
+        assert [p["proposal"] for p in client.get(f"/api/cross-pairs/?query={world.qa.pk}").json()["results"]] == [None]
+    assert second.post(f"/api/review/items/{item.pk}/votes/", {"label": "match"}, format="json").status_code == 201
+    listed = manager_client.get(f"/api/cross-pairs/?query={world.qa.pk}").json()["results"]
+    assert [(p["label"], p["proposal"]) for p in listed] == [(1, proposal)]    # back once the review is over
+
+
+def test_auditors_read_every_record_blind(world, annotators, client_for, make_user, auditor):
+    """Whoever holds no role but auditor reads records without model suggestions and votes, and
+    cannot filter by what is hidden; holding any other role as well lifts the blinding."""
+    review_row(world.qa, annotators[3], {world.a[0]: 1, world.a[1]: 0, world.a[2]: 0, world.a[3]: 0})
+    pair = CrossPair.objects.create(query=world.qa, trajectory_id=world.b[0], stratum="hard_negative",
+                                    strata=["hard_negative"], provenance=[{"mining_run": 1, "stratum": "hard_negative"}],
+                                    similarity=0.61, proposal={"label": 0, "predicates": [], "evidence": []},
+                                    review="done")
+    Relation.objects.create(query=world.qa, trajectory_id=world.b[0], label=0, source="human",
+                            stratum="hard_negative", evidence={"proposal": pair.proposal, "reviews": [0]})
+    red = Description.objects.get(pool=world.pool_a, trajectory_id=world.a[0])
+    aud, both = client_for(auditor), client_for(make_user("auditor", "annotator", username="aud-ann"))
+    hidden = {"source", "stratum", "strata", "item", "ratings", "similarity", "provenance", "evidence", "proposal",
+              "prelabel"}
+
+    relations = aud.get(f"/api/relations/?query={world.qa.pk}").json()["results"]
+    assert len(relations) == 5 and [r["label"] for r in relations][:4] == [1, 0, 0, 0]
+    assert set(relations[0]) == {"id", "query", "trajectory", "label", "pseudo", "rule", "decided_at"}
+    query = aud.get(f"/api/queries/{world.qa.pk}/").json()
+    assert query["status"] == "accepted" and "ratings" not in query
+    assert all(set(r) == {"trajectory", "label"} for r in query["row"])
+    assert all(not hidden & set(q) for q in aud.get("/api/queries/").json()["results"])
+    pairs = aud.get(f"/api/cross-pairs/?query={world.qa.pk}").json()["results"]
+    assert [(p["trajectory"], p["label"]) for p in pairs] == [(world.b[0], 0)] and not hidden & set(pairs[0])
+    for url in ("/api/relations/?stratum=hard_negative", "/api/cross-pairs/?stratum=hard_negative"):
+        refused = aud.get(url)
+        assert refused.status_code == 403 and refused.json()["code"] == "hidden_from_auditors", url
+        assert refused.json()["extra"] == {"fields": ["stratum"]}
+    # descriptions: the approved version alone, without what tells the describer's output from a correction
+    approved = aud.get(f"/api/descriptions/{red.pk}/").json()
+    assert [v["id"] for v in approved["versions"]] == [red.approved_version_id]
+    assert set(approved["versions"][0]) == {"id", "content", "content_sha256", "created_at"}
+    assert [f["value"] for f in approved["facts"]] == ["red", "right"]
+    in_review = aud.get(f"/api/descriptions/{world.green.description_id}/").json()
+    assert in_review["versions"] == [] and in_review["raw_outputs"] is None   # the model's suggestion stays hidden
+
+    # an auditor who also annotates reads as an annotator
+    assert "evidence" in both.get(f"/api/relations/?query={world.qa.pk}").json()["results"][0]
+    assert both.get(f"/api/queries/{world.qa.pk}/").json()["ratings"] == {"faithful": True, "natural": 4}
+    assert both.get(f"/api/cross-pairs/?query={world.qa.pk}").json()["results"][0]["similarity"] == 0.61
+    assert both.get("/api/cross-pairs/?stratum=hard_negative").json()["count"] == 1
+    assert [v["origin"] for v in both.get(f"/api/descriptions/{world.green.description_id}/").json()["versions"]] \
+        == ["model"]
+
+
+def test_the_schema_declares_what_auditors_do_not_read_optional():
+    """An auditor's answer leaves fields out; the published schema must allow that."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    from annotation.relation_selectors import HIDDEN_FROM_AUDITORS
+
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    for component, record in [("RelationOutput", "relation"), ("CrossPairOutput", "cross_pair"),
+                              ("QueryOutput", "query"), ("QueryDetailOutput", "query"),
+                              ("RowEntryOutput", "row_entry"), ("DescriptionVersionOutput", "description_version")]:
+        schema = components[component]
+        for name in HIDDEN_FROM_AUDITORS[record]:
+            assert name in schema["properties"], (component, name)
+            assert name not in schema.get("required", []), (component, name)
 
 
 def test_mining_runs_are_queued_and_listed(world, manager_client):
