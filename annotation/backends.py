@@ -97,7 +97,7 @@ def build_describer(backend: dict | None, budget: dict | None) -> DescriberAdapt
     name, settings = _split(backend, DEFAULT_DESCRIBER)
     try:
         return DescriberAdapter(build(name, settings), DescribeBudget.from_dict(budget))
-    except ValueError as exc:
+    except (ValueError, TypeError, AttributeError) as exc:  # wrong values or wrong types in the settings
         raise ApplicationError(f"describer {name!r}: {exc}", code="invalid_backend") from None
 
 
@@ -138,7 +138,7 @@ def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
     name, settings = _split(backend, DEFAULT_WRITER)
     try:
         return WriterAdapter(build_llm(name, settings), GenerationBudget.from_dict(budget))
-    except ValueError as exc:
+    except (ValueError, TypeError, AttributeError) as exc:  # wrong values or wrong types in the settings
         raise ApplicationError(f"query writer {name!r}: {exc}", code="invalid_backend") from None
 
 

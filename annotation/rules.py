@@ -106,7 +106,8 @@ def description_outcome(votes: Sequence[tuple[str, str | None]], version_hash: s
     Approvals are counted per hash, so approving different edits never approves their union.
 
     Outcomes: ``pending`` (panel incomplete); ``approved`` with the hash that has ≥ ``required``
-    approvals; ``rejected`` (≥ ``required`` ``unusable``); ``consolidate`` when corrections were
+    approvals; ``rejected`` (≥ ``required`` ``unusable``); a tie between the two (possible with a
+    larger panel) is no majority; ``consolidate`` when corrections were
     proposed but no version reached ``required`` (the corrections are merged into one final version
     that goes to a new round; only when ``may_consolidate``); otherwise ``adjudicate`` until an
     adjudication vote exists, after which all votes count and the result is ``approved``,
@@ -124,19 +125,21 @@ def description_outcome(votes: Sequence[tuple[str, str | None]], version_hash: s
                 return best, n
         return None, 0
 
-    approved, _ = tally(votes[:panel])
-    if approved is not None:
+    approved, n_approved = tally(votes[:panel])
+    n_rejected = sum(1 for label, _ in votes[:panel] if label == "unusable")
+    if approved is not None and n_approved > n_rejected:
         return APPROVED, approved
-    if sum(1 for label, _ in votes[:panel] if label == "unusable") >= required:
+    if n_rejected >= required and n_rejected > n_approved:
         return REJECTED, None
     if len(votes) == panel:
         if may_consolidate and any(label == MINOR for label, _ in votes[:panel]):
             return CONSOLIDATE, None
         return ADJUDICATE, None
-    approved, _ = tally(votes)
-    if approved is not None:
+    approved, n_approved = tally(votes)
+    n_rejected = sum(1 for label, _ in votes if label == "unusable")
+    if approved is not None and n_approved > n_rejected:
         return APPROVED, approved
-    if sum(1 for label, _ in votes if label == "unusable") >= required:
+    if n_rejected >= required and n_rejected > n_approved:
         return REJECTED, None
     return UNRESOLVED, None
 

@@ -167,8 +167,12 @@ def simulate_relation_review(*, n_annotators: int = 3, accuracy: float = 0.95, a
             item = adjudication_queue(user=adjudicator).filter(stage__in=stages).first()
             if item is None:
                 continue
-            facts = truth.facts(item.trajectory_id) if item.stage == WorkItem.Stage.DESCRIPTION else None
-            label = "unusable" if facts is None or _corrected(item.description.content, facts) is not None else "usable"
+            if item.stage == WorkItem.Stage.PAIR:
+                label = "match" if truth.holds(item.pair.query.predicates, item.pair.trajectory_id) else "mismatch"
+            else:
+                facts = truth.facts(item.trajectory_id)
+                label = "unusable" if facts is None or _corrected(item.description.content, facts) is not None \
+                    else "usable"
             adjudication_cast(item_id=item.pk, adjudicator=adjudicator, label=label, reason=ADJUDICATION_REASON)
             counts["adjudications"] += 1
             cast += 1

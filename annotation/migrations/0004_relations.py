@@ -150,7 +150,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('label', models.SmallIntegerField()),
-                ('source', models.CharField(choices=[('human', 'Human'), ('second_review', 'Second Review'), ('pool', 'Pool'), ('pseudo', 'Pseudo')], max_length=16)),
+                ('source', models.CharField(choices=[('human', 'Human'), ('second_review', 'Second Review'), ('adjudicated', 'Adjudicated'), ('pool', 'Pool'), ('pseudo', 'Pseudo')], max_length=16)),
                 ('stratum', models.CharField(default='within', max_length=24)),
                 ('pseudo', models.BooleanField(default=False)),
                 ('evidence', models.JSONField(blank=True, default=dict)),

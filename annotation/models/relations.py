@@ -185,6 +185,7 @@ class Relation(models.Model):
     class Source(models.TextChoices):
         HUMAN = "human"                # one reviewer, undisputed
         SECOND_REVIEW = "second_review"  # settled by an independent second review
+        ADJUDICATED = "adjudicated"    # a dev/test pair settled by an adjudicator
         POOL = "pool"                  # ⊥ recorded because review left it unresolved
         PSEUDO = "pseudo"              # an automatic easy negative: training only
 

@@ -16,7 +16,9 @@ default), so the similarity is text-to-text in one space.
 """
 from __future__ import annotations
 
+import itertools
 import logging
+from collections import Counter
 
 import numpy as np
 from django.db import transaction
@@ -121,8 +123,10 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
     t_emb = t_emb / np.linalg.norm(t_emb, axis=1, keepdims=True)
     config = MiningConfig.from_dict({**run.config["mining"], "encoders": [encoder.name],
                                      "run_name": f"mining-run-{run.pk}"})
+    # Pairs with a relation are known (never mined, never counted against a budget). Pairs mined
+    # before but not yet decided may be mined again: the stored pair gains this run's provenance
+    # and is still reviewed once. A re-delivered run mines the same pairs and finds them stored.
     known = list(Relation.objects.filter(query__in=queries).values_list("query_id", "trajectory_id"))
-    known += list(CrossPair.objects.filter(query__in=queries).values_list("query_id", "trajectory_id"))
     if reporter is not None:
         reporter(0.2, f"mining {len(queries)} queries × {len(members)} trajectories")
     result = mine(config, query_ids=np.array([q.pk for q in queries]),
@@ -141,15 +145,21 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
         pair = result.pair(i)
         query = queries_by_id[pair.query_id]
         provenance = [dict(p, mining_run=run.pk) for p in pair.provenance]
+        sampled = pair.stratum != "easy_negative" or rng.random() < rate   # drawn for every pair: reproducible
+        stored = CrossPair.objects.filter(query=query, trajectory_id=pair.trajectory_id).first()
+        proposal = None if stored is not None else writer.propose_relation(
+            query.predicates, facts_by_traj.get(pair.trajectory_id, []), text=query.text)   # outside transactions
         with transaction.atomic():
             existing = CrossPair.objects.select_for_update().filter(query=query, trajectory_id=pair.trajectory_id).first()
-            if existing is not None:            # mined before: one pair, both provenances, one review
-                existing.provenance = existing.provenance + provenance
-                existing.strata = sorted(set(existing.strata) | set(pair.strata))
-                existing.save(update_fields=["provenance", "strata"])
+            if existing is not None:            # mined before: one pair, every provenance, one review
+                if not any(p.get("mining_run") == run.pk for p in existing.provenance):
+                    existing.provenance = existing.provenance + provenance
+                    existing.strata = sorted(set(existing.strata) | set(pair.strata))
+                    existing.save(update_fields=["provenance", "strata"])
+                counts["already_stored"] = counts.get("already_stored", 0) + 1
                 continue
-            sampled = pair.stratum != "easy_negative" or rng.random() < rate
-            proposal = writer.propose_relation(query.predicates, facts_by_traj.get(pair.trajectory_id, []), text=query.text)
+            if proposal is None:
+                proposal = {"label": -1, "predicates": [], "evidence": [], "reason": "stored meanwhile"}
             cross = CrossPair.objects.create(
                 query=query, trajectory_id=pair.trajectory_id, stratum=pair.stratum, strata=list(pair.strata),
                 provenance=provenance, similarity=pair.similarity, proposal=proposal,
@@ -176,38 +186,66 @@ def _check_pair(*, item: WorkItem, annotator, label: str, correction, payload, j
     return {"payload": payload or {}}
 
 
-def _pair_labels(item: WorkItem) -> list[int]:
-    return [PAIR_LABEL_VALUES[v] for v in Vote.objects.filter(item=item).order_by("created_at", "id")
-            .values_list("label", flat=True)]
+def _pair_votes(item: WorkItem) -> tuple[list[int], list[int]]:
+    """(review labels, adjudication labels) in casting order, as 1 / 0 / -1."""
+    reviews, adjudications = [], []
+    for label, adjudicated in Vote.objects.filter(item=item).order_by("created_at", "id") \
+            .values_list("label", "is_adjudication"):
+        (adjudications if adjudicated else reviews).append(PAIR_LABEL_VALUES[label])
+    return reviews, adjudications
+
+
+def _pair_final(item: WorkItem) -> int:
+    reviews, adjudications = _pair_votes(item)
+    final = relation_final(reviews)
+    if final == -1 and adjudications:
+        return adjudications[-1]
+    return final
+
+
+def _needs_binary(item: WorkItem) -> bool:
+    """Dev and test galleries need every pair binary: an unresolved pair goes to an adjudicator."""
+    return item.pair.query.video.split in ("dev", "test")
 
 
 def _pair_rule(item: WorkItem) -> tuple[str, str]:
-    labels = _pair_labels(item)
-    if not labels:
+    reviews, adjudications = _pair_votes(item)
+    if not reviews:
         return WorkItem.State.OPEN, ""
-    if len(labels) == 1 and item.panel_size == 1:
+    if len(reviews) == 1 and item.panel_size == 1:
         proposal = (item.prelabels.get("proposal") or {}).get("label")
-        if relation_disputed(labels[0], proposal):
+        if relation_disputed(reviews[0], proposal):
             item.panel_size, item.disputed = 2, [item.pair.trajectory_id]
             item.save(update_fields=["panel_size", "disputed"])
             return WorkItem.State.OPEN, ""
-    if len(labels) < item.panel_size:
+    if len(reviews) < item.panel_size:
         return WorkItem.State.OPEN, ""
-    final = relation_final(labels)
-    return WorkItem.State.DECIDED, {1: "match", 0: "mismatch", -1: "uncertain"}[final]
+    final = _pair_final(item)
+    if final == -1 and not adjudications and _needs_binary(item):
+        return WorkItem.State.ADJUDICATE, ""
+    if final == -1:
+        return WorkItem.State.UNRESOLVED, ""
+    return WorkItem.State.DECIDED, {1: "match", 0: "mismatch"}[final]
 
 
 def _on_pair_closed(item: WorkItem) -> None:
-    labels = _pair_labels(item)
-    final = relation_final(labels)
+    """Record the pair's relation. A dev/test pair left ⊥ even after adjudication takes its query
+    out of the benchmark (its galleries could never be complete), with the reason recorded."""
+    reviews, adjudications = _pair_votes(item)
+    final = _pair_final(item)
     pair = CrossPair.objects.select_for_update().get(pk=item.pair_id)
-    source = Relation.Source.POOL if final == -1 else (
-        Relation.Source.HUMAN if len(labels) == 1 else Relation.Source.SECOND_REVIEW)
+    source = (Relation.Source.POOL if final == -1 else Relation.Source.ADJUDICATED if adjudications
+              else Relation.Source.SECOND_REVIEW if len(reviews) > 1 else Relation.Source.HUMAN)
     Relation.objects.update_or_create(query_id=pair.query_id, trajectory_id=pair.trajectory_id, defaults=dict(
         label=final, source=source, stratum=pair.stratum, item=item, pseudo=False, rule=None,
-        evidence={"proposal": pair.proposal, "reviews": labels}))
+        evidence={"proposal": pair.proposal, "reviews": reviews, "adjudication": adjudications}))
     pair.review = CrossPair.Review.DONE
     pair.save(update_fields=["review"])
+    if final == -1 and _needs_binary(item):
+        Query.objects.filter(pk=pair.query_id, status=Query.Status.ACCEPTED).update(
+            status=Query.Status.REJECTED,
+            rejection_reason=f"its relation to trajectory {pair.trajectory_id} (another video) stayed unresolved "
+                             "after review and adjudication; dev/test galleries need it binary")
 
 
 STAGE_HANDLERS[WorkItem.Stage.PAIR] = StageHandler(check=_check_pair, after_vote=lambda **_: None, rule=_pair_rule,
@@ -215,59 +253,92 @@ STAGE_HANDLERS[WorkItem.Stage.PAIR] = StageHandler(check=_check_pair, after_vote
 
 
 # -- completeness ----------------------------------------------------------------------------------
+COMPLETION_BATCH = 5000      # pairs one completion call queues at the most
+
+
+def _binary_per_query(queries: list[Query], t_video: dict[int, int]) -> tuple[Counter, Counter]:
+    """Per query: its verified binary relations to the split's trajectories, (within, across) its
+    video. Streams the relations; memory grows with the queries, not with queries × trajectories."""
+    within, across = Counter(), Counter()
+    q_video = {q.pk: q.video_id for q in queries}
+    rows = (Relation.objects.filter(query__in=[q.pk for q in queries], label__in=(0, 1), pseudo=False)
+            .values_list("query_id", "trajectory_id").iterator(chunk_size=20_000))
+    for q, t in rows:
+        video = t_video.get(t)
+        if video is not None:
+            (within if video == q_video[q] else across)[q] += 1
+    return within, across
+
+
+def _missing_pairs(queries: list[Query], t_video: dict[int, int], done: Counter, n_tracks: int):
+    """(query id, trajectory id) pairs without a verified binary label, query by query, reading
+    only the queries that miss something."""
+    for q in queries:
+        if done[q.pk] >= n_tracks:
+            continue
+        have = set(Relation.objects.filter(query=q, label__in=(0, 1), pseudo=False)
+                   .values_list("trajectory_id", flat=True))
+        for t in t_video:
+            if t not in have:
+                yield q.pk, t
+
+
 def completeness_report(*, split: str, limit: int = 200) -> dict:
     """Which relations the Traj2T and OCVR galleries of ``split`` need and which are not binary.
 
     Both protocols score every admitted query against every benchmark trajectory of the split
     (Traj2T ranks all queries per trajectory; OCVR needs each video's relevance, i.e. every member),
     so every (query, trajectory) pair must carry a verified 1 or 0 (pseudo-labels do not count).
+    Counts come from the stored relations; ``missing_pairs`` lists the first ``limit`` gaps.
     """
     queries, members = split_members(split)
-    q_ids = [q.pk for q in queries]
-    t_ids = [m.trajectory_id for m in members]
-    binary = set(Relation.objects.filter(query_id__in=q_ids, trajectory_id__in=t_ids, label__in=(0, 1), pseudo=False)
-                 .values_list("query_id", "trajectory_id"))
-    missing = [(q, t) for q in q_ids for t in t_ids if (q, t) not in binary]
-    by_kind = {"within_video": 0, "cross_video": 0}
-    video_of_query = {q.pk: q.video_id for q in queries}
-    video_of_traj = {m.trajectory_id: m.pool.video_id for m in members}
-    for q, t in missing:
-        by_kind["within_video" if video_of_query[q] == video_of_traj[t] else "cross_video"] += 1
-    return {"split": split, "queries": len(q_ids), "trajectories": len(t_ids), "needed": len(q_ids) * len(t_ids),
-            "binary": len(q_ids) * len(t_ids) - len(missing), "missing": len(missing), "missing_by_kind": by_kind,
-            "complete": not missing and bool(q_ids), "missing_pairs": [list(p) for p in missing[:limit]]}
+    t_video = {m.trajectory_id: m.pool.video_id for m in members}
+    pool_size = Counter(t_video.values())
+    n_q, n_t = len(queries), len(t_video)
+    within, across = _binary_per_query(queries, t_video)
+    needed_within = sum(pool_size[q.video_id] for q in queries)
+    binary_within, binary_across = sum(within.values()), sum(across.values())
+    missing_within = needed_within - binary_within
+    missing_across = n_q * n_t - needed_within - binary_across
+    listed = list(itertools.islice(_missing_pairs(queries, t_video, within + across, n_t), max(limit, 0)))
+    missing = missing_within + missing_across
+    return {"split": split, "queries": n_q, "trajectories": n_t, "needed": n_q * n_t,
+            "binary": binary_within + binary_across, "missing": missing,
+            "missing_by_kind": {"within_video": missing_within, "cross_video": missing_across},
+            "complete": missing == 0 and n_q > 0, "missing_pairs": [list(p) for p in listed]}
 
 
-def completion_pairs_queue(*, split: str) -> int:
-    """Send every cross-video pair the completeness report still misses (and that nobody reviews
-    yet) to pair review, in the ``completion`` stratum, with the writer's proposal. For dev/test
-    splits whose mining budgets did not cover every pair. Returns the number queued."""
-    report = completeness_report(split=split, limit=10**9)
-    queries = {q.pk: q for q in Query.objects.filter(pk__in={q for q, _ in report["missing_pairs"]})}
-    writer = backends.build_writer(None, None)
-    queued = 0
-    facts_cache: dict[int, list] = {}
-    for q_id, t_id in report["missing_pairs"]:
-        query = queries[q_id]
-        if query.video_id == PoolMember.objects.filter(trajectory_id=t_id).values_list("pool__video_id", flat=True).first():
+def completion_pairs_queue(*, split: str, writer: dict | None = None, limit: int = COMPLETION_BATCH) -> int:
+    """Send up to ``limit`` cross-video pairs that the completeness report still misses (and that
+    nobody reviews yet) to pair review, in the ``completion`` stratum, with the writer's proposal.
+    For dev/test splits whose mining budgets did not cover every pair; call again for more.
+    Returns the number of items it opened."""
+    queries, members = split_members(split)
+    t_video = {m.trajectory_id: m.pool.video_id for m in members}
+    by_id = {q.pk: q for q in queries}
+    within, across = _binary_per_query(queries, t_video)
+    adapter = backends.build_writer(writer, None)
+    facts_by_traj = _trajectory_texts(members)[1]
+    opened = 0
+    for q_id, t_id in _missing_pairs(queries, t_video, within + across, len(t_video)):
+        if opened >= limit:
+            break
+        query = by_id[q_id]
+        if query.video_id == t_video[t_id]:
             continue                                 # within-video: the relation row covers it
+        stored = CrossPair.objects.filter(query_id=q_id, trajectory_id=t_id).first()
+        if stored is not None and stored.review != CrossPair.Review.NOT_SAMPLED:
+            continue                                 # under review, or reviewed and left to adjudication
+        proposal = stored.proposal if stored is not None else adapter.propose_relation(
+            query.predicates, facts_by_traj.get(t_id, []), text=query.text)   # outside transactions
         with transaction.atomic():
-            if CrossPair.objects.filter(query_id=q_id, trajectory_id=t_id).exists():
-                pair = CrossPair.objects.get(query_id=q_id, trajectory_id=t_id)
-                if pair.review != CrossPair.Review.NOT_SAMPLED:
-                    continue
+            pair, created = CrossPair.objects.get_or_create(query_id=q_id, trajectory_id=t_id, defaults=dict(
+                stratum="completion", strata=["completion"], provenance=[{"run": "completion"}], similarity=0.0,
+                proposal=proposal, review=CrossPair.Review.QUEUED))
+            if not created:
                 pair.review = CrossPair.Review.QUEUED
                 pair.save(update_fields=["review"])
-            else:
-                if t_id not in facts_cache:
-                    d = Description.objects.filter(trajectory_id=t_id, pool=PoolMember.objects.filter(
-                        trajectory_id=t_id).values("pool_id")[:1]).select_related("approved_version").first()
-                    facts_cache[t_id] = approved_facts(d) if d is not None else []
-                proposal = writer.propose_relation(query.predicates, facts_cache[t_id], text=query.text)
-                pair = CrossPair.objects.create(query=query, trajectory_id=t_id, stratum="completion",
-                                                strata=["completion"], provenance=[{"run": "completion"}], similarity=0.0,
-                                                proposal=proposal, review=CrossPair.Review.QUEUED)
-            WorkItem.objects.get_or_create(stage=WorkItem.Stage.PAIR, pair=pair, defaults=dict(
+            _, made = WorkItem.objects.get_or_create(stage=WorkItem.Stage.PAIR, pair=pair, defaults=dict(
                 video_id=query.video_id, panel_size=1, required_votes=1, prelabels={"proposal": pair.proposal}))
-            queued += 1
-    return queued
+            opened += made
+    return opened

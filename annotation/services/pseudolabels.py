@@ -132,11 +132,13 @@ def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
     existing = set(Relation.objects.filter(query_id__in={p.query_id for p in pairs})
                    .values_list("query_id", "trajectory_id"))
     fresh = [label for label in result.labels if (label.query_id, label.trajectory_id) not in existing]
-    with transaction.atomic():
-        Relation.objects.bulk_create([Relation(
+    before = Relation.objects.filter(rule=rule_row, pseudo=True).count()
+    with transaction.atomic():   # a pair reviewed or labelled meanwhile keeps what it has
+        Relation.objects.bulk_create(ignore_conflicts=True, objs=[Relation(
             query_id=label.query_id, trajectory_id=label.trajectory_id, label=0, source=Relation.Source.PSEUDO,
             stratum=label.stratum, pseudo=True, rule=rule_row,
             evidence={"contradicted": list(label.contradicted), "similarity": label.similarity,
                       "rule_sha256": label.rule_hash}) for label in fresh])
-    return {"considered": result.n_considered, "labelled": len(fresh), "coverage": result.coverage,
+        labelled = Relation.objects.filter(rule=rule_row, pseudo=True).count() - before
+    return {"considered": result.n_considered, "labelled": labelled, "coverage": result.coverage,
             "calibration_coverage": result.calibration_coverage, "coverage_drift": result.coverage_drift}

@@ -18,6 +18,7 @@ import logging
 
 from django.db import transaction
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from annotation import backends
 from annotation.models import (
@@ -37,7 +38,7 @@ from annotation.services.pools import REVERIFY_HOOKS
 from annotation.services.runs import frozen_pools_check, model_run_record
 from annotation.services.votes import STAGE_HANDLERS, StageHandler
 from common.errors import ApplicationError, ConflictError
-from models.facts import Predicate, QueryProposal, check_query
+from models.facts import Fact, Predicate, QueryProposal, check_query
 from workers.services import JobReporter
 
 logger = logging.getLogger(__name__)
@@ -69,15 +70,31 @@ def _pool_facts(pool: CandidatePool) -> dict[int, list]:
     return out
 
 
-def _open_relation_item(query: Query, writer: backends.WriterAdapter | None, facts_by_member: dict[int, list]) -> WorkItem:
-    """The query's relation row against its complete pool, with the writer's pre-labels."""
-    prelabels = {}
-    if writer is not None:
-        for tid, facts in facts_by_member.items():
-            prelabels[str(tid)] = writer.propose_relation(query.predicates, facts, text=query.text) if facts else \
-                {"label": -1, "predicates": [], "evidence": []}
+def _prelabels(text: str, predicates: list[dict], writer: backends.WriterAdapter | None,
+               facts_by_member: dict[int, list]) -> dict:
+    """The writer's reading of a query against every pool member (hints; never decisions). Called
+    outside transactions: a model endpoint may take seconds per call."""
+    if writer is None:
+        return {}
+    return {str(tid): writer.propose_relation(predicates, facts, text=text) if facts else
+            {"label": -1, "predicates": [], "evidence": []} for tid, facts in facts_by_member.items()}
+
+
+def _open_relation_item(query: Query, prelabels: dict) -> WorkItem:
+    """The query's relation row against its complete pool."""
     return WorkItem.objects.create(stage=WorkItem.Stage.RELATION, video_id=query.video_id, query=query,
                                    panel_size=1, required_votes=1, prelabels=prelabels)
+
+
+def _close_open_items(queries) -> None:
+    """Close the relation and pair items of queries that were replaced (revised, or their pool was);
+    a vote arriving later gets 409 ``item_closed``. Locks the items before the queries change."""
+    open_states = (WorkItem.State.OPEN, WorkItem.State.ADJUDICATE)
+    ids = list(WorkItem.objects.filter(Q(query__in=queries) | Q(pair__query__in=queries), state__in=open_states)
+               .values_list("pk", flat=True))
+    locked = list(WorkItem.objects.select_for_update().filter(pk__in=ids, state__in=open_states)
+                  .values_list("pk", flat=True))
+    WorkItem.objects.filter(pk__in=locked).update(state=WorkItem.State.UNRESOLVED, decided_at=timezone.now())
 
 
 def generation_run_execute(*, run: GenerationRun, reporter: JobReporter | None = None) -> dict:
@@ -98,9 +115,14 @@ def generation_run_execute(*, run: GenerationRun, reporter: JobReporter | None =
                 run.prompt_version, run.prompt_sha256 = info.get("prompt_version", ""), info["prompt_sha256"]
                 run.save(update_fields=["prompt_version", "prompt_sha256"])
             counts["descriptions"] += 1
+            prepared = []
+            for w in written:
+                reasons = check_query(w.proposal, facts) if w.proposal is not None else [w.reason or "invalid output"]
+                prelabels = {} if reasons else _prelabels(w.proposal.text, [vars(p) for p in w.proposal.predicates],
+                                                          writer, facts_by_member)
+                prepared.append((w, reasons, prelabels))
             with transaction.atomic():
-                for w in written:
-                    reasons = check_query(w.proposal, facts) if w.proposal is not None else [w.reason or "invalid output"]
+                for w, reasons, prelabels in prepared:
                     common = dict(pool=pool, video=pool.video, target_id=d.trajectory_id,
                                   source_version=d.approved_version, run=run, raw_output=w.raw[:20000])
                     if reasons:
@@ -112,7 +134,7 @@ def generation_run_execute(*, run: GenerationRun, reporter: JobReporter | None =
                     query = Query.objects.create(**common, text=w.proposal.text,
                                                  predicates=[vars(p) for p in w.proposal.predicates],
                                                  status=Query.Status.IN_REVIEW)
-                    _open_relation_item(query, writer, facts_by_member)
+                    _open_relation_item(query, prelabels)
                     counts["proposed"] += 1
         if reporter is not None:
             reporter((p_index + 1) / len(pools), f"pool {p_index + 1}/{len(pools)}")
@@ -122,9 +144,11 @@ def generation_run_execute(*, run: GenerationRun, reporter: JobReporter | None =
 
 
 def query_revise(*, query: Query, text: str, predicates: list[dict], revised_by) -> Query:
-    """A new revision of a query's wording or predicates; the old one is superseded and the new
-    wording is verified against the pool again. The predicates must cite the source description's
-    approved facts. Locks the query row."""
+    """A new revision of a query's wording or predicates; the old one is superseded (its open items
+    closed) and the new wording is verified against the video's current pool. The predicates must
+    cite the approved facts the query was written from. A query marked for re-verification moves
+    to the new pool version this way (its target must still be a member). Locks the query's items,
+    then the query."""
     text = (text or "").strip()
     if not 3 <= len(text) <= 500:
         raise ApplicationError("a query text has 3 to 500 characters", code="invalid_query")
@@ -132,29 +156,38 @@ def query_revise(*, query: Query, text: str, predicates: list[dict], revised_by)
         proposal = QueryProposal(text=text, predicates=[Predicate(**p) for p in predicates])
     except TypeError:
         raise ApplicationError("predicates are objects with name, value and fact_ids", code="invalid_query") from None
+    facts = [Fact(**f) for f in query.source_version.content["facts"] if f.get("known", True)]
+    reasons = check_query(proposal, facts)
+    if reasons:
+        raise ApplicationError("; ".join(reasons), code="unsupported_predicate", extra={"reasons": reasons})
+    pool = CandidatePool.objects.filter(video_id=query.video_id, frozen_at__isnull=False,
+                                        superseded_by__isnull=True).order_by("-version").first()
+    if pool is None or not PoolMember.objects.filter(pool=pool, trajectory_id=query.target_id).exists():
+        raise ConflictError(f"the query's trajectory {query.target_id} is not in the video's current pool; write a "
+                            "new query instead", code="target_not_in_pool")
+    predicate_dicts = [vars(p) for p in proposal.predicates]
+    writer = backends.build_writer(query.run.backend, query.run.budget) if query.run else None
+    prelabels = _prelabels(text, predicate_dicts, writer, _pool_facts(pool))
     with transaction.atomic():
+        _close_open_items([query.pk])
         query = Query.objects.select_for_update().get(pk=query.pk)
         if query.status in (Query.Status.SUPERSEDED, Query.Status.REJECTED):
             raise ConflictError(f"query {query.pk} is {query.status}; revise its latest revision", code="query_closed")
-        description = Description.objects.get(pool=query.pool, trajectory=query.target)
-        facts = approved_facts(description)
-        reasons = check_query(proposal, facts)
-        if reasons:
-            raise ApplicationError("; ".join(reasons), code="unsupported_predicate", extra={"reasons": reasons})
         query.status = Query.Status.SUPERSEDED
         query.save(update_fields=["status"])
-        revision = Query.objects.create(pool=query.pool, video=query.video, target=query.target,
+        revision = Query.objects.create(pool=pool, video=query.video, target=query.target,
                                         source_version=query.source_version, run=query.run, text=text,
-                                        predicates=[vars(p) for p in proposal.predicates], revision=query.revision + 1,
+                                        predicates=predicate_dicts, revision=query.revision + 1,
                                         parent=query, status=Query.Status.IN_REVIEW, created_by=revised_by)
-        writer = backends.build_writer(query.run.backend, query.run.budget) if query.run else None
-        _open_relation_item(revision, writer, _pool_facts(query.pool))
+        _open_relation_item(revision, prelabels)
     return revision
 
 
 def _mark_for_reverification(old_pool: CandidatePool, new_pool: CandidatePool) -> None:
-    Query.objects.filter(pool=old_pool, status__in=OPEN_QUERY_STATES).update(
-        status=Query.Status.NEEDS_REVERIFICATION)
+    """Queries of a replaced pool stop being reviewed and wait for a revision on the new one."""
+    affected = list(Query.objects.filter(pool=old_pool, status__in=OPEN_QUERY_STATES).values_list("pk", flat=True))
+    _close_open_items(affected)
+    Query.objects.filter(pk__in=affected).update(status=Query.Status.NEEDS_REVERIFICATION)
 
 
 if _mark_for_reverification not in REVERIFY_HOOKS:
@@ -186,6 +219,8 @@ def _check_row(*, item: WorkItem, annotator, label: str, correction, payload, ju
     if outside:
         raise ApplicationError(f"trajectories {outside} are not in this query's pool", code="not_in_pool",
                                extra={"trajectories": outside})
+    if len(labels) != len(judgments):
+        raise ApplicationError("each trajectory is labelled once", code="invalid_judgments")
     bad = sorted(k for k, v in labels.items() if v not in (1, 0, -1))
     if bad:
         raise ApplicationError(f"labels must be 1, 0 or -1 (⊥); trajectories {bad} have others", code="invalid_judgments")
@@ -241,6 +276,8 @@ def _row_rule(item: WorkItem) -> tuple[str, str]:
 def _on_row_closed(item: WorkItem) -> None:
     """Write the row's relations and admit or reject the query (DESIGN 2.8)."""
     query = Query.objects.select_for_update().get(pk=item.query_id)
+    if query.status != Query.Status.IN_REVIEW:
+        return  # revised or re-pooled meanwhile: its row no longer decides anything
     labels = _row_labels(item)
     final = {tid: relation_final(ls) for tid, ls in labels.items()}
     for tid, label in final.items():
@@ -273,6 +310,9 @@ def query_admission_problem(query: Query, row: dict[int, int]) -> str:
         return f"the query matches {len(positives)} candidates of the pool ({positives}); it must single one out"
     if not positives:
         return "the query matches no candidate of the pool"
+    if positives[0] != query.target_id:
+        return (f"the query matches trajectory {positives[0]}, not trajectory {query.target_id} it was written "
+                "from")
     unknown = [tid for tid, label in row.items() if label == -1]
     if query.video.split in ("dev", "test") and unknown:
         return f"a {query.video.split} query needs a fully binary row; {len(unknown)} candidates stay ⊥ ({unknown})"

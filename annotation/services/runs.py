@@ -12,12 +12,18 @@ from workers.services import job_create
 
 
 def frozen_pools_check(pools: list[CandidatePool], *, purpose: str) -> None:
-    """Refuse an empty list (400 ``no_pools``) or a pool that is not frozen (409 ``pool_not_frozen``)."""
+    """Refuse an empty list (400 ``no_pools``), a pool that is not frozen (409 ``pool_not_frozen``) or
+    one a newer version replaced (409 ``pool_superseded``)."""
     if not pools:
         raise ApplicationError("name at least one frozen pool", code="no_pools")
     unfrozen = [p.pk for p in pools if p.frozen_at is None]
     if unfrozen:
         raise ConflictError(f"pools {unfrozen} are not frozen; {purpose} frozen pools only", code="pool_not_frozen")
+    replaced = list(CandidatePool.objects.filter(pk__in=[p.pk for p in pools], superseded_by__isnull=False)
+                    .values_list("pk", flat=True))
+    if replaced:
+        raise ConflictError(f"pools {replaced} were replaced by newer versions; use the current ones",
+                            code="pool_superseded")
 
 
 def model_run_record(*, model, kind: str, pools: list[CandidatePool], settings: RunSettings, created_by,

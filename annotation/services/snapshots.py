@@ -11,6 +11,7 @@ The rows are written and sealed in one transaction; the folder is written next t
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -71,21 +72,27 @@ def relation_snapshot_create(*, split: str, name: str = "", created_by=None, all
     data, report = snapshot_data_build(split=split)
     if not data.queries:
         raise ConflictError(f"the {split} split has no admitted queries yet", code="empty_split")
-    if split in ("dev", "test") and not report["complete"] and not allow_incomplete:
-        raise ConflictError(f"the {split} split misses {report['missing']} binary relations that its galleries need",
+    # Complete means complete in what is written: every (query, track) of the data itself binary.
+    matrix, _, _ = data.matrix(include_pseudo=False)
+    complete = bool(matrix.size) and bool((matrix != -1).all())
+    if split in ("dev", "test") and not complete and not allow_incomplete:
+        raise ConflictError(f"the {split} split misses {int((matrix == -1).sum())} binary relations that its "
+                            "galleries need",
                             code="incomplete_split", extra={"completeness": report})
     counts = data.counts()
     sha = data.content_sha256()
     data.meta = {"created_at": timezone.now().isoformat(), "completeness": {k: v for k, v in report.items()
                                                                              if k != "missing_pairs"}}
-    staging = snapshot_root() / f".staging-{sha[:16]}-{timezone.now().timestamp():.0f}"
+    snapshot_root().mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{sha[:12]}-", dir=snapshot_root()))
+    final = None
     data.save(staging)
     try:
         with transaction.atomic():
             snap = RelationSnapshot.objects.create(
                 split=split, name=name[:100], content_sha256=sha, path="", created_by=created_by,
                 pool_versions={str(v.id): v.pool_version for v in data.videos}, counts=counts,
-                complete=bool(report["complete"]))
+                complete=complete)
             final = snapshot_root() / f"{snap.pk}-{sha[:12]}"
             SnapshotRelation.objects.bulk_create([
                 SnapshotRelation(snapshot=snap, query_id=r.query_id, trajectory_id=r.trajectory_id, label=r.label,
@@ -97,6 +104,8 @@ def relation_snapshot_create(*, split: str, name: str = "", created_by=None, all
             staging.rename(final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        if final is not None and final.exists() and not RelationSnapshot.objects.filter(path=str(final)).exists():
+            shutil.rmtree(final, ignore_errors=True)   # renamed, then the commit failed
         raise
     return snap
 

@@ -1,6 +1,7 @@
 """Casting votes and adjudicating: one vote per person per item, never edited, decided by rule."""
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from common.errors import ApplicationError, ConflictError, NotFoundError
 
 MAX_REASONS = 10
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
+MAX_PAYLOAD_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,9 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
     if time_spent_ms is not None and not (0 <= time_spent_ms <= MAX_TIME_SPENT_MS):
         raise ApplicationError("time_spent_ms must be between 0 and 6 hours", code="invalid_time_spent")
     reasons = _check_reasons(reasons)
+    if payload is not None and (not isinstance(payload, dict) or len(json.dumps(payload)) > MAX_PAYLOAD_BYTES):
+        raise ApplicationError(f"payload must be an object of at most {MAX_PAYLOAD_BYTES} bytes as JSON",
+                               code="invalid_payload")
     try:
         with transaction.atomic():
             item = _locked_item(item_id, label)
