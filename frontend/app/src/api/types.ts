@@ -396,7 +396,7 @@ export interface Query {
   parent: number | null;
   status: string;
   rejection_reason: string;
-  ratings: Record<string, unknown>;
+  ratings?: Record<string, unknown>;   // absent for readers who are only auditors
   created_by: number | null;
   created_at: string;
 }
