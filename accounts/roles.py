@@ -49,3 +49,19 @@ def roles_required(*roles: Role) -> type[BasePermission]:
 
 IsManager = roles_required(Role.MANAGER)
 IsStaffMember = roles_required(*Role)  # any of the four roles: read access to shared records
+
+
+def writes_need(write: type[BasePermission], read: type[BasePermission]) -> type[BasePermission]:
+    """A permission class for a list endpoint: ``write`` for POST (creating), ``read`` otherwise."""
+
+    class _WriteOrRead(BasePermission):
+        def has_permission(self, request, view) -> bool:
+            needed = write() if request.method == "POST" else read()
+            self.message = needed.message
+            return needed.has_permission(request, view)
+
+    _WriteOrRead.__name__ = f"{write.__name__}Writes{read.__name__}Reads"
+    return _WriteOrRead
+
+
+ManagerWritesStaffReads = writes_need(IsManager, IsStaffMember)  # managers create; every role reads

@@ -8,7 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, Role, roles_required
+from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads, Role, roles_required
 from annotation import relation_selectors, selectors
 from annotation.models import (
     ALL_LABELS,
@@ -275,8 +275,7 @@ class PoolDetailOutputSerializer(PoolOutputSerializer):
 
 
 class PoolListApi(APIView):
-    def get_permissions(self):
-        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+    permission_classes = [ManagerWritesStaffReads]
 
     class InputSerializer(serializers.Serializer):
         run = serializers.PrimaryKeyRelatedField(queryset=ProposalRun.objects.all())

@@ -18,7 +18,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
+from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation import relation_selectors as selectors
 from annotation.models import (
     CandidatePool,
@@ -48,6 +48,7 @@ from annotation.services.pseudolabels import (
 from annotation.services.queries import generation_run_create, query_revise
 from annotation.services.snapshots import relation_snapshot_create
 from common.pagination import paginate
+from common.params import query_filters
 from models.facts import ATTRIBUTES, EVENTS
 from workers.apis import JobSummaryOutputSerializer
 
@@ -93,15 +94,7 @@ def _reader(request) -> dict:
 class ManagerWritesApi(APIView):
     """Managers write (POST); every staff member reads."""
 
-    def get_permissions(self):
-        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
-
-
-def _filters(serializer_class, request) -> dict:
-    """Validated query-string filters; absent or empty ones are left out."""
-    data = serializer_class(data={k: v for k, v in request.query_params.items() if v != ""})
-    data.is_valid(raise_exception=True)
-    return {k: v for k, v in data.validated_data.items() if v is not None}
+    permission_classes = [ManagerWritesStaffReads]
 
 
 # -- shared pieces ---------------------------------------------------------------------------------
@@ -270,7 +263,7 @@ class DescriptionListApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses=DescriptionOutputSerializer(many=True),
                    summary="Descriptions of pool members and where their review stands")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         qs = selectors.description_list(pool_id=f.get("pool"), status=f.get("status"),
                                         trajectory_id=f.get("trajectory"), video_id=f.get("video"))
         return paginate(qs, DescriptionOutputSerializer, request, self)
@@ -358,7 +351,7 @@ class QueryListApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses=QueryOutputSerializer(many=True),
                    summary="Queries with their predicates and status")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         qs = selectors.query_list(video_id=f.get("video"), status=f.get("status"), split=f.get("split"),
                                   pool_id=f.get("pool"))
         return paginate(qs, partial(QueryOutputSerializer, context=_reader(request)), request, self)
@@ -419,7 +412,7 @@ class RelationListApi(APIView):
                    summary="Verified relations (within and across videos; ⊥ included); auditors read them without "
                            "source, stratum, review item and evidence, and may not filter by stratum")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         selectors.hidden_filters_refuse(viewer=request.user, record="relation", filters=f)
         qs = selectors.relation_list(query_id=f.get("query"), trajectory_id=f.get("trajectory"),
                                      label=f.get("label"), stratum=f.get("stratum"), pseudo=f.get("pseudo"),
@@ -498,7 +491,7 @@ class CrossPairListApi(APIView):
                            "them without strata, provenance, similarity and the writer's proposal, and may not "
                            "filter by stratum)")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         selectors.hidden_filters_refuse(viewer=request.user, record="cross_pair", filters=f)
         qs = selectors.cross_pair_list(query_id=f.get("query"), stratum=f.get("stratum"), review=f.get("review"),
                                        trajectory_id=f.get("trajectory"))
@@ -530,7 +523,7 @@ class CompletenessApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses=CompletenessOutputSerializer,
                    summary="Which relations the split's Traj2T and OCVR galleries need and which are not binary yet")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         return Response(CompletenessOutputSerializer(completeness_report(**f)).data)
 
 
@@ -647,7 +640,7 @@ class SnapshotListApi(ManagerWritesApi):
     @extend_schema(parameters=[FilterSerializer], responses=SnapshotOutputSerializer(many=True),
                    summary="Relation snapshots (immutable)")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         return paginate(selectors.snapshot_list(split=f.get("split")), SnapshotOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={201: SnapshotOutputSerializer, 400: ERROR, 409: ERROR},

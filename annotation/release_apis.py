@@ -13,7 +13,14 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, Role, roles_required
+from accounts.roles import (
+    IsManager,
+    IsStaffMember,
+    ManagerWritesStaffReads,
+    Role,
+    roles_required,
+    writes_need,
+)
 from annotation import release_selectors as selectors
 from annotation.models import Audit, AuditJudgment, AuditSample, Release
 from annotation.models.releases import (
@@ -22,7 +29,7 @@ from annotation.models.releases import (
     AUDIT_KINDS,
     AUDIT_VERDICTS,
 )
-from annotation.relation_apis import PlainChoiceField, _filters
+from annotation.relation_apis import PlainChoiceField
 from annotation.services.audits import (
     MAX_SAMPLE,
     audit_create,
@@ -38,6 +45,7 @@ from annotation.services.releases import (
     release_verify,
 )
 from common.pagination import paginate
+from common.params import query_filters
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 IsAuditor = roles_required(Role.AUDITOR)
@@ -89,8 +97,7 @@ class AuditSampleOutputSerializer(serializers.ModelSerializer):
 
 
 class AuditListApi(APIView):
-    def get_permissions(self):
-        return [IsManager()] if self.request.method == "POST" else [IsManagerOrAuditor()]
+    permission_classes = [writes_need(IsManager, IsManagerOrAuditor)]
 
     class FilterSerializer(serializers.Serializer):
         split = serializers.ChoiceField(choices=SPLITS, required=False)
@@ -108,7 +115,7 @@ class AuditListApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses=AuditOutputSerializer(many=True),
                    summary="Audits of accepted records (managers and auditors)")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         return paginate(selectors.audit_list(split=f.get("split")), AuditOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={201: AuditOutputSerializer, 400: ERROR, 409: ERROR},
@@ -214,8 +221,7 @@ class ReleaseDetailOutputSerializer(ReleaseOutputSerializer):
 
 
 class ReleaseListApi(APIView):
-    def get_permissions(self):
-        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
+    permission_classes = [ManagerWritesStaffReads]
 
     class FilterSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, max_length=100)
@@ -235,7 +241,7 @@ class ReleaseListApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses=ReleaseOutputSerializer(many=True),
                    summary="Published releases (immutable)")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         return paginate(selectors.release_list(name=f.get("name")), ReleaseOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={201: ReleaseOutputSerializer, 400: ERROR, 409: ERROR},
@@ -278,7 +284,7 @@ class ReleaseDiffApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses={200: OutputSerializer, 409: ERROR},
                    summary="Records added, removed and changed from this release to another")
     def get(self, request, release_id: int, other_id: int):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         diff = release_diff(old=selectors.release_get(release_id=release_id),
                             new=selectors.release_get(release_id=other_id), limit=f.get("limit", 100))
         return Response(self.OutputSerializer(diff).data)

@@ -5,10 +5,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
+from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.pagination import paginate
-from common.params import int_param
+from common.params import int_param, query_filters
 from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, Job, RunStatus, TrainingRun
 from workers.search import search
@@ -67,14 +67,7 @@ RUN_STATUSES = ", ".join(RunStatus.values)
 class ManagerWritesApi(APIView):
     """Managers write (POST); every staff member reads."""
 
-    def get_permissions(self):
-        return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
-
-
-def _filters(serializer_class, request) -> dict:
-    data = serializer_class(data={k: v for k, v in request.query_params.items() if v != ""})
-    data.is_valid(raise_exception=True)
-    return {k: v for k, v in data.validated_data.items() if v is not None}
+    permission_classes = [ManagerWritesStaffReads]
 
 
 class TrainingRunOutputSerializer(serializers.ModelSerializer):
@@ -133,7 +126,7 @@ class TrainingRunListApi(ManagerWritesApi):
     @extend_schema(parameters=[FilterSerializer], responses=TrainingRunOutputSerializer(many=True),
                    summary="Training runs, newest first")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         qs = training_run_list(status=f.get("status"), model_kind=f.get("model_kind"), snapshot_id=f.get("snapshot"))
         return paginate(qs, TrainingRunOutputSerializer, request, self)
 
@@ -200,7 +193,7 @@ class EvaluationRunListApi(ManagerWritesApi):
     @extend_schema(parameters=[FilterSerializer], responses=EvaluationRunOutputSerializer(many=True),
                    summary="Evaluation runs, newest first")
     def get(self, request):
-        f = _filters(self.FilterSerializer, request)
+        f = query_filters(self.FilterSerializer, request)
         qs = evaluation_run_list(kind=f.get("kind"), training_run_id=f.get("training_run"),
                                  snapshot_id=f.get("snapshot"))
         return paginate(qs, EvaluationRunOutputSerializer, request, self)
