@@ -3,7 +3,8 @@ may see. Annotators never see another person's vote on an item, nor its tally or
 adjudicators see every vote of the items in adjudication; managers see aggregates."""
 from __future__ import annotations
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from annotation.models import Assignment, CandidatePool, Vote, WorkItem
@@ -17,6 +18,32 @@ def assignment_for_annotator(*, annotator, item_id: int) -> Assignment:
     if seat is None:
         raise NotFoundError(f"you have no seat on work item {item_id}", code="not_found")
     return seat
+
+
+# -- the claim rule, as reads (annotation.services.claims takes seats by the same rule) -----------
+def seat_taken(now, prefix: str = "") -> Q:
+    """A seat is taken once its vote is in, or while its lease runs (``prefix`` reaches the
+    assignment from another model, e.g. ``"assignments__"``)."""
+    return Q(**{f"{prefix}completed_at__isnull": False}) | Q(**{f"{prefix}lease_expires_at__gt": now})
+
+
+def claimable_items(*, annotator, stage: str | None = None) -> QuerySet[WorkItem]:
+    """Open items ``annotator`` could claim now: never sat on by them, with a free seat."""
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    items = (WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(Exists(mine))
+             .annotate(taken=Count("assignments", filter=seat_taken(timezone.now(), "assignments__")))
+             .filter(taken__lt=F("panel_size")))
+    return items if stage is None else items.filter(stage=stage)
+
+
+def active_assignment(*, annotator, stage: str | None = None) -> Assignment | None:
+    """The annotator's claimed, unvoted, unexpired seat on an open item (of ``stage``), if any."""
+    seats = Assignment.objects.select_related("item").filter(
+        annotator=annotator, completed_at__isnull=True, lease_expires_at__gt=timezone.now(),
+        item__state=WorkItem.State.OPEN)
+    if stage is not None:
+        seats = seats.filter(item__stage=stage)
+    return seats.first()
 
 
 def own_vote(*, annotator, item_id: int) -> Vote | None:

@@ -3,12 +3,11 @@ task type, and the managers' pipeline progress per stage and split. Both are agg
 other apps' records; the rules they count by (who may claim what) live in those apps."""
 from __future__ import annotations
 
-from django.db.models import Count, Exists, F, OuterRef, Q
-from django.utils import timezone
+from django.db.models import Count
 
 from accounts.roles import Role, user_has_role
 from annotation import selectors as annotation_selectors
-from annotation.models import Assignment, CandidatePool, Vote, WorkItem
+from annotation.models import CandidatePool, Vote, WorkItem
 from trajectories.models import ProposalRun, Video
 
 QUEUE_COUNT_CAP = 1000  # queues are counted up to this many items ("1000+"), so a count stays cheap
@@ -25,23 +24,15 @@ def annotator_queues(*, user) -> list[dict]:
     """Per review stage (for annotators) and per adjudication stage (for adjudicators): how many
     items this person could take now, the item they hold without a vote, and how many they did.
 
-    "Could take" follows the claim rule of ``annotation.services.claims``: an open item this
-    person never sat on, with fewer taken seats (voted, or under an unexpired lease) than its
-    panel size. Counting stops at ``QUEUE_COUNT_CAP``.
+    "Could take" is ``annotation.selectors.claimable_items``, the claim rule as a read. Counting
+    stops at ``QUEUE_COUNT_CAP``.
     """
-    now = timezone.now()
     out: list[dict] = []
     if user_has_role(user, Role.ANNOTATOR):
-        mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=user)
-        taken = Count("assignments", filter=Q(assignments__completed_at__isnull=False)
-                      | Q(assignments__lease_expires_at__gt=now))
         for stage in WorkItem.Stage.values:
-            free = (WorkItem.objects.filter(state=WorkItem.State.OPEN, stage=stage).exclude(Exists(mine))
-                    .annotate(taken=taken).filter(taken__lt=F("panel_size")))
-            available, more = _capped_count(free)
-            held = (Assignment.objects.filter(annotator=user, completed_at__isnull=True, lease_expires_at__gt=now,
-                                              item__state=WorkItem.State.OPEN, item__stage=stage)
-                    .values_list("item_id", flat=True).first())
+            available, more = _capped_count(annotation_selectors.claimable_items(annotator=user, stage=stage))
+            seat = annotation_selectors.active_assignment(annotator=user, stage=stage)
+            held = seat.item_id if seat is not None else None
             done = Vote.objects.filter(annotator=user, is_adjudication=False, item__stage=stage).count()
             out.append({"stage": stage, "kind": "review", "available": available, "more": more,
                         "in_progress": held, "done": done})

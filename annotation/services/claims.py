@@ -4,28 +4,18 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from annotation.models import Assignment, WorkItem
+from annotation.selectors import active_assignment, seat_taken
 from annotation.services.items import review_policy_get
 from common.errors import ApplicationError
 
 CANDIDATES_PER_TRY = 20  # candidate items tried per pass
 SCAN_PAGE = 200          # open items read per query while looking for free seats
 SCAN_LIMIT = 20_000      # open items looked at per claim before reporting no work
-
-
-def _active_assignment(annotator, stage: str | None) -> Assignment | None:
-    """The annotator's claimed, unfinished, unexpired seat of ``stage`` (asking again returns the
-    same item)."""
-    seats = Assignment.objects.select_related("item").filter(
-        annotator=annotator, completed_at__isnull=True, lease_expires_at__gt=timezone.now(),
-        item__state=WorkItem.State.OPEN)
-    if stage is not None:
-        seats = seats.filter(item__stage=stage)
-    return seats.first()
 
 
 def _last_video_id(annotator) -> int | None:
@@ -47,7 +37,7 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
     if stage is not None and stage not in WorkItem.Stage.values:
         raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
-    current = _active_assignment(annotator, stage)
+    current = active_assignment(annotator=annotator, stage=stage)
     if current is not None:
         return current
     policy = review_policy_get()
@@ -83,8 +73,7 @@ def _free_candidates(annotator, stage: str | None):
         for start in range(0, SCAN_LIMIT, SCAN_PAGE):
             rows = list(part.values_list("pk", "panel_size")[start:start + SCAN_PAGE])
             page = [row for row in rows if row[0] not in seen]  # the last video's items come twice
-            taken = dict(Assignment.objects.filter(item_id__in=[pk for pk, _ in page])
-                         .filter(Q(completed_at__isnull=False) | Q(lease_expires_at__gt=now))
+            taken = dict(Assignment.objects.filter(item_id__in=[pk for pk, _ in page]).filter(seat_taken(now))
                          .values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
             for pk, panel_size in page:
                 seen.add(pk)
