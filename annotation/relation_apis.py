@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -49,25 +49,12 @@ from annotation.services.queries import generation_run_create, query_revise
 from annotation.services.snapshots import relation_snapshot_create
 from common.pagination import paginate
 from common.params import query_filters
+from common.schema import PlainChoiceField
 from models.facts import ATTRIBUTES, EVENTS
 from workers.apis import JobSummaryOutputSerializer
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 MAX_COMPLETENESS_PAIRS = 10_000
-
-
-@extend_schema_field(OpenApiTypes.STR)
-class PlainChoiceField(serializers.ChoiceField):
-    """A choice field documented as a string with its values in the description.
-
-    drf-spectacular names a shared enum after its field; a second choice set under the same field
-    name (``status``, ``split``, ``origin``) renames the existing ones (``StatusEnum`` of jobs) or
-    fails the schema check. These fields keep the existing names as they are.
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.help_text = f"{self.help_text or ''} One of: {', '.join(map(str, self.choices))}.".strip()
 
 
 class BlindableOutputMixin:

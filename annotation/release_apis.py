@@ -29,7 +29,6 @@ from annotation.models.releases import (
     AUDIT_KINDS,
     AUDIT_VERDICTS,
 )
-from annotation.relation_apis import PlainChoiceField
 from annotation.services.audits import (
     MAX_SAMPLE,
     audit_create,
@@ -46,6 +45,7 @@ from annotation.services.releases import (
 )
 from common.pagination import paginate
 from common.params import query_filters
+from common.schema import PlainChoiceField
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 IsAuditor = roles_required(Role.AUDITOR)
