@@ -23,7 +23,7 @@ UI_STAMP := frontend/static/dist/.stamp
 UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(UI)/index.html $(UI)/vite.config.ts $(UI)/tsconfig.json \
 	$(UI)/package.json
 
-.PHONY: demo test bench serve venv lock lint clean frontend frontend-test
+.PHONY: demo test bench serve venv lock lint clean frontend frontend-test api-types frontend-api-check
 
 $(STAMP): pyproject.toml requirements/lock.txt requirements/constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required (Python 3.11)"; exit 1; }
@@ -51,6 +51,21 @@ frontend: $(UI_STAMP)
 frontend-test: $(UI_DEPS)
 	cd $(UI) && $(NPM) test
 
+## The web UI's API types (frontend/app/src/api/schema.gen.ts), generated from the OpenAPI schema
+## that Django serves at /api/schema/: regenerate after changing a serializer or an endpoint.
+API_SCHEMA := var/api/openapi.json
+API_SCHEMA_CMD = mkdir -p $(dir $(API_SCHEMA)) && DJANGO_SECRET_KEY=api-schema-only $(PY) manage.py spectacular \
+	--format openapi-json --validate --file $(API_SCHEMA)
+
+api-types: $(STAMP) $(UI_DEPS)
+	$(API_SCHEMA_CMD)
+	cd $(UI) && node scripts/api-types.mjs ../../$(API_SCHEMA)
+
+## Fails when the committed API types differ from what the current API generates.
+frontend-api-check: $(STAMP) $(UI_DEPS)
+	@$(API_SCHEMA_CMD)
+	@cd $(UI) && node scripts/api-types.mjs ../../$(API_SCHEMA) --check
+
 ## Embedded mode: SQLite, a filesystem broker, the web server and one worker, demo data loaded.
 demo: venv
 	$(PY) manage.py migrate --noinput
@@ -64,7 +79,7 @@ serve: venv
 
 ## Every test, against PostgreSQL and Redis (see .ci/run for starting them): the web UI's unit
 ## tests, then the Python suite, whose browser tests drive Chromium against the built UI.
-test: venv frontend-test
+test: venv frontend-api-check frontend-test
 	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Benchmarks at full size; figures go to var/bench/*.json.

@@ -3,15 +3,12 @@ from django.apps import AppConfig
 
 class AnnotationConfig(AppConfig):
     name = "annotation"
-    verbose_name = "Annotation: votes, descriptions, queries, relations, releases"
+    verbose_name = "Annotation: curation, benchmark construction, releases"
 
     def ready(self) -> None:
-        # The later review stages register their vote handlers and re-verification hooks on import.
-        import annotation.services.descriptions
-        import annotation.services.mining
-        import annotation.services.queries  # noqa: F401
-        from annotation.services.items import work_items_open_automatically
-        from trajectories.services.proposals import RUN_STORED_HOOKS
+        # Imported here: models are loaded only once every app config exists.
+        from annotation.curation.services.items import work_items_open_on_run_stored
+        from trajectories.signals import proposal_run_stored
 
-        if work_items_open_automatically not in RUN_STORED_HOOKS:
-            RUN_STORED_HOOKS.append(work_items_open_automatically)
+        # Trajectories calls up through its one signal: open review of every stored proposal run.
+        proposal_run_stored.connect(work_items_open_on_run_stored, dispatch_uid="annotation.open_review")

@@ -158,6 +158,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # A job's status and a run's status are different choice sets that both sit in a "status" field.
+    "ENUM_NAME_OVERRIDES": {"StatusEnum": "common.models.Job.Status", "RunStatusEnum": "common.models.RunStatus"},
 }
 
 # --- Celery ---------------------------------------------------------------------------------

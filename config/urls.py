@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 api = [
     path("", include("accounts.urls")),
+    path("", include("common.jobs.urls")),
     path("", include("workers.urls")),
     path("", include("trajectories.urls")),
     path("", include("annotation.urls")),

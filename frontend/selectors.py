@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Count
 
 from accounts.roles import Role, user_has_role
-from annotation import selectors as annotation_selectors
+from annotation.curation import selectors as annotation_selectors
 from annotation.models import CandidatePool, Vote, WorkItem
 from trajectories.models import ProposalRun, Video
 
@@ -24,7 +24,7 @@ def annotator_queues(*, user) -> list[dict]:
     """Per review stage (for annotators) and per adjudication stage (for adjudicators): how many
     items this person could take now, the item they hold without a vote, and how many they did.
 
-    "Could take" is ``annotation.selectors.claimable_items``, the claim rule as a read. Counting
+    "Could take" is ``annotation.curation.selectors.claimable_items``, the claim rule as a read. Counting
     stops at ``QUEUE_COUNT_CAP``.
     """
     out: list[dict] = []

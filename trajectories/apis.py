@@ -11,8 +11,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember
+from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import paginate
 from common.params import int_param
+from models.backends.tracking import BACKENDS
 from trajectories import selectors
 from trajectories.models import (
     DuplicateCandidate,
@@ -27,7 +29,6 @@ from trajectories.services.duplicates import duplicate_candidate_create_manual
 from trajectories.services.ingestion import video_upload_import
 from trajectories.services.proposals import proposal_config_create, proposal_run_create
 from trajectories.services.splits import split_group_set_split, splits_assign
-from workers.apis import JobSummaryOutputSerializer
 
 JPEG = {(200, "image/jpeg"): OpenApiResponse(OpenApiTypes.BINARY, description="JPEG image")}
 MAX_SIZE_PARAM = OpenApiParameter("max_size", int, description="longest side in pixels (downscaled, never upscaled)")
@@ -198,7 +199,7 @@ class ProposalConfigListApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
-        backend = serializers.ChoiceField(choices=["hog-bytetrack", "sam2"])
+        backend = serializers.ChoiceField(choices=list(BACKENDS))
         categories = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1)
         checkpoint_path = serializers.CharField(required=False, allow_blank=True, default="")
         model_config_path = serializers.CharField(required=False, allow_blank=True, default="")

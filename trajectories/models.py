@@ -14,6 +14,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
+from common.models import QueuedRun, RunStatus
+
 
 class Split(models.TextChoices):
     TRAIN = "train"
@@ -144,24 +146,18 @@ class ProposalConfig(models.Model):
         return f"{self.name} v{self.version} ({self.backend})"
 
 
-class ProposalRun(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+class ProposalRun(QueuedRun):
+    """A tracker configuration run on one video (a :class:`common.models.QueuedRun`)."""
+
+    Status = RunStatus
+    task_name = "trajectories.tasks.proposal_run_task"
+    job_kind = "proposal_run"
 
     video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="proposal_runs")
     config = models.ForeignKey(ProposalConfig, on_delete=models.PROTECT, related_name="runs")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    job = models.ForeignKey("workers.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     trajectory_count = models.PositiveIntegerField(default=0)
     duplicate_count = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
     stats = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

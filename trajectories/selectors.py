@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from common.errors import ApplicationError, NotFoundError
-from models.video import ReaderPool, VideoError, crop_box, draw_target, encode_jpeg
+from models.media.video import ReaderPool, VideoError, crop_box, draw_target, encode_jpeg
 from trajectories.models import (
     DuplicateCandidate,
     ProposalConfig,

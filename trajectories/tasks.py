@@ -6,9 +6,9 @@ import logging
 from celery import shared_task
 
 from common.errors import ApplicationError
+from common.models import Job
 from trajectories.models import ProposalRun
 from trajectories.services.proposals import proposal_run_execute
-from workers.models import Job
 
 logger = logging.getLogger(__name__)
 

@@ -1,13 +1,6 @@
 from django.contrib import admin
 
-from workers.models import EvaluationRun, Job, TrainingRun, TrainingStep
-
-
-@admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "status", "progress", "message", "created_at", "finished_at"]
-    list_filter = ["kind", "status"]
-    readonly_fields = [f.name for f in Job._meta.fields]
+from workers.models import EvaluationRun, TrainingRun, TrainingStep
 
 
 @admin.register(TrainingRun)

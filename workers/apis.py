@@ -1,4 +1,3 @@
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -7,57 +6,20 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
+from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import paginate
 from common.params import int_param, query_filters
 from workers.evaluation import evaluation_run_create
-from workers.models import EvaluationRun, Job, RunStatus, TrainingRun
+from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.search import search
 from workers.selectors import (
     evaluation_run_get,
     evaluation_run_list,
-    job_list,
     training_run_get,
     training_run_list,
     training_step_series,
 )
 from workers.training import training_run_cancel, training_run_create
-
-
-class JobOutputSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Job
-        fields = ["id", "kind", "status", "progress", "message", "log_tail", "error", "params", "result",
-                  "queue", "attempts", "worker", "created_at", "started_at", "finished_at", "updated_at"]
-
-
-class JobSummaryOutputSerializer(serializers.ModelSerializer):
-    """What anyone who may see a record learns of its job: no logs, errors or parameters."""
-
-    class Meta:
-        model = Job
-        fields = ["id", "status", "progress", "message", "queue", "updated_at"]
-
-
-class JobListApi(APIView):
-    permission_classes = [IsStaffMember]
-
-    @extend_schema(
-        parameters=[OpenApiParameter("kind", str), OpenApiParameter("status", str)],
-        responses=JobOutputSerializer(many=True), summary="List jobs",
-    )
-    def get(self, request):
-        qs = job_list(user=request.user, kind=request.query_params.get("kind"), status=request.query_params.get("status"))
-        return paginate(qs, JobOutputSerializer, request, self)
-
-
-class JobDetailApi(APIView):
-    permission_classes = [IsStaffMember]
-
-    @extend_schema(responses=JobOutputSerializer, summary="One job with its progress and log tail")
-    def get(self, request, job_id: int):
-        job = get_object_or_404(job_list(user=request.user), pk=job_id)
-        return Response(JobOutputSerializer(job).data)
-
 
 # -- training runs, evaluation runs, search ------------------------------------------------------------
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}

@@ -3,8 +3,8 @@
 An evaluation run scores a succeeded training run's final checkpoint (``kind="trained"``: one per
 run and snapshot; a training run ends with one on its evaluation snapshot), the untrained model of
 a kind (``"untrained"``: its initial weights for a seed, the floor a training must beat) or the
-exact random baseline (``"random"``, ``models.training.random_baseline``). The figures are those of
-``models.training.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
+exact random baseline (``"random"``, ``models.training.trainer.random_baseline``). The figures are those of
+``models.training.trainer.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
 random baseline, from verified binary labels only. The first two are queued on the ``gpu`` queue
 (:func:`workers.tasks.evaluation_run_task`); the random baseline is computed at once.
 """
@@ -13,14 +13,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import torch
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
+from common.jobs.runs import RunOutcome, RunReporter, run_execute
+from common.jobs.services import job_create
+from models.training.trainer import build_model, evaluate, load_model, random_baseline
 from workers.models import EvaluationRun, RunStatus, TrainingRun
-from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
 from workers.training import (
-    TERMINAL,
     feature_cache_dir,
     json_safe,
     percent_text,
@@ -92,9 +95,6 @@ def _untrained_config(model_kind: str | None, config: dict | None) -> dict:
 
 
 def _random_evaluation(snapshot, created_by) -> EvaluationRun:
-    from annotation.services.snapshots import relation_snapshot_load
-    from models.training import random_baseline
-
     data = relation_snapshot_load(snapshot=snapshot)
     return EvaluationRun.objects.create(kind=EvaluationRun.Kind.RANDOM, snapshot=snapshot, status=RunStatus.SUCCEEDED,
                                         metrics=json_safe({"random": random_baseline(data)}), created_by=created_by,
@@ -102,49 +102,30 @@ def _random_evaluation(snapshot, created_by) -> EvaluationRun:
 
 
 def evaluation_run_execute(*, run: EvaluationRun, echo: Callable[[float, str], None] | None = None) -> EvaluationRun:
-    """Compute a queued evaluation run's figures (idempotent: a finished run is returned as it is).
-    Failures are recorded on the run and its Job, not raised."""
-    import torch
+    """Compute a queued evaluation run's figures through ``common.jobs.runs.run_execute``
+    (idempotent: a finished run is returned as it is). Failures are recorded on the run and its
+    Job, not raised; a cancel stops it at its next progress report."""
+    return run_execute(run, _evaluation_body, echo=echo, reraise=False)
 
-    from annotation.services.snapshots import relation_snapshot_load
-    from models.training import build_model, evaluate, load_model, random_baseline
 
+def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
     run = EvaluationRun.objects.select_related("training_run", "snapshot", "job").get(pk=run.pk)
-    if run.status in TERMINAL:
-        return run
-    EvaluationRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, updated_at=timezone.now())
-    job = job_start(job=run.job) if run.job_id is not None else None
-    reporter = JobReporter(job, echo=echo)
-    try:
-        data = relation_snapshot_load(snapshot=run.snapshot)
-        reporter(0.1, "snapshot loaded")
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        if run.kind == EvaluationRun.Kind.RANDOM:
-            metrics = {"random": random_baseline(data)}
+    data = relation_snapshot_load(snapshot=run.snapshot)
+    reporter(0.1, "snapshot loaded")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if run.kind == EvaluationRun.Kind.RANDOM:
+        metrics = {"random": random_baseline(data)}
+    else:
+        if run.kind == EvaluationRun.Kind.TRAINED:
+            model, _ = load_model(run.training_run.out_dir, device=device)
         else:
-            if run.kind == EvaluationRun.Kind.TRAINED:
-                model, _ = load_model(run.training_run.out_dir, device=device)
-            else:
-                torch.manual_seed(int(run.config.get("seed", 0)))
-                model = build_model(run.model_kind, run.config.get("model") or {})
-                model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
-            reporter(0.3, "model loaded; embedding the snapshot")
-            metrics = evaluate(model, data, cache_dir=feature_cache_dir())
-    except Exception as exc:
-        logger.exception("evaluation run %s failed", run.pk)
-        text = exc.message if isinstance(exc, ApplicationError) else f"{type(exc).__name__}: {exc}"
-        EvaluationRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=text[:10000],
-                                                       finished_at=timezone.now(), updated_at=timezone.now())
-        if job is not None:
-            job_fail(job=job, error=text if isinstance(exc, ApplicationError) else exc)
-        run.refresh_from_db()
-        return run
+            torch.manual_seed(int(run.config.get("seed", 0)))
+            model = build_model(run.model_kind, run.config.get("model") or {})
+            model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
+        reporter(0.3, "model loaded; embedding the snapshot")
+        metrics = evaluate(model, data, cache_dir=feature_cache_dir())
     run.metrics = json_safe(metrics)
-    run.status = RunStatus.SUCCEEDED
-    run.finished_at = timezone.now()
-    run.save(update_fields=["metrics", "status", "finished_at", "updated_at"])
-    if job is not None:
-        t2 = run.metrics.get("t2traj") or run.metrics.get("random") or {}
-        job_succeed(job=job, result={"evaluation": run.pk, "t2traj_R@1": t2.get("R@1")},
-                    message=f"T2Traj R@1 {percent_text(t2.get('R@1'))}, mAP {percent_text(t2.get('mAP'))}")
-    return run
+    run.save(update_fields=["metrics", "updated_at"])
+    t2 = run.metrics.get("t2traj") or run.metrics.get("random") or {}
+    return RunOutcome(result={"evaluation": run.pk, "t2traj_R@1": t2.get("R@1")},
+                      message=f"T2Traj R@1 {percent_text(t2.get('R@1'))}, mAP {percent_text(t2.get('mAP'))}")

@@ -1,87 +1,41 @@
-from django.conf import settings
+"""The records of model work over verified data: training runs, their steps, evaluation runs.
+
+Both run kinds are :class:`common.models.QueuedRun`: status, Job, error, cancel flag, retries and
+timestamps come from there, and ``common.jobs.runs`` runs, cancels and retries them."""
 from django.db import models
 from django.db.models import Q
 
+from common.models import TERMINAL, QueuedRun, RunStatus
 
-class Job(models.Model):
-    """A long-running piece of work (a proposal run, a training run, ...) and its progress."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-
-    kind = models.CharField(max_length=64, db_index=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    progress = models.FloatField(default=0.0)
-    message = models.CharField(max_length=500, blank=True)
-    log_tail = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    params = models.JSONField(default=dict, blank=True)
-    result = models.JSONField(default=dict, blank=True)
-    queue = models.CharField(max_length=32, default="cpu")
-    attempts = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="jobs")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.CheckConstraint(condition=Q(progress__gte=0.0) & Q(progress__lte=1.0), name="job_progress_in_unit_interval"),
-        ]
-
-    def __str__(self) -> str:
-        return f"Job {self.pk} {self.kind} {self.status} {self.progress:.0%}"
+__all__ = ["TERMINAL", "EvaluationRun", "RunStatus", "TrainingRun", "TrainingStep"]
 
 
-class RunStatus(models.TextChoices):
-    """Where a training or evaluation run stands (its Job holds progress, logs and attempts)."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class TrainingRun(models.Model):
+class TrainingRun(QueuedRun):
     """One training of a retriever on a sealed relation snapshot (DESIGN 2.10).
 
-    ``config`` is the complete ``models.training.TrainConfig`` (the model kind's config under
+    ``config`` is the complete ``models.training.trainer.TrainConfig`` (the model kind's config under
     ``"model"``) as it was validated; ``launch`` says how the worker runs it (in its own process or
     through ``torchrun`` with several processes). Checkpoints live in ``out_dir``; a re-delivered
     task resumes from the last one and ``resumes`` records where each later attempt started.
     Per-step loss parts and realized label counts are :class:`TrainingStep` rows.
     """
 
+    task_name = "workers.tasks.training_run_task"
+    job_kind = "training_run"
+
     snapshot = models.ForeignKey("annotation.RelationSnapshot", on_delete=models.PROTECT, related_name="training_runs")
     eval_snapshot = models.ForeignKey("annotation.RelationSnapshot", null=True, blank=True, on_delete=models.PROTECT,
                                       related_name="+", help_text="evaluated at the end; none: the training snapshot")
     model_kind = models.CharField(max_length=32)
-    config = models.JSONField(help_text="models.training.TrainConfig with the model's config under 'model'")
+    config = models.JSONField(help_text="models.training.trainer.TrainConfig with the model's config under 'model'")
     launch = models.JSONField(default=dict, blank=True, help_text="nproc_per_node and launcher")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
-    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="training_run")
     out_dir = models.CharField(max_length=500, blank=True, help_text="checkpoints, steps.jsonl and result.json")
     steps_total = models.PositiveIntegerField()
     steps_done = models.PositiveIntegerField(default=0)
     resumes = models.JSONField(default=list, blank=True,
                                help_text="[{attempt, from_step}]: where a re-delivered attempt took over")
-    cancel_requested = models.BooleanField(default=False)
     result = models.JSONField(default=dict, blank=True, help_text="the trainer's summary: label totals, rates, time")
     metrics = models.JSONField(default=dict, blank=True, help_text="the final evaluation (T2Traj, Traj2T, OCVR)")
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -117,9 +71,12 @@ class TrainingStep(models.Model):
         ]
 
 
-class EvaluationRun(models.Model):
+class EvaluationRun(QueuedRun):
     """Retrieval figures of a model on a sealed snapshot: a trained run's checkpoint, the untrained
     model of a kind (its initial weights for a seed), or the exact random baseline."""
+
+    task_name = "workers.tasks.evaluation_run_task"
+    job_kind = "evaluation_run"
 
     class Kind(models.TextChoices):
         TRAINED = "trained"
@@ -132,15 +89,8 @@ class EvaluationRun(models.Model):
     snapshot = models.ForeignKey("annotation.RelationSnapshot", on_delete=models.PROTECT, related_name="evaluation_runs")
     model_kind = models.CharField(max_length=32, blank=True)
     config = models.JSONField(default=dict, blank=True, help_text="untrained: the model config and seed")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
-    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_run")
     metrics = models.JSONField(default=dict, blank=True,
                                help_text="t2traj, traj2t, ocvr (with pool-size strata) and the random baseline")
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

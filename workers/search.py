@@ -2,7 +2,7 @@
 
 **Index.** :func:`search_index_build` embeds every trajectory of a sealed snapshot with a
 succeeded training run's final checkpoint and stores an exact FAISS inner-product index
-(``models.search.TrajectoryIndex``, unit vectors: the score is the cosine similarity) under
+(``models.training.index.TrajectoryIndex``, unit vectors: the score is the cosine similarity) under
 ``VAR_DIR/search/run-<run id>/<snapshot content hash>.npz``, with the vectors in id order next to
 it (``.vectors.npy``, memory-mapped when a search scores the whole gallery, as fusion does). The key is the run (whose checkpoint
 never changes once it succeeded) and the snapshot's content hash, so an index is built once and
@@ -17,10 +17,10 @@ encoder and the trained text tower) and ranks:
 - ``level="video"``: the top ``k`` videos scored by their best trajectory (OCVR's
   ``max_{r ∈ pool(V)} s(e, r)``), each with that trajectory;
 - ``fuse_with``: other succeeded runs scored on the same snapshot are fused with CombSUM
-  (``models.rerank.combsum``: per run, the query's scores over the whole gallery min-max
+  (``models.retrievers.rerank.combsum``: per run, the query's scores over the whole gallery min-max
   normalised to [0, 1], then summed); videos then take their best fused trajectory;
 - ``rerank``: the first ``RERANK_DEPTH`` (10) results are reranked by pivot-promote
-  (``models.rerank.pivot_promote``, ActPair Algorithm 1) with a pairwise comparator that prefers
+  (``models.retrievers.rerank.pivot_promote``, ActPair Algorithm 1) with a pairwise comparator that prefers
   the candidate whose description is closer to the query in the frozen MiniLM text space
   (cosine; differences within ``RERANK_TIE_MARGIN`` are ties, so the first-stage order stands).
   A trajectory's description is its approved one (``D_r^H``: appearance and motion sentences)
@@ -42,9 +42,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 from django.conf import settings
 
+from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
+from models.backends.encoders import build_text_encoder
+from models.backends.vlm import build_describer
+from models.backends.vlm.base import DescribeRequest
+from models.retrievers.rerank import combsum, pivot_promote
+from models.training.index import IndexConfig, TrajectoryIndex
+from models.training.trainer import embed_snapshot, load_model
 from workers.models import RunStatus, TrainingRun
 
 LEVELS = ("trajectory", "video")
@@ -62,7 +70,7 @@ class _Loaded:
     """A run's model and its index over one snapshot, loaded in this process."""
 
     model: object                                # the retriever, in eval mode on the CPU
-    index: object                                # models.search.TrajectoryIndex
+    index: object                                # models.training.index.TrajectoryIndex
     ids: np.ndarray                              # [T] trajectory ids, ascending
     videos: np.ndarray                           # [T] the video of each
     vectors: np.ndarray                          # [T, d] unit embeddings in id order (memory-mapped)
@@ -90,8 +98,6 @@ def _sealed(snapshot) -> None:
 
 
 def _load_model(run: TrainingRun):
-    from models.training import load_model
-
     try:
         model, _ = load_model(run.out_dir, device="cpu")
     except FileNotFoundError as exc:
@@ -107,7 +113,6 @@ def search_index_save(*, run: TrainingRun, snapshot, embeddings: np.ndarray, ids
     ascending id order (``<hash>.vectors.npy``, memory-mapped by searches that score the whole
     gallery) and a description (``<hash>.json``), each atomically; the vectors go last, so a
     reader that finds them finds the rest."""
-    from models.search import IndexConfig, TrajectoryIndex
 
     ids = np.asarray(ids, np.int64)
     order = np.argsort(ids, kind="stable")
@@ -145,8 +150,6 @@ def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> di
 
     Returns ``{"path", "built", "n", "dim", "seconds"}``. Files are written atomically, so two
     processes building at once both end with a complete, identical index."""
-    from annotation.services.snapshots import relation_snapshot_load
-    from models.training import embed_snapshot
     from workers.training import feature_cache_dir
 
     _require_searchable(run)
@@ -168,8 +171,6 @@ def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> di
 
 
 def _get_loaded(run: TrainingRun, snapshot) -> _Loaded:
-    from models.search import TrajectoryIndex
-
     key = (run.pk, snapshot.content_sha256)
     with _lock:
         if key in _loaded:
@@ -195,7 +196,6 @@ def encode_texts(model, texts: list[str]) -> np.ndarray:
     """Unit query embeddings ``[Q, d]`` of any texts through a retriever's text path: the model's
     ``encode_texts`` when it has one, else VTrajEmbed's (frozen text tokens, then the trained text
     pass of its aggregator)."""
-    import torch
 
     with torch.inference_mode():
         if callable(getattr(model, "encode_texts", None)):
@@ -321,7 +321,6 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
         ranking = _trajectory_ranking if level == "trajectory" else _video_ranking
         ranked = ranking(main, queries[0], depth)
     else:
-        from models.rerank import combsum
 
         for item in loaded[1:]:
             if not np.array_equal(item.ids, main.ids):
@@ -354,7 +353,6 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
 def _text_encoder():
     with _lock:
         if "text" not in _tools:
-            from models.encoders import build_text_encoder
 
             _tools["text"] = build_text_encoder({})
         return _tools["text"]
@@ -363,7 +361,6 @@ def _text_encoder():
 def _describer():
     with _lock:
         if "describer" not in _tools:
-            from models.vlm import build_describer
 
             _tools["describer"] = build_describer("heuristic", {})
         return _tools["describer"]
@@ -372,8 +369,6 @@ def _describer():
 def trajectory_descriptions(snapshot, trajectory_ids: list[int]) -> dict[int, str]:
     """A sentence pair per trajectory: the approved description when there is one, else the
     heuristic describer's (kept in memory per snapshot and trajectory)."""
-    from annotation.services.snapshots import relation_snapshot_load
-    from models.vlm.base import DescribeRequest
     from workers.selectors import approved_description_texts
 
     out = approved_description_texts(trajectory_ids=trajectory_ids)
@@ -407,7 +402,6 @@ def trajectory_descriptions(snapshot, trajectory_ids: list[int]) -> dict[int, st
 def _rerank(text: str, ranked: list[tuple[int, int, float]], snapshot
             ) -> tuple[list[tuple[int, int, float]], int, dict[int, str]]:
     """Pivot-promote over the first RERANK_DEPTH results with the description comparator."""
-    from models.rerank import pivot_promote
 
     head, tail = ranked[:RERANK_DEPTH], ranked[RERANK_DEPTH:]
     ids = [t for t, _, _ in head]

@@ -1,20 +1,8 @@
 from django.db.models import QuerySet
 
-from accounts.roles import Role, user_has_role
+from annotation.models import Description
 from common.errors import NotFoundError
-from workers.models import EvaluationRun, Job, TrainingRun, TrainingStep
-
-
-def job_list(*, user, kind: str | None = None, status: str | None = None) -> QuerySet[Job]:
-    """Managers see every job; everyone else sees the jobs they started."""
-    qs = Job.objects.all()
-    if not user_has_role(user, Role.MANAGER):
-        qs = qs.filter(created_by=user)
-    if kind:
-        qs = qs.filter(kind=kind)
-    if status:
-        qs = qs.filter(status=status)
-    return qs
+from workers.models import EvaluationRun, TrainingRun, TrainingStep
 
 
 def training_run_list(*, status: str | None = None, model_kind: str | None = None,
@@ -59,7 +47,6 @@ def evaluation_run_get(*, run_id: int) -> EvaluationRun:
 def approved_description_texts(*, trajectory_ids: list[int]) -> dict[int, str]:
     """The approved description (``D_r^H``) of each trajectory that has one, as its appearance and
     motion sentences; the latest approval wins when a trajectory was described in several pools."""
-    from annotation.models import Description
 
     out: dict[int, str] = {}
     rows = (Description.objects.filter(trajectory_id__in=trajectory_ids, status=Description.Status.APPROVED)

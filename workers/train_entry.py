@@ -12,8 +12,8 @@ own interpreter so the same environment is used; ``--standalone`` picks a free l
 port, so several runs can share a machine). :func:`command` builds exactly this line.
 
 Each of the ``N`` processes loads the snapshot folder (checked against ``--snapshot-sha``: the
-hash the platform sealed), reads the ``models.training.TrainConfig`` JSON file and calls
-``models.training.train`` into ``--out-dir``; the trainer reads ``WORLD_SIZE``, ``RANK`` and
+hash the platform sealed), reads the ``models.training.trainer.TrainConfig`` JSON file and calls
+``models.training.trainer.train`` into ``--out-dir``; the trainer reads ``WORLD_SIZE``, ``RANK`` and
 ``LOCAL_RANK`` from ``torchrun``, puts rank ``r`` on ``cuda:r`` (NCCL; gloo on CPUs), splits each
 batch over the ranks, averages gradients and checkpoints from rank 0, and resumes from the
 checkpoint in ``--out-dir`` like a one-process run. Rank 0 appends each step's record as a JSON
@@ -35,6 +35,11 @@ import os
 import signal
 import sys
 from pathlib import Path
+
+import torch.distributed as dist
+
+from models.training.snapshot import RelationSnapshotData
+from models.training.trainer import train
 
 PR_SET_PDEATHSIG = 1                             # linux/prctl.h
 
@@ -78,8 +83,6 @@ def command(*, nproc_per_node: int, snapshot_dir: str, snapshot_sha: str, model_
 
 
 def _load(folder: str, sha: str):
-    from models.snapshot import RelationSnapshotData
-
     data = RelationSnapshotData.load(folder)
     if data.content_sha256() != sha:
         raise SystemExit(f"snapshot at {folder} does not have the sealed hash {sha[:12]}...")
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.train_entry", description=__doc__.split("\n\n")[0])
     parser.add_argument("--snapshot", required=True, help="folder of the training snapshot")
     parser.add_argument("--snapshot-sha", required=True, help="its sealed content hash")
-    parser.add_argument("--model", required=True, help="model kind (models.training.MODEL_KINDS)")
+    parser.add_argument("--model", required=True, help="model kind (models.training.trainer.MODEL_KINDS)")
     parser.add_argument("--config", required=True, help="JSON file of the TrainConfig")
     parser.add_argument("--out-dir", required=True, help="checkpoint folder (resumed from when it has one)")
     parser.add_argument("--eval-snapshot", help="folder of the snapshot evaluated at the end")
@@ -100,7 +103,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     die_with_parent()
 
-    from models.training import train
 
     snapshot = _load(args.snapshot, args.snapshot_sha)
     eval_snapshot = _load(args.eval_snapshot, args.eval_snapshot_sha) if args.eval_snapshot else None
@@ -119,7 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if progress is not None:
             progress.close()
-        import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()

@@ -1,12 +1,12 @@
-"""Training and evaluation runs (DESIGN 2.10): services around ``models.training``.
+"""Training and evaluation runs (DESIGN 2.10): services around ``models.training.trainer``.
 
 A **training run** names a sealed relation snapshot, a model kind and a complete
-``models.training.TrainConfig`` (the model kind's config under ``"model"``). Creating one checks
+``models.training.trainer.TrainConfig`` (the model kind's config under ``"model"``). Creating one checks
 everything that can be checked without loading weights (the kind, every config key and value, that
 the snapshots are sealed) and queues :func:`workers.tasks.training_run_task` on the ``gpu`` queue
 after the transaction commits. :func:`training_run_execute` runs in the worker:
 
-- it loads the snapshot(s) through ``annotation.services.snapshots.relation_snapshot_load``
+- it loads the snapshot(s) through ``annotation.benchmark.services.snapshots.relation_snapshot_load``
   (refused when the folder no longer matches the sealed hash);
 - it trains into ``out_dir`` (``VAR_DIR/training/<run id>`` of the first worker that runs it) with
   the trainer's checkpoints; each step's record (loss parts, realized positive/negative counts
@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import importlib
 import json
 import logging
 import math
@@ -52,34 +51,26 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
-from workers.models import EvaluationRun, Job, RunStatus, TrainingRun, TrainingStep
-from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
+from common.jobs.runs import RunCancelled, RunOutcome, RunReporter, run_cancel, run_execute
+from common.jobs.services import JobReporter, job_create
+from common.models import TERMINAL
+from models.config import PlainConfig
+from models.retrievers.registry import RETRIEVERS
+from models.training.trainer import TrainConfig, train
+from workers.models import EvaluationRun, RunStatus, TrainingRun, TrainingStep
 
 logger = logging.getLogger(__name__)
 
-TERMINAL = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 LAUNCHERS = ("auto", "inline", "torchrun")
-# The config class of each model kind's "model" dict (checked at creation, without loading weights).
-MODEL_CONFIG_CLASSES = {
-    "vtrajembed": "models.vtrajembed:VTrajEmbedConfig",
-    "scout": "models.scout:ScoutRetrieverConfig",
-    "actpair": "models.actpair:ActPairRetrieverConfig",
-}
-# Nested encoder and feature settings that every model kind shares, with their config classes.
-NESTED_CONFIG_CLASSES = {
-    "appearance": "models.encoders:ImageEncoderConfig",
-    "context": "models.encoders:ImageEncoderConfig",
-    "text": "models.encoders:TextEncoderConfig",
-    "features": "models.features:FeatureConfig",
-}
 STEP_FLUSH_SECONDS = 1.0                         # TrainingStep rows are written at least this often
 CANCEL_POLL_SECONDS = 1.0                        # the cancel flag is read at most this often
 TORCHRUN_POLL_SECONDS = 0.5                      # how often the worker tails a torchrun attempt
 
 
 @dataclass
-class LaunchConfig:
+class LaunchConfig(PlainConfig):
     """How the worker runs a training (the keys sit next to the TrainConfig keys in a request)."""
 
     nproc_per_node: int = 1                      # training processes on the worker's machine (one per GPU)
@@ -98,13 +89,6 @@ class LaunchConfig:
     def uses_torchrun(self) -> bool:
         return self.launcher == "torchrun" or (self.launcher == "auto" and self.nproc_per_node > 1)
 
-    @classmethod
-    def from_dict(cls, data: dict | None) -> LaunchConfig:
-        return cls(**(data or {}))
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
 
 # -- plain helpers --------------------------------------------------------------------------------------
 def json_safe(value):
@@ -119,11 +103,6 @@ def json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def _import(path: str):
-    module, name = path.split(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def training_root() -> Path:
@@ -149,15 +128,13 @@ def training_config_validate(*, model_kind: str, config: dict | None) -> tuple[d
 
     ``config`` holds ``TrainConfig`` keys (``steps``, ``batch_size``, ``lr``, ``batching``,
     ``model``, ...) and optionally the launch keys ``nproc_per_node`` and ``launcher``. The model
-    kind must be registered in ``models.training.MODEL_KINDS``; its ``model`` dict is checked by
+    kind must be registered in ``models.retrievers.registry.RETRIEVERS``; its ``model`` dict is checked by
     the kind's config class, and the nested encoder and feature dicts by theirs. Local weight
     paths are checked by the worker that loads them (they may exist only there).
     """
-    from models.batching import BatchingConfig
-    from models.training import MODEL_KINDS, TrainConfig
 
-    if model_kind not in MODEL_KINDS:
-        raise ApplicationError(f"unknown model kind {model_kind!r}; known: {', '.join(sorted(MODEL_KINDS))}",
+    if model_kind not in RETRIEVERS:
+        raise ApplicationError(f"unknown model kind {model_kind!r}; known: {', '.join(sorted(RETRIEVERS))}",
                                code="invalid_model_kind")
     if config is not None and not isinstance(config, dict):
         raise ApplicationError("config must be a JSON object of TrainConfig keys", code="invalid_config")
@@ -171,15 +148,10 @@ def training_config_validate(*, model_kind: str, config: dict | None) -> tuple[d
         if train_config.batch_size % launch.nproc_per_node:
             raise ValueError(f"batch_size {train_config.batch_size} must be a multiple of nproc_per_node "
                              f"{launch.nproc_per_node} (each process takes an equal share)")
-        BatchingConfig.from_dict(train_config.batching)
         model = train_config.model
         if not isinstance(model, dict):
             raise ValueError("model must be a JSON object of the model kind's config")
-        if model_kind in MODEL_CONFIG_CLASSES:
-            _import(MODEL_CONFIG_CLASSES[model_kind]).from_dict(dict(model))
-        for key, path in NESTED_CONFIG_CLASSES.items():
-            if isinstance(model.get(key), dict):
-                _import(path).from_dict(model[key])
+        RETRIEVERS[model_kind].config.from_dict(dict(model))   # checks its nested encoder and feature dicts too
     except (TypeError, ValueError) as exc:
         raise ApplicationError(f"invalid training config: {exc}", code="invalid_config") from None
     return json_safe(train_config.as_dict()), launch
@@ -212,29 +184,10 @@ def training_run_create(*, snapshot, model_kind: str, config: dict | None = None
 
 
 def training_run_cancel(*, run: TrainingRun, user=None) -> TrainingRun:
-    """Ask a run to stop. A queued run is cancelled at once; a running one stops at its next
-    step after a checkpoint (the trainer reads the flag); a finished one is a 409.
-
-    Locks the run row so that a worker starting it at the same time sees either the flag or the
-    cancelled status."""
-    with transaction.atomic():
-        run = TrainingRun.objects.select_for_update().get(pk=run.pk)
-        if run.status in TERMINAL:
-            raise ConflictError(f"training run {run.pk} is already {run.status}", code="run_finished")
-        run.cancel_requested = True
-        fields = ["cancel_requested", "updated_at"]
-        if run.status == RunStatus.QUEUED:
-            run.status = RunStatus.CANCELLED
-            run.finished_at = timezone.now()
-            fields += ["status", "finished_at"]
-        run.save(update_fields=fields)
-        who = f" by {user.get_username()}" if user is not None else ""
-        if run.job_id is not None:
-            if run.status == RunStatus.CANCELLED:
-                job_fail(job=run.job, error=f"cancelled{who} before it started")
-            else:
-                JobReporter(run.job).log(f"cancel requested{who}")
-    return run
+    """Ask a run to stop (``common.jobs.runs.run_cancel``): a queued run is cancelled at once; a
+    running one stops at its next step after a checkpoint (the trainer reads the flag); a finished
+    one is a 409."""
+    return run_cancel(run=run, by=user)
 
 
 class _StepRecorder:
@@ -330,45 +283,38 @@ def _exclusive(path: Path) -> Iterator[bool]:
 
 
 def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None] | None = None) -> TrainingRun:
-    """Train ``run`` (the module docstring): idempotent for finished runs, resuming for started ones.
+    """Train ``run`` (the module docstring) through ``common.jobs.runs.run_execute``: idempotent for
+    finished runs, resuming for started ones.
 
     ``echo(fraction, message)`` sees every progress call (a terminal bar). Failures are recorded on
     the run and its Job (the traceback in the Job) and not raised: retrying the same config will
-    not help. Locks the run row while deciding to start, so a cancel in between is not lost."""
-    with transaction.atomic():
-        run = (TrainingRun.objects.select_for_update(of=("self",))
-               .select_related("snapshot", "eval_snapshot", "job").get(pk=run.pk))
-        if run.status in TERMINAL:
-            return run
-        if run.cancel_requested:                 # asked to stop while it was between deliveries
-            run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
-            run.save(update_fields=["status", "finished_at", "updated_at"])
-            if run.job_id is not None:
-                job_fail(job=run.job, error=f"cancelled at step {run.steps_done}/{run.steps_total}")
-            return run
-        if not run.out_dir:
-            run.out_dir = str(training_root() / str(run.pk))
-        run.status = RunStatus.RUNNING
-        run.started_at = run.started_at or timezone.now()
-        run.save(update_fields=["out_dir", "status", "started_at", "updated_at"])
+    not help. The wrapper locks the run row while deciding to start, so a cancel in between is not
+    lost; an exclusive lock on ``out_dir`` keeps a second delivery from training the same folder."""
+    run = TrainingRun.objects.get(pk=run.pk)
+    if run.status in TERMINAL or run.cancel_requested:
+        return run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
+    if not run.out_dir:
+        run.out_dir = str(training_root() / str(run.pk))
+        TrainingRun.objects.filter(pk=run.pk, out_dir="").update(out_dir=run.out_dir)
+        run.refresh_from_db()
     out = Path(run.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with _exclusive(out / ".train.lock") as held:
         if not held:
             logger.warning("training run %s is being trained by another process; this delivery does nothing", run.pk)
             return run
-        job = job_start(job=run.job) if run.job_id is not None else None
-        attempt = job.attempts if job is not None else 1 + max(run.steps.values_list("attempt", flat=True), default=0)
-        reporter = JobReporter(job, echo=echo, min_interval=0.5)
-        try:
-            result = _train(run, attempt, reporter)
-        except Exception as exc:
-            logger.exception("training run %s failed", run.pk)
-            return _fail(run, job, exc)
-    run = _finish(run, job, result)
+        run = run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
     if run.status == RunStatus.SUCCEEDED:
         _prepare_search(run)
     return run
+
+
+def _training_body(run: TrainingRun, reporter: RunReporter) -> RunOutcome:
+    run = TrainingRun.objects.select_related("snapshot", "eval_snapshot", "job").get(pk=run.pk)
+    job = reporter.job
+    attempt = job.attempts if job is not None else 1 + max(run.steps.values_list("attempt", flat=True), default=0)
+    result = _train(run, attempt, reporter)
+    return _finish(run, result)
 
 
 def _prepare_search(run: TrainingRun) -> None:
@@ -383,8 +329,6 @@ def _prepare_search(run: TrainingRun) -> None:
 
 
 def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
-    from annotation.services.snapshots import relation_snapshot_load
-
     config = {**run.config, "cache_dir": run.config.get("cache_dir") or feature_cache_dir()}
     launch = LaunchConfig.from_dict(run.launch)
     recorder = _StepRecorder(run, attempt, reporter, config.get("checkpoint_every", 1))
@@ -394,7 +338,6 @@ def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
     if launch.uses_torchrun:
         result = _train_torchrun(run, config, launch, attempt, recorder, stop)
     else:
-        from models.training import train
 
         data = relation_snapshot_load(snapshot=run.snapshot)
         eval_data = relation_snapshot_load(snapshot=run.eval_snapshot) if run.eval_snapshot_id else data
@@ -407,7 +350,6 @@ def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
 def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attempt: int,
                     recorder: _StepRecorder, stop: _CancelPoll) -> dict:
     """One attempt through ``torchrun`` (:mod:`workers.train_entry`), tailing its progress file."""
-    from annotation.services.snapshots import relation_snapshot_load
     from workers.train_entry import command, die_with_parent
 
     relation_snapshot_load(snapshot=run.snapshot)            # refuse a changed folder before launching
@@ -460,45 +402,30 @@ def _drain(path: Path, offset: int, on_step: Callable[[dict], None]) -> int:
     return offset + end
 
 
-def _fail(run: TrainingRun, job: Job | None, error: BaseException) -> TrainingRun:
-    text = error.message if isinstance(error, ApplicationError) else f"{type(error).__name__}: {error}"
-    TrainingRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=text[:10000],
-                                                 finished_at=timezone.now(), updated_at=timezone.now())
-    if job is not None:
-        job_fail(job=job, error=text if isinstance(error, ApplicationError) else error)
-    run.refresh_from_db()
-    return run
-
-
-def _finish(run: TrainingRun, job: Job | None, result: dict) -> TrainingRun:
-    """Record the trainer's summary: a cancelled run, or a finished one with its evaluation run."""
+def _finish(run: TrainingRun, result: dict) -> RunOutcome:
+    """Record the trainer's summary: a cancelled run (raises :class:`RunCancelled`, the checkpoint
+    kept), or a finished one with its evaluation run (the wrapper then marks it succeeded)."""
     summary = json_safe({k: v for k, v in result.items() if k != "metrics"})
     now = timezone.now()
+    if result["status"] == "stopped":
+        TrainingRun.objects.filter(pk=run.pk).update(result=summary, steps_done=int(result["step"]), updated_at=now)
+        raise RunCancelled(f"cancelled at step {int(result['step'])}/{run.steps_total} (checkpoint kept)")
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().get(pk=run.pk)
-        run.result, run.steps_done, run.finished_at = summary, int(result["step"]), now
-        evaluation = None
-        if result["status"] == "stopped":
-            run.status = RunStatus.CANCELLED
-        else:
-            run.status = RunStatus.SUCCEEDED
-            run.metrics = json_safe(result.get("metrics") or {})
-            evaluation, _ = EvaluationRun.objects.update_or_create(
-                kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
-                defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
-                          "finished_at": now},
-                create_defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
-                                 "finished_at": now, "created_by": run.created_by})
-        run.save(update_fields=["result", "steps_done", "finished_at", "status", "metrics", "updated_at"])
-    if job is not None:
-        if run.status == RunStatus.CANCELLED:
-            job_fail(job=job, error=f"cancelled at step {run.steps_done}/{run.steps_total} (checkpoint kept)")
-        else:
-            t2 = run.metrics.get("t2traj") or {}
-            job_succeed(job=job, result={"run": run.pk, "steps": run.steps_done, "evaluation": evaluation.pk,
-                                         "t2traj_R@1": t2.get("R@1"), "t2traj_mAP": t2.get("mAP")},
-                        message=f"{run.steps_done} steps; T2Traj R@1 {percent_text(t2.get('R@1'))}, mAP {percent_text(t2.get('mAP'))}")
-    return run
+        run.result, run.steps_done = summary, int(result["step"])
+        run.metrics = json_safe(result.get("metrics") or {})
+        evaluation, _ = EvaluationRun.objects.update_or_create(
+            kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
+            defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
+                      "finished_at": now},
+            create_defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
+                             "finished_at": now, "created_by": run.created_by})
+        run.save(update_fields=["result", "steps_done", "metrics", "updated_at"])
+    t2 = run.metrics.get("t2traj") or {}
+    return RunOutcome(result={"run": run.pk, "steps": run.steps_done, "evaluation": evaluation.pk,
+                              "t2traj_R@1": t2.get("R@1"), "t2traj_mAP": t2.get("mAP")},
+                      message=f"{run.steps_done} steps; T2Traj R@1 {percent_text(t2.get('R@1'))}, "
+                              f"mAP {percent_text(t2.get('mAP'))}")
 
 
 def percent_text(value) -> str:

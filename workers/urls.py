@@ -3,8 +3,6 @@ from django.urls import path
 from workers import apis
 
 urlpatterns = [
-    path("jobs/", apis.JobListApi.as_view(), name="job-list"),
-    path("jobs/<int:job_id>/", apis.JobDetailApi.as_view(), name="job-detail"),
     path("training-runs/", apis.TrainingRunListApi.as_view(), name="training-run-list"),
     path("training-runs/<int:run_id>/", apis.TrainingRunDetailApi.as_view(), name="training-run-detail"),
     path("training-runs/<int:run_id>/cancel/", apis.TrainingRunCancelApi.as_view(), name="training-run-cancel"),

@@ -2,10 +2,6 @@
 relations, mining, pseudo-label rules, snapshots)."""
 from annotation.models.curation import (  # noqa: F401
     ALL_LABELS,
-    DESCRIPTION_LABELS,
-    IDENTITY_LABELS,
-    PAIR_LABELS,
-    USABILITY_LABELS,
     Assignment,
     CandidatePool,
     PoolMember,

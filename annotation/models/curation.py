@@ -13,17 +13,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-USABILITY_LABELS = ("usable", "unusable", "uncertain")
-IDENTITY_LABELS = ("same", "different", "uncertain")
-DESCRIPTION_LABELS = ("usable", "usable_after_minor_correction", "unusable", "uncertain")
-RELATION_LABELS = ("reviewed",)   # a relation row's per-candidate labels are RelationJudgment rows
-PAIR_LABELS = ("match", "mismatch", "uncertain")
-ALL_LABELS = tuple(dict.fromkeys(USABILITY_LABELS + IDENTITY_LABELS + DESCRIPTION_LABELS + RELATION_LABELS
-                                 + PAIR_LABELS))
-STAGE_LABELS = {"usability": USABILITY_LABELS, "identity": IDENTITY_LABELS, "description": DESCRIPTION_LABELS,
-                "relation": RELATION_LABELS, "pair": PAIR_LABELS}
-STAGE_DECISIVE = {"usability": ("usable", "unusable"), "identity": ("same", "different"),
-                  "description": ("usable", "unusable"), "relation": ("reviewed",), "pair": ("match", "mismatch")}
+# The labels the database accepts in a vote (the ``vote_label_known`` constraint, frozen in the
+# migrations). The stages own their labels (``annotation.curation.stages``); a test checks that this
+# copy is their union.
+ALL_LABELS = ("usable", "unusable", "uncertain", "same", "different", "usable_after_minor_correction", "reviewed",
+              "match", "mismatch")
 
 
 class ReviewPolicy(models.Model):
@@ -120,11 +114,12 @@ class WorkItem(models.Model):
 
     @property
     def labels(self) -> tuple[str, ...]:
-        return STAGE_LABELS[self.stage]
+        """The labels of the item's stage (its declaration in ``annotation.curation.stages``)."""
+        return _stage(self.stage).label_values
 
     @property
     def decisive(self) -> tuple[str, ...]:
-        return STAGE_DECISIVE[self.stage]
+        return _stage(self.stage).decisive
 
 
 class Assignment(models.Model):
@@ -236,3 +231,10 @@ class PoolMember(models.Model):
             models.UniqueConstraint(fields=["pool", "trajectory"], name="pool_member_once"),
             models.CheckConstraint(condition=Q(n_obs__gte=1), name="pool_member_has_observations"),
         ]
+
+
+def _stage(name: str):
+    # Imported here to break a real cycle: the stage modules read these models at import time.
+    from annotation.curation.stages import stage_get
+
+    return stage_get(name)

@@ -11,21 +11,20 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from common.models import QueuedRun
+
 RELATION_LABEL_VALUES = (1, 0, -1)
 
 
-class ModelRun(models.Model):
-    """What a model-in-the-loop run used: backend settings, prompt, budget (shared fields)."""
+class ModelRun(QueuedRun):
+    """What a model-in-the-loop run used: backend settings, prompt, budget (shared fields); its
+    lifecycle is the :class:`common.models.QueuedRun` one."""
 
     backend = models.JSONField(help_text="backend name and settings (model path or endpoint, never secrets)")
     prompt_version = models.CharField(max_length=64)
     prompt_sha256 = models.CharField(max_length=64)
     budget = models.JSONField(default=dict, help_text="sampling and proposal budget as used")
     stats = models.JSONField(default=dict, blank=True)
-    job = models.ForeignKey("workers.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         abstract = True
@@ -33,6 +32,9 @@ class ModelRun(models.Model):
 
 class DescriptionRun(ModelRun):
     """A describer (VLM) run over frozen pools: one proposal per pool member (DESIGN 2.6)."""
+
+    task_name = "annotation.tasks.description_run_task"
+    job_kind = "description_run"
 
     pools = models.ManyToManyField("annotation.CandidatePool", related_name="description_runs")
 
@@ -98,6 +100,9 @@ class DescriptionVersion(models.Model):
 class GenerationRun(ModelRun):
     """A query-writer (LLM) run over approved descriptions (DESIGN 2.7)."""
 
+    task_name = "annotation.tasks.generation_run_task"
+    job_kind = "generation_run"
+
     pools = models.ManyToManyField("annotation.CandidatePool", related_name="generation_runs")
 
 
@@ -155,7 +160,7 @@ class CrossPair(models.Model):
 
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="cross_pairs")
     trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.PROTECT, related_name="cross_pairs")
-    stratum = models.CharField(max_length=24, help_text="its highest-priority stratum (models.mining.STRATA_PRIORITY)")
+    stratum = models.CharField(max_length=24, help_text="its highest-priority stratum (models.curation.mining.STRATA_PRIORITY)")
     strata = models.JSONField(default=list)
     provenance = models.JSONField(default=list, help_text="[{run, stratum, similarity, encoder}] per mining")
     similarity = models.FloatField()
@@ -169,14 +174,13 @@ class CrossPair(models.Model):
         constraints = [models.UniqueConstraint(fields=["query", "trajectory"], name="cross_pair_once")]
 
 
-class MiningRun(models.Model):
+class MiningRun(QueuedRun):
+    task_name = "annotation.tasks.mining_run_task"
+    job_kind = "mining_run"
+
     split = models.CharField(max_length=8)
     config = models.JSONField(help_text="budgets, seed, encoders, thresholds and strata as used")
     log = models.JSONField(default=dict, blank=True)
-    job = models.ForeignKey("workers.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class Relation(models.Model):
@@ -254,7 +258,7 @@ class RelationSnapshot(models.Model):
 
     The rows (this one and its ``SnapshotRelation`` rows) are written in one transaction and then
     sealed (``sealed_at``); the database refuses any change to a sealed snapshot or its relations; the folder at ``path`` holds the same content in the
-    ``models.snapshot`` format and is checked against ``content_sha256`` when loaded.
+    ``models.training.snapshot`` format and is checked against ``content_sha256`` when loaded.
     """
 
     split = models.CharField(max_length=8)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
+from common.jobs.services import job_create
 from tests.conftest import ROLE_NAMES, write_video
 from tests.trajectories.factories import config_factory, proposal, run_factory
 from trajectories.models import SplitGroup, Trajectory
 from trajectories.services.ingestion import video_import
 from trajectories.services.proposals import trajectories_store
-from workers.services import job_create
 
 pytestmark = pytest.mark.django_db
 

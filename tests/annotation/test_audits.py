@@ -17,9 +17,10 @@ from django.test import override_settings
 from django.utils import timezone
 from statsmodels.stats.proportion import proportion_confint
 
+from annotation.benchmark.services.mining import split_members
 from annotation.models import AuditJudgment, AuditSample, Description, Query, Relation, Vote
-from annotation.release_selectors import AUDITOR_FIELDS
-from annotation.services.audits import (
+from annotation.releases.selectors import AUDITOR_FIELDS
+from annotation.releases.services.audits import (
     audit_create,
     audit_judgment_record,
     audit_sample_claim_next,
@@ -28,9 +29,8 @@ from annotation.services.audits import (
     query_population,
     relation_population,
 )
-from annotation.services.mining import split_members
 from common.errors import ApplicationError, ConflictError
-from models.calibration import clopper_pearson_upper
+from models.curation.calibration import clopper_pearson_upper
 from tests.annotation.test_releases import build_rendered_benchmark, review_cross_video
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]

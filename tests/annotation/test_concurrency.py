@@ -7,10 +7,10 @@ import uuid
 import pytest
 from django.db import connection
 
+from annotation.curation.services.claims import work_item_claim_next
+from annotation.curation.services.votes import vote_cast
 from annotation.models import Assignment, Vote, WorkItem
 from annotation.rules import decide
-from annotation.services.claims import work_item_claim_next
-from annotation.services.votes import vote_cast
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

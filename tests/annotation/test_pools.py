@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
 
+from annotation.curation.services import pools as pool_service
+from annotation.curation.services.items import work_items_create_for_run
+from annotation.curation.services.pools import pool_freeze
+from annotation.curation.services.votes import adjudication_cast
 from annotation.models import CandidatePool, PoolMember, WorkItem
-from annotation.services import pools as pool_service
-from annotation.services.items import work_items_create_for_run
-from annotation.services.pools import pool_freeze
-from annotation.services.votes import adjudication_cast
 from common.errors import ConflictError
 from tests.annotation.conftest import panel_votes
 from tests.trajectories.factories import proposal, run_factory, video_factory
@@ -119,7 +119,8 @@ def test_a_tracking_fix_makes_a_new_version_and_calls_the_hooks(annotators, monk
     review(first, annotators)
     old = pool_freeze(run=first)
     calls = []
-    monkeypatch.setattr(pool_service, "REVERIFY_HOOKS", [lambda before, after: calls.append((before.pk, after.version))])
+    monkeypatch.setattr(pool_service, "queries_mark_for_reverification",
+                        lambda before, after: calls.append((before.pk, after.version)))
     fixed = make_run(video=first.video, tracks=[proposal(1, 0, 60, x=10, dx=1), proposal(2, 0, 30, x=300, y=200)])
     for t in fixed.trajectories.all():
         panel_votes(usability(fixed, t.track_id), annotators, ["usable"] * 3)

@@ -6,25 +6,29 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.models import Query, Relation, RelationSnapshot, SnapshotRelation, WorkItem
-from annotation.services.descriptions import description_run_create, description_run_execute
-from annotation.services.items import work_items_create_for_run
-from annotation.services.mining import (
+from annotation.benchmark.services.descriptions import (
+    description_run_create,
+    description_run_execute,
+)
+from annotation.benchmark.services.mining import (
     completeness_report,
     completion_pairs_queue,
     mining_run_create,
     mining_run_execute,
 )
-from annotation.services.pools import pool_freeze
-from annotation.services.queries import generation_run_create, generation_run_execute
-from annotation.services.snapshots import relation_snapshot_create, relation_snapshot_load
-from annotation.simulation import simulate_annotators
-from annotation.simulation_relations import simulate_relation_review
+from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
+from annotation.benchmark.services.snapshots import relation_snapshot_create, relation_snapshot_load
+from annotation.curation.services.items import work_items_create_for_run
+from annotation.curation.services.pools import pool_freeze
+from annotation.demo.simulation import simulate_annotators
+from annotation.demo.simulation_relations import simulate_relation_review
+from annotation.management.commands.demo import Command as DemoCommand
+from annotation.models import Query, Relation, RelationSnapshot, SnapshotRelation, WorkItem
 from common.errors import ConflictError
-from models.synthetic import PersonSpec, SceneSpec, gt_path_for, render_scene
-from models.tracking.base import TrackProposal
+from models.backends.tracking.base import TrackProposal
+from models.demo.renderer import render_scene
+from models.demo.scene import PersonSpec, SceneSpec, gt_path_for
 from tests.trajectories.factories import run_factory
-from trajectories.management.commands.demo import Command as DemoCommand
 from trajectories.models import SplitGroup
 from trajectories.services.proposals import trajectories_store
 
@@ -75,7 +79,7 @@ def test_rendered_demo_reaches_complete_snapshots(db, media_root, tmp_path, sett
     videos = _rendered_videos(tmp_path, 6)
     for video, split in zip(videos, ["train", "train", "dev", "dev", "test", "test"]):
         SplitGroup.objects.filter(pk=video.split_group_id).update(split=split)
-    from models.synthetic import GroundTruth
+    from models.demo.scene import GroundTruth
 
     runs = [_gt_run(v, GroundTruth.load(media_root / v.metadata["ground_truth"])) for v in videos]
 
@@ -141,7 +145,7 @@ def test_an_incomplete_dev_split_is_refused(db, media_root, tmp_path, settings, 
     videos = _rendered_videos(tmp_path, 2)
     for video in videos:
         SplitGroup.objects.filter(pk=video.split_group_id).update(split="dev")
-    from models.synthetic import GroundTruth
+    from models.demo.scene import GroundTruth
 
     runs = [_gt_run(v, GroundTruth.load(media_root / v.metadata["ground_truth"])) for v in videos]
     simulate_annotators(n_annotators=3, accuracy=1.0, seed=0)
@@ -159,7 +163,7 @@ def test_an_incomplete_dev_split_is_refused(db, media_root, tmp_path, settings, 
 
 
 def _verified_pools(tmp_path, media_root, manager, splits):
-    from models.synthetic import GroundTruth
+    from models.demo.scene import GroundTruth
 
     videos = _rendered_videos(tmp_path, len(splits))
     for video, split in zip(videos, splits):
@@ -177,12 +181,12 @@ def _verified_pools(tmp_path, media_root, manager, splits):
 def test_pseudo_label_gate_calibrates_on_dev_and_labels_train_only(db, media_root, tmp_path, settings, make_user):
     from django.db import IntegrityError, InternalError, transaction
 
-    from annotation.models import CrossPair, PseudoLabelRule
-    from annotation.services.pseudolabels import (
+    from annotation.benchmark.services.pseudolabels import (
         pseudo_labels_apply,
         pseudo_rule_calibrate,
         pseudo_rule_declare,
     )
+    from annotation.models import CrossPair, PseudoLabelRule
 
     settings.VAR_DIR = tmp_path / "var"
     manager = make_user("manager", username="boss")
@@ -222,7 +226,10 @@ def test_pseudo_label_gate_calibrates_on_dev_and_labels_train_only(db, media_roo
 
 
 def test_a_rule_with_a_strict_bound_and_few_pairs_is_not_calibrated(db, media_root, tmp_path, settings, make_user):
-    from annotation.services.pseudolabels import pseudo_rule_calibrate, pseudo_rule_declare
+    from annotation.benchmark.services.pseudolabels import (
+        pseudo_rule_calibrate,
+        pseudo_rule_declare,
+    )
 
     settings.VAR_DIR = tmp_path / "var"
     manager = make_user("manager", username="boss")

@@ -8,11 +8,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotation.benchmark.services.mining import (
+    completeness_report,
+    mining_run_create,
+    mining_run_execute,
+)
+from annotation.benchmark.services.queries import query_revise
+from annotation.curation.services.votes import adjudication_cast, vote_cast
+from annotation.curation.stages.relation import query_admission_problem
 from annotation.models import Assignment, CrossPair, Query, Relation, Vote, WorkItem
 from annotation.rules import description_outcome
-from annotation.services.mining import completeness_report, mining_run_create, mining_run_execute
-from annotation.services.queries import query_admission_problem, query_revise
-from annotation.services.votes import adjudication_cast, vote_cast
 from common.errors import ApplicationError, ConflictError
 from tests.annotation.test_relation_chain import _verified_pools
 
@@ -42,7 +47,7 @@ def test_lifecycle(dev_benchmark, make_user):
     # -- the completeness report counts what a brute force counts
     report = completeness_report(split="dev", limit=10**6)
     queries = list(Query.objects.filter(status="accepted"))
-    from annotation.services.mining import split_members
+    from annotation.benchmark.services.mining import split_members
 
     _, members = split_members("dev")
     binary = set(Relation.objects.filter(label__in=(0, 1), pseudo=False).values_list("query_id", "trajectory_id"))
@@ -121,7 +126,7 @@ def test_a_tie_between_approvals_and_rejections_is_no_majority():
 
 
 def test_wrongly_typed_backend_settings_are_a_clear_400(db, make_user):
-    from annotation.backends import build_describer, build_writer
+    from annotation.benchmark.backends import build_describer, build_writer
 
     with pytest.raises(ApplicationError) as bad:
         build_describer({"name": "heuristic"}, {"max_crops": "abc"})

@@ -26,26 +26,37 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts.services import user_create
-from annotation.models import Audit, Relation, Release, ReleaseFile, WorkItem
-from annotation.services.audits import audit_create, audit_judgment_record, audit_sample_claim_next
-from annotation.services.descriptions import description_run_create, description_run_execute
-from annotation.services.mining import (
+from annotation.benchmark.services.descriptions import (
+    description_run_create,
+    description_run_execute,
+)
+from annotation.benchmark.services.mining import (
     completeness_report,
     completion_pairs_queue,
     mining_run_create,
     mining_run_execute,
 )
-from annotation.services.pools import pool_freeze
-from annotation.services.queries import generation_run_create, generation_run_execute
-from annotation.services.release_io.check import check_references, iter_records, verify_checksums
-from annotation.services.release_io.export import file_sha256
-from annotation.services.releases import release_create, release_import, release_verify
-from annotation.services.snapshots import relation_snapshot_create
-from annotation.simulation import simulate_annotators
-from annotation.simulation_relations import simulate_relation_review
+from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
+from annotation.benchmark.services.snapshots import relation_snapshot_create
+from annotation.curation.services.pools import pool_freeze
+from annotation.demo.simulation import simulate_annotators
+from annotation.demo.simulation_relations import simulate_relation_review
+from annotation.models import Audit, Relation, Release, ReleaseFile, WorkItem
+from annotation.releases.services.audits import (
+    audit_create,
+    audit_judgment_record,
+    audit_sample_claim_next,
+)
+from annotation.releases.services.release_io.check import (
+    check_references,
+    iter_records,
+    verify_checksums,
+)
+from annotation.releases.services.release_io.export import file_sha256
+from annotation.releases.services.releases import release_create, release_import, release_verify
 from common.errors import ConflictError
-from models.snapshot import RelationSnapshotData
-from models.synthetic import GroundTruth
+from models.demo.scene import GroundTruth
+from models.training.snapshot import RelationSnapshotData
 from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
 from trajectories.models import SplitGroup
 
@@ -331,7 +342,7 @@ call_command("migrate", verbosity=0)
 call_command("import_release", {release.path!r}, "--expect-sha256", {release.manifest_sha256!r}, verbosity=0)
 call_command("export_release", "--name", "demo", "--release-version", "1.0.0", "--again", "--out", {str(out)!r},
              verbosity=0)
-from annotation.services.snapshots import relation_snapshot_create
+from annotation.benchmark.services.snapshots import relation_snapshot_create
 snapshot = relation_snapshot_create(split="test")
 print(json.dumps({{"path": snapshot.path, "sha256": snapshot.content_sha256}}))
 """
@@ -356,7 +367,7 @@ print(json.dumps({{"path": snapshot.path, "sha256": snapshot.content_sha256}}))
     theirs = RelationSnapshotData.load(imported["path"])
     assert imported["sha256"] == built["snapshot"].content_sha256 == theirs.content_sha256()
     assert all(Path(v.path).is_file() and str(fresh) in v.path for v in theirs.videos)
-    from models.training import build_model, evaluate
+    from models.training.trainer import build_model, evaluate
 
     torch.manual_seed(0)
     model = build_model("vtrajembed", TINY)

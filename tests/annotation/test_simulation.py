@@ -9,18 +9,19 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotation.models import Assignment, Vote, WorkItem
-from annotation.rules import decide
-from annotation.services.items import work_items_create_for_run
-from annotation.simulation import (
+from annotation.curation.services.items import work_items_create_for_run
+from annotation.demo.simulation import (
     SceneTruth,
     simulate_annotators,
     video_ground_truth,
     work_item_truths,
 )
+from annotation.models import Assignment, Vote, WorkItem
+from annotation.rules import decide
 from common.errors import ApplicationError
-from models.synthetic import DistractorSpec, GroundTruth, PersonSpec, SceneSpec, render_scene
-from models.tracking.base import TrackProposal
+from models.backends.tracking.base import TrackProposal
+from models.demo.renderer import render_scene
+from models.demo.scene import DistractorSpec, GroundTruth, PersonSpec, SceneSpec
 from tests.trajectories.factories import run_factory, video_factory
 from trajectories.models import DuplicateCandidate, Trajectory, Video
 from trajectories.services.proposals import trajectories_store

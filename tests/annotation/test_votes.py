@@ -8,10 +8,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotation.curation.services.claims import assignment_release, work_item_claim_next
+from annotation.curation.services.items import work_items_create_for_run
+from annotation.curation.services.votes import adjudication_cast, vote_cast
 from annotation.models import Assignment, ReviewPolicy, Vote, WorkItem
-from annotation.services.claims import assignment_release, work_item_claim_next
-from annotation.services.items import work_items_create_for_run
-from annotation.services.votes import adjudication_cast, vote_cast
 from common.errors import ApplicationError, ConflictError
 
 pytestmark = pytest.mark.django_db
@@ -213,7 +213,7 @@ def test_a_held_seat_is_returned_only_for_its_stage(reviewable_run, annotators):
 
 
 def test_claims_page_through_a_queue_whose_head_is_full(reviewable_run, annotators, monkeypatch):
-    from annotation.services import claims
+    from annotation.curation.services import claims
 
     monkeypatch.setattr(claims, "SCAN_PAGE", 2)  # pages of two items: the head spans several pages
     reviewable_run()

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.agreement import agreement_report, per_item_loop_report
+from models.curation.agreement import agreement_report, per_item_loop_report
 
 pytestmark = pytest.mark.benchmark
 

@@ -1,7 +1,7 @@
 """The heuristic describer on the rendered demo scenes: fact precision and recall per fact type,
 and the time to describe one trajectory.
 
-The scenes are ``models.synthetic.demo_scenes(seed)`` (crossings, stops, occlusions, people
+The scenes are ``models.demo.scene.demo_scenes(seed)`` (crossings, stops, occlusions, people
 entering and leaving; 13 people per seed), seed 0 at the quick size (default) and seeds 0-4 at the
 full size (``TRAJLAB_BENCH_FULL=1``). Each person is described from two tracks:
 
@@ -11,7 +11,7 @@ full size (``TRAJLAB_BENCH_FULL=1``). Each person is described from two tracks:
   noise of 3% of the box height. Facts are matched with a slack of half a second, since such a
   track starts and ends a few frames away from the truth.
 
-Matching and the rates are those of ``models.describe_eval`` (same name and value, overlapping
+Matching and the rates are those of ``models.demo.describe_eval`` (same name and value, overlapping
 intervals; counts pooled over every person). Timing compares the way a describing job runs (one
 describer and one open reader per video: the background model is computed once per video)
 with the obvious way (a fresh describer and a fresh reader for every trajectory), on the same
@@ -29,11 +29,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.describe_eval import FACT_TYPES, FactCounts, compare_facts, truth_track
-from models.synthetic import demo_scenes, render_scene
-from models.video import FrameReader
-from models.vlm import DescribeRequest
-from models.vlm.heuristic import HeuristicDescriber
+from models.backends.vlm import DescribeRequest
+from models.backends.vlm.heuristic import HeuristicDescriber
+from models.demo.describe_eval import FACT_TYPES, FactCounts, compare_facts, truth_track
+from models.demo.renderer import render_scene
+from models.demo.scene import demo_scenes
+from models.media.video import FrameReader
 
 pytestmark = pytest.mark.benchmark
 

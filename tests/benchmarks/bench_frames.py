@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 import pytest
 
-from models.video import FORWARD_READ_WINDOW, FrameReader, VideoError, probe_video
+from models.media.video import FORWARD_READ_WINDOW, FrameReader, VideoError, probe_video
 from tests.media import mp4_sync_samples
 
 pytestmark = pytest.mark.benchmark

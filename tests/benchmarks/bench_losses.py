@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.losses import mask_guided_loss, mask_guided_loss_reference
+from models.training.losses import mask_guided_loss, mask_guided_loss_reference
 
 pytestmark = pytest.mark.benchmark
 

@@ -1,4 +1,4 @@
-"""Cross-video mining at scale: the FAISS miner ``models.mining.mine`` against the brute-force
+"""Cross-video mining at scale: the FAISS miner ``models.curation.mining_search.mine`` against the brute-force
 NumPy reference ``mine_bruteforce`` on the same embeddings, in the same run.
 
 Full size (``TRAJLAB_BENCH_FULL=1``): 100,000 trajectory embeddings × 20,000 queries, d = 384,
@@ -110,7 +110,8 @@ def _reset_peak() -> tuple[float, bool]:
 
 # -- the child processes -------------------------------------------------------------------------
 def child(kind: str, folder: Path) -> None:
-    from models.mining import MiningConfig, mine, mine_bruteforce
+    from models.curation.mining import MiningConfig
+    from models.curation.mining_search import mine, mine_bruteforce
 
     data = {p.stem: np.load(p) for p in folder.glob("in_*.npy")}
     data = {k.removeprefix("in_"): v for k, v in data.items()}

@@ -102,8 +102,8 @@ def build_records() -> dict:
                            "software", "config_hash", "created_at"],
           [(BASE, "bench", 1, "hog-bytetrack", "", "", "", '["person"]', "{}", "{}", "{}", "{}", "b" * 64, NOW)])
     _copy(ProposalRun, ["id", "video_id", "config_id", "status", "trajectory_count", "duplicate_count", "error",
-                        "stats", "created_at", "finished_at"],
-          ((BASE + v, BASE + v, BASE, "succeeded", T, 0, "", "{}", NOW, NOW) for v in range(V)))
+                        "stats", "cancel_requested", "retries", "created_at", "finished_at"],
+          ((BASE + v, BASE + v, BASE, "succeeded", T, 0, "", "{}", False, 0, NOW, NOW) for v in range(V)))
 
     def tracks():
         for v in range(V):
@@ -134,10 +134,12 @@ def build_records() -> dict:
           ((pk, BASE + v, pk, "single", N_OBS, 0, f, b) for pk, v, f, b in members))
     members.clear()
     CandidatePool.objects.filter(id__gte=BASE).update(frozen_at=NOW)
-    _copy(DescriptionRun, ["id", "backend", "prompt_version", "prompt_sha256", "budget", "stats", "created_at"],
-          [(BASE, '{"name": "heuristic"}', "heuristic-v1", "d" * 64, "{}", "{}", NOW)])
-    _copy(GenerationRun, ["id", "backend", "prompt_version", "prompt_sha256", "budget", "stats", "created_at"],
-          [(BASE, '{"name": "template"}', "template-v1", "e" * 64, "{}", "{}", NOW)])
+    _copy(DescriptionRun, ["id", "backend", "prompt_version", "prompt_sha256", "budget", "stats", "status", "error",
+                    "cancel_requested", "retries", "created_at"],
+          [(BASE, '{"name": "heuristic"}', "heuristic-v1", "d" * 64, "{}", "{}", "succeeded", "", False, 0, NOW)])
+    _copy(GenerationRun, ["id", "backend", "prompt_version", "prompt_sha256", "budget", "stats", "status", "error",
+                    "cancel_requested", "retries", "created_at"],
+          [(BASE, '{"name": "template"}', "template-v1", "e" * 64, "{}", "{}", "succeeded", "", False, 0, NOW)])
     content = json.dumps({"appearance": "a person in red", "motion": "walks right", "facts": [
         {"id": "f1", "kind": "attribute", "name": "upper_colour", "value": "red", "start_frame": 0, "end_frame": 20,
          "evidence_frames": [3], "scope": "whole", "known": True}]})
@@ -188,8 +190,8 @@ def _size(folder: Path) -> int:
 
 
 def test_release_export_streams_with_bounded_memory(tmp_path):
-    from annotation.services.release_io.check import verify_checksums
-    from annotation.services.releases import release_create
+    from annotation.releases.services.release_io.check import verify_checksums
+    from annotation.releases.services.releases import release_create
 
     start = time.perf_counter()
     sizes = build_records()

@@ -26,10 +26,11 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from annotation.models import USABILITY_LABELS, Vote, WorkItem
+from annotation.curation.services.agreement import agreement_stats, decisions_audit, vote_columns
+from annotation.curation.stages import usability
+from annotation.models import Vote, WorkItem
 from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide, decide_counts
-from annotation.services.agreement import agreement_stats, decisions_audit, vote_columns
-from models.agreement import per_item_loop_report
+from models.curation.agreement import per_item_loop_report
 from tests.trajectories.factories import run_factory
 
 FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
@@ -79,7 +80,7 @@ def _populate(rng) -> dict:
     noise = rng.integers(0, 3, (n_items, 3))
     labels = np.where(correct, truth[:, None], noise)                              # [I, 3]
     n_cast = np.where(rng.random(n_items) < 0.01, rng.integers(1, 3, n_items), 3)
-    label_names = np.array(USABILITY_LABELS)
+    label_names = np.array(usability.STAGE.label_values)
     panel_counts = np.zeros((n_items, 3), np.int64)
     for k in range(3):
         np.add.at(panel_counts, (np.arange(n_items)[n_cast > k], labels[n_cast > k, k]), 1)
@@ -137,7 +138,7 @@ def _item_by_item() -> tuple[list[int], dict]:
     columns = vote_columns(stage="usability")
     _, index = np.unique(columns["item"], return_inverse=True)
     report = per_item_loop_report(index, columns["rater"], columns["label"], columns["is_adjudication"], 3,
-                                  labels=list(USABILITY_LABELS), time_spent=columns["time_spent"])
+                                  labels=list(usability.STAGE.label_values), time_spent=columns["time_spent"])
     return sorted(mismatched), report
 
 

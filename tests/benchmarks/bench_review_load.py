@@ -46,9 +46,9 @@ from django.db import connection, connections
 from django.db.models import Count, F, Q
 
 from accounts.services import token_for, user_create
+from annotation.curation.services.items import work_items_create_for_run
 from annotation.models import Assignment, Vote, WorkItem
 from annotation.rules import decide
-from annotation.services.items import work_items_create_for_run
 from tests.processes import database_url_for_subprocess, stop_process_group
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.services.proposals import trajectories_store

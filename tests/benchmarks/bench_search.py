@@ -1,5 +1,5 @@
 """Trajectory search at scale: the exact index (``IndexFlatIP``) and the approximate one (IVF-Flat)
-of ``models.search.TrajectoryIndex``, against the obvious way (a NumPy matrix product and a
+of ``models.training.index.TrajectoryIndex``, against the obvious way (a NumPy matrix product and a
 partial sort over all embeddings) in the same run.
 
 Full size (``TRAJLAB_BENCH_FULL=1``): 1,000,000 trajectory embeddings of width 256. Quick size
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.search import IndexConfig, TrajectoryIndex
+from models.training.index import IndexConfig, TrajectoryIndex
 
 faiss = pytest.importorskip("faiss")
 pytestmark = pytest.mark.benchmark

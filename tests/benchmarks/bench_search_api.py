@@ -30,8 +30,8 @@ import torch
 from django.utils import timezone
 
 from annotation.models import RelationSnapshot
-from models.search import TrajectoryIndex
-from models.training import load_model, train
+from models.training.index import TrajectoryIndex
+from models.training.trainer import load_model, train
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
 
@@ -80,7 +80,7 @@ def test_search_latency(tmp_path, settings, manager, client_for):
 
     faiss.omp_set_num_threads(1)
     settings.VAR_DIR = tmp_path / "var"
-    from models.demo_benchmark import build_demo_benchmark
+    from models.demo.benchmark import build_demo_benchmark
 
     build_demo_benchmark(tmp_path / "bench", TINY_BENCHMARK)
     snapshots = {s: register_snapshot(tmp_path / "bench" / "snapshots" / s) for s in ("train", "dev")}
@@ -88,7 +88,7 @@ def test_search_latency(tmp_path, settings, manager, client_for):
     runs = []
     for seed in (0, 1):
         out = tmp_path / f"run{seed}"
-        from models.snapshot import RelationSnapshotData
+        from models.training.snapshot import RelationSnapshotData
 
         train(RelationSnapshotData.load(snapshots["train"].path), "vtrajembed",
               tiny_config(steps=4, seed=seed, model=model_config, cache_dir=str(tmp_path / "features")), out)

@@ -32,8 +32,8 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from models.tracking.base import TrackProposal
-from models.trajectory_ops import quality_signals, validate_observations
+from models.backends.tracking.base import TrackProposal
+from models.media.trajectory_ops import quality_signals, validate_observations
 from tests.trajectories.factories import config_factory, run_factory, video_factory
 from trajectories.models import ProposalRun, Trajectory
 from trajectories.selectors import video_pool_read

@@ -21,10 +21,12 @@ import motmetrics as mm
 import numpy as np
 import pytest
 
-from models.synthetic import box_iou, demo_scenes, people_coverage, render_scene
-from models.tracking.base import run_tracker
-from models.tracking.hog_bytetrack import HogByteTrackTracker, default_config
-from models.video import FrameReader
+from models.backends.tracking.base import run_tracker
+from models.backends.tracking.hog_bytetrack import HogByteTrackTracker, default_config
+from models.demo.coverage import box_iou, people_coverage
+from models.demo.renderer import render_scene
+from models.demo.scene import demo_scenes
+from models.media.video import FrameReader
 
 REPO = Path(__file__).resolve().parents[2]
 VTEST = Path(os.environ.get("TRAJLAB_VTEST", REPO.parent / "shared" / "data" / "vtest.avi"))

@@ -10,7 +10,7 @@ split next to the untrained model and the random baseline. The in-loop way runs 
 
 Full size (``TRAJLAB_BENCH_FULL=1``): the default demo benchmark (24 training, 4 dev and 6 + 3
 test videos at 320x180, 40 frames, plus the three ``demo_scenes`` in the test split) and
-``models.demo_benchmark.DEMO_TRAIN_CONFIG`` (300 steps of 16 groups, width 128, 32 Fast
+``models.demo.benchmark.DEMO_TRAIN_CONFIG`` (300 steps of 16 groups, width 128, 32 Fast
 observations); the two loss ablations of the paper's Table 3 with the same settings (without
 ``L_bi``: ``lambda_bi = 0``; without ``L_group``: ``lambda_g = 0``). The in-loop way runs 10 steps.
 
@@ -30,10 +30,17 @@ import numpy as np
 import pytest
 import torch
 
-from models.batching import BatchingConfig, TrainingPlan
-from models.demo_benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
-from models.training import StepContext, TrainConfig, build_model, evaluate, random_baseline, train
-from models.vtrajembed import VTrajEmbedData, pack_tracks
+from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
+from models.retrievers.vtrajembed.data import VTrajEmbedData, pack_tracks
+from models.training.batching import BatchingConfig, TrainingPlan
+from models.training.trainer import (
+    StepContext,
+    TrainConfig,
+    build_model,
+    evaluate,
+    random_baseline,
+    train,
+)
 
 pytestmark = pytest.mark.benchmark
 

@@ -16,10 +16,11 @@ import pytest
 from django.conf import settings
 
 from accounts.services import user_create
-from annotation.services.items import work_items_create_for_run
+from annotation.curation.services.items import work_items_create_for_run
 from frontend.views import app_entry
-from models.synthetic import PersonSpec, SceneSpec, render_scene
-from models.tracking.base import TrackProposal
+from models.backends.tracking.base import TrackProposal
+from models.demo.renderer import render_scene
+from models.demo.scene import PersonSpec, SceneSpec
 from tests.annotation.conftest import adjudicator, annotators, reviewable_run  # noqa: F401 (fixtures, reused)
 from tests.trajectories.factories import run_factory
 from trajectories.models import ProposalRun, SplitGroup, Video

@@ -12,10 +12,10 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.services import user_create
+from annotation.curation.services.claims import work_item_claim_next
+from annotation.curation.services.votes import vote_cast
 from annotation.models import Audit, AuditJudgment, AuditSample, Query, WorkItem
 from annotation.models.releases import AUDIT_ERROR_TYPES
-from annotation.services.claims import work_item_claim_next
-from annotation.services.votes import vote_cast
 from tests.browser.conftest import PASSWORD
 from tests.browser.test_relation_ui import described_pool, relation_rows  # noqa: F401 (fixtures, reused)
 

@@ -16,14 +16,17 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from annotation.benchmark.services.descriptions import (
+    description_run_create,
+    description_run_execute,
+)
+from annotation.benchmark.services.mining import completeness_report
+from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
+from annotation.curation.services.pools import pool_freeze
+from annotation.demo.simulation import simulate_annotators
+from annotation.demo.simulation_relations import simulate_relation_review
 from annotation.models import CrossPair, Query, RelationSnapshot, Release, Vote, WorkItem
-from annotation.services.descriptions import description_run_create, description_run_execute
-from annotation.services.mining import completeness_report
-from annotation.services.pools import pool_freeze
-from annotation.services.queries import generation_run_create, generation_run_execute
-from annotation.simulation import simulate_annotators
-from annotation.simulation_relations import simulate_relation_review
-from models.synthetic import GroundTruth
+from models.demo.scene import GroundTruth
 from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
 from tests.browser.conftest import open_item, wait_first_frame
 from trajectories.models import SplitGroup
@@ -136,7 +139,7 @@ def _loss(step: int) -> float:
 
 
 def _record(step: int) -> dict:
-    """One step as the trainer reports it (models.training: lr, loss parts, realized counts)."""
+    """One step as the trainer reports it (models.training.trainer: lr, loss parts, realized counts)."""
     loss = _loss(step)
     return {"step": step, "lr": 1e-3, "loss": loss, "group": 0.1 * loss, "t2v": 0.9 * loss, "v2t": 0.95 * loss,
             "zero_neg_row_rate": 0.5 / step, "zero_neg_col_rate": 0.25, "logit_scale": 20.0,

@@ -11,11 +11,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from annotation.benchmark.services.descriptions import (
+    description_run_create,
+    description_run_execute,
+)
+from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
+from annotation.curation.services.pools import pool_freeze
 from annotation.models import Description, DescriptionVersion, Query, Relation, Vote, WorkItem
 from annotation.rules import relation_disputed
-from annotation.services.descriptions import description_run_create, description_run_execute
-from annotation.services.pools import pool_freeze
-from annotation.services.queries import generation_run_create, generation_run_execute
 from tests.annotation.conftest import panel_votes
 from tests.browser.conftest import open_item, wait_first_frame
 

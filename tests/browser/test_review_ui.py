@@ -7,9 +7,9 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import CandidatePool, Vote, WorkItem
+from common.jobs.services import job_create, job_progress, job_start
 from tests.annotation.conftest import panel_votes
 from tests.browser.conftest import open_item, wait_first_frame
-from workers.services import job_create, job_progress, job_start
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

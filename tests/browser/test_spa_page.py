@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotation.curation.services.claims import work_item_claim_next
+from annotation.curation.services.pools import pool_freeze
+from annotation.curation.services.votes import vote_cast
 from annotation.models import Assignment, CandidatePool, WorkItem
-from annotation.services.claims import work_item_claim_next
-from annotation.services.pools import pool_freeze
-from annotation.services.votes import vote_cast
 from frontend import selectors, views
 from tests.annotation.conftest import panel_votes
 from tests.trajectories.factories import video_factory

@@ -84,7 +84,7 @@ def workers(tmp_path):
 
 @pytest.fixture
 def snapshots(tmp_path):
-    from models.demo_benchmark import build_demo_benchmark
+    from models.demo.benchmark import build_demo_benchmark
 
     build_demo_benchmark(tmp_path / "benchmark", TINY_BENCHMARK)
     return {split: register_snapshot(tmp_path / "benchmark" / "snapshots" / split) for split in ("train", "dev")}

@@ -152,8 +152,8 @@ def test_a_killed_worker_process_loses_nothing(worker, manager_client, tmp_path)
 
 
 def test_a_large_upload_is_imported_by_the_worker(worker, manager_client, tmp_path, settings):
+    from common.models import Job
     from trajectories.models import Video
-    from workers.models import Job
 
     settings.TRAJLAB_SYNC_IMPORT_BYTES = 1000
     path = write_video(tmp_path / "big.mp4", n_frames=40, size=(320, 240), fps=10)

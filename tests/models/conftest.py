@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.synthetic import DistractorSpec, GroundTruth, PersonSpec, SceneSpec, render_scene
+from models.demo.renderer import render_scene
+from models.demo.scene import DistractorSpec, GroundTruth, PersonSpec, SceneSpec
 
 VTEST = Path(__file__).resolve().parents[3] / "shared" / "data" / "vtest.avi"
 VTEST_FRAMES = 150
@@ -80,7 +81,7 @@ def vtest_head():
     """The first VTEST_FRAMES frames of the real pedestrian video (skipped where it is absent)."""
     if not VTEST.is_file():
         pytest.skip(f"{VTEST} is not there (see shared/data/README.md for how to get it)")
-    from models.video import FrameReader
+    from models.media.video import FrameReader
 
     reader = FrameReader(VTEST)
     yield HeadFrames(reader, VTEST_FRAMES)

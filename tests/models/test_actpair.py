@@ -10,30 +10,27 @@ import numpy as np
 import pytest
 import torch
 
-from models.actpair import (
-    REWRITE_TEMPLATE,
-    ActPairConfig,
+from models.facts import Fact, InvalidOutput, Predicate, QueryProposal
+from models.retrievers.actpair.model import ActPairConfig, action_loss, build_actpair, symmetric_kl
+from models.retrievers.actpair.pipeline import (
     DualViewResult,
     FactComparator,
     VLMComparator,
-    action_loss,
+    dual_view_retrieve,
+    pairwise_rerank,
+    parse_decision,
+)
+from models.retrievers.actpair.rewrite import REWRITE_TEMPLATE, llm_rewrite, template_rewrite
+from models.retrievers.actpair.vocabulary import (
     average_linkage,
-    build_actpair,
     build_vocabulary,
     build_vocabulary_with_llm,
     dominant_action_tag,
-    dual_view_retrieve,
-    llm_rewrite,
-    pairwise_rerank,
-    parse_decision,
     raw_action_tags,
-    symmetric_kl,
-    template_rewrite,
     top_k_tags,
 )
-from models.facts import Fact, InvalidOutput, Predicate, QueryProposal
-from models.losses import siglip_loss
-from models.metrics import evaluate_rankings
+from models.training.losses import siglip_loss
+from models.training.metrics import evaluate_rankings
 
 SMALL = dict(d_visual=12, d_text=9, d_embed=16, d_model=32, n_layers=1, n_heads=4, ff_mult=2,
              max_visual_tokens=8, max_text_tokens=6, n_actions=3)
@@ -258,7 +255,7 @@ def test_vocabulary_from_an_llm_answer():
 
 
 def test_vocabulary_from_a_language_backend(minilm):
-    from models.llm import build_llm
+    from models.backends.llm import build_llm
 
     counts = {"walks left": 10, "walking left": 4, "stands still": 6, "standing still": 2, "enters from the left": 3}
     vocab = build_vocabulary_with_llm(counts, build_llm("template", {}), n_categories=4)
@@ -403,9 +400,9 @@ def test_dual_view_then_rerank_end_to_end():
     assert reranked == [[0, 1, 2]] and calls == 3
 
 
-# -- the retriever of models.training -------------------------------------------------------------
+# -- the retriever of models.training.trainer -------------------------------------------------------------
 def test_query_action_tag_takes_the_first_required_event():
-    from models.actpair import query_action_tag
+    from models.retrievers.actpair.retriever import query_action_tag
 
     preds = [{"name": "upper_colour", "value": "red", "fact_ids": ["a"]},
              {"name": "stands", "value": "still", "fact_ids": ["b"]},
@@ -421,7 +418,7 @@ TINY_RETRIEVER = {"model": {"d_model": 32, "d_embed": 32, "n_layers": 1, "n_head
 @pytest.fixture(scope="module")
 def demo_train_split(tmp_path_factory):
     """Two rendered training videos of the demo benchmark and a feature cache folder."""
-    from models.demo_benchmark import DemoBenchmarkConfig, build_split
+    from models.demo.benchmark import DemoBenchmarkConfig, build_split
 
     root = tmp_path_factory.mktemp("demo")
     snapshot = build_split(DemoBenchmarkConfig(videos={"train": 2}), "train", root,
@@ -431,9 +428,9 @@ def demo_train_split(tmp_path_factory):
 
 @pytest.mark.slow
 def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_train_split, tmp_path):
-    from models.actpair import query_action_tag
-    from models.batching import BatchingConfig, TrainingPlan
-    from models.training import StepContext, build_model, evaluate, load_model, train
+    from models.retrievers.actpair.retriever import query_action_tag
+    from models.training.batching import BatchingConfig, TrainingPlan
+    from models.training.trainer import StepContext, build_model, evaluate, load_model, train
 
     snapshot, cache = demo_train_split
     model = build_model("actpair", TINY_RETRIEVER)
@@ -477,10 +474,10 @@ def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo
 
 
 def test_without_gathering_a_rank_keeps_its_own_pairs_and_an_empty_rank_returns_zero():
-    from models.batching import TrainBatch
-    from models.features import TextFeatures
-    from models.scout import ObservationData
-    from models.training import StepContext, build_model
+    from models.retrievers.features import TextFeatures
+    from models.retrievers.scout.data import ObservationData
+    from models.training.batching import TrainBatch
+    from models.training.trainer import StepContext, build_model
 
     vocab = {"kind": "action", "canonical": ["walks left"], "mapping": {"walks left": "walks left"},
              "counts": {"walks left": 1}, "method": "llm"}
@@ -521,6 +518,6 @@ def test_without_gathering_a_rank_keeps_its_own_pairs_and_an_empty_rank_returns_
     grads = [p.grad for p in model.parameters() if p.requires_grad]
     assert grads and all(g is not None and float(g.abs().sum()) == 0.0 for g in grads)
     # only the clean targets are read: the trainer skips the noisy-GT variants unless asked for them
-    from models.training import TrainConfig, resolve_config
+    from models.training.trainer import TrainConfig, resolve_config
 
     assert resolve_config(TrainConfig(), model)[0].batching == {"noisy_gt": False}

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from models.agreement import (
+from models.curation.agreement import (
     agreement_report,
     coincidence_matrix,
     count_matrix,

@@ -8,7 +8,7 @@ import torch
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import KFold, cross_val_score
 
-from models.alignment import (
+from models.retrievers.scout.alignment import (
     alignment_report,
     kfold_test_indices,
     linear_cka,

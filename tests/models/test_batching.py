@@ -8,9 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.batching import GROUP_SIZE, BatchingConfig, TrainingPlan, noisy_gt
-from models.losses import mask_guided_loss
-from models.snapshot import (
+from models.training.batching import GROUP_SIZE, BatchingConfig, TrainingPlan, noisy_gt
+from models.training.losses import mask_guided_loss
+from models.training.snapshot import (
     Relation,
     RelationSnapshotData,
     SnapshotQuery,

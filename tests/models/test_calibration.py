@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
-from models.calibration import (
+from models.curation.calibration import (
     Calibration,
     EasyNegativeRule,
     apply_rule,

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from models.consolidation import Conflict, Group, TrackObs, consolidate
+from models.curation.consolidation import Conflict, Group, TrackObs, consolidate
 
 
 def obs(tid, frames, seed=None):

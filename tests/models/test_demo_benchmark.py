@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.demo_benchmark import (
+from models.demo.benchmark import (
     DemoBenchmarkConfig,
     build_demo_benchmark,
     person_facts,
     split_scenes,
 )
+from models.demo.scene import GroundTruth, gt_path_for
 from models.facts import Predicate, QueryProposal, check_query, predicates_label
-from models.snapshot import RelationSnapshotData
-from models.synthetic import GroundTruth, gt_path_for
+from models.training.snapshot import RelationSnapshotData
 
 SMALL = {"videos": {"train": 3, "dev": 1, "test": 2}, "include_demo_scenes": False, "width": 192, "height": 108,
          "n_frames": 24}

@@ -8,16 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.synthetic import box_iou, render_frames
-from models.tracking.base import TrackerConfigError
-from models.tracking.detectors import (
+from models.backends.tracking.base import TrackerConfigError
+from models.backends.tracking.detectors import (
     KNOWN_CATEGORIES,
     HogPersonDetector,
     MovingObjectDetector,
     build_detector,
     nms,
 )
-from models.video import FrameReader
+from models.demo.coverage import box_iou
+from models.demo.renderer import render_frames
+from models.media.video import FrameReader
 
 
 def _check_output(boxes, scores, frame):

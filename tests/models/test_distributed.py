@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from models.distributed import gather_with_grad
-from models.losses import info_nce, mask_guided_loss, siglip_loss
+from models.training.distributed import gather_with_grad
+from models.training.losses import info_nce, mask_guided_loss, siglip_loss
 
 WORLD = 2
 ROWS = (3, 2)        # rank 0 holds 3 pairs, rank 1 holds 2: unequal batches on purpose

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.encoders import (
+from models.backends.encoders import (
     EncoderConfigError,
     FeatureCache,
     HandcraftedAppearanceEncoder,

@@ -8,16 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.encoders import HandcraftedAppearanceEncoder, build_text_encoder
-from models.features import (
+from models.backends.encoders import HandcraftedAppearanceEncoder, build_text_encoder
+from models.media.video import FrameReader
+from models.retrievers.features import (
     FeatureConfig,
     FeatureExtractor,
     geometry_features,
     roi,
     uniform_positions,
 )
-from models.snapshot import RelationSnapshotData, SnapshotQuery, SnapshotTrack, SnapshotVideo
-from models.video import FrameReader
+from models.training.snapshot import (
+    RelationSnapshotData,
+    SnapshotQuery,
+    SnapshotTrack,
+    SnapshotVideo,
+)
 
 
 @settings(max_examples=200, deadline=None)

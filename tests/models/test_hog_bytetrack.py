@@ -6,16 +6,21 @@ import json
 import numpy as np
 import pytest
 
-from models.synthetic import people_coverage
-from models.tracking.base import FrameObjects, TrackerConfigError, TrackProposal, run_tracker
-from models.tracking.detectors import build_detector
-from models.tracking.hog_bytetrack import (
+from models.backends.tracking.base import (
+    FrameObjects,
+    TrackerConfigError,
+    TrackProposal,
+    run_tracker,
+)
+from models.backends.tracking.detectors import build_detector
+from models.backends.tracking.hog_bytetrack import (
     HogByteTrackConfig,
     HogByteTrackTracker,
     build_hog_bytetrack,
     default_config,
 )
-from models.video import FrameReader
+from models.demo.coverage import people_coverage
+from models.media.video import FrameReader
 
 
 # -- helpers -------------------------------------------------------------------------------------

@@ -9,13 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.backends.llm import build_llm, resolve_llm_settings
+from models.backends.llm.base import GenerationBudget, co_temporal_problems, match_predicates
+from models.backends.llm.hf_local import ModelPathError
+from models.backends.llm.openai_chat import ChatEndpointConfig
+from models.backends.llm.prompts import PROMPTS, task_prompt
+from models.backends.llm.template import RULES_VERSION, TemplateLLM, TemplateLLMConfig, tag_wording
 from models.facts import Fact, Predicate, QueryProposal, check_query
-from models.llm import build_llm, resolve_llm_settings
-from models.llm.base import GenerationBudget, co_temporal_problems, match_predicates
-from models.llm.hf_local import ModelPathError
-from models.llm.openai_chat import ChatEndpointConfig
-from models.llm.prompts import PROMPTS, task_prompt
-from models.llm.template import RULES_VERSION, TemplateLLM, TemplateLLMConfig, tag_wording
 from tests.models.test_vlm_openai import ChatServer
 from tests.models.test_vlm_transformers import build_tiny_tokenizer
 

@@ -12,7 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from open_clip.loss import ClipLoss, SigLipLoss
 
-from models.losses import info_nce, mask_guided_loss, mask_guided_loss_reference, siglip_loss
+from models.training.losses import (
+    info_nce,
+    mask_guided_loss,
+    mask_guided_loss_reference,
+    siglip_loss,
+)
 
 torch.set_num_threads(1)
 KEYS = ("loss", "group", "t2v", "v2t")

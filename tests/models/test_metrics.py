@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score
 
-from models.metrics import (
+from models.training.metrics import (
     evaluate_ocvr,
     evaluate_rankings,
     evaluate_t2traj,

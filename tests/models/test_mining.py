@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from models.mining import STRATA_PRIORITY, MiningConfig, merge_results, mine, mine_bruteforce
+from models.curation.mining import STRATA_PRIORITY, MiningConfig, merge_results
+from models.curation.mining_search import mine, mine_bruteforce
 
 SPLITS = np.array(["train", "dev", "test"])
 

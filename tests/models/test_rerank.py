@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.rerank import (
+from models.retrievers.rerank import (
     BlendConfig,
     attribute_vlm_score,
     combsum,

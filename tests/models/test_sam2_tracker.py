@@ -16,19 +16,18 @@ import numpy as np
 import pytest
 import torch
 
-from models.tracking.base import FrameObjects, TrackerConfigError
-from models.tracking.sam2_tracker import (
+from models.backends.tracking.base import FrameObjects, TrackerConfigError
+from models.backends.tracking.sam2_anchors import (
     AnchorIdentity,
     MaskCrop,
     Observation,
-    Sam2State,
-    Sam2Tracker,
-    Sam2TrackerConfig,
     anchor_frames,
     mask_iou,
     merge_anchor_identities,
 )
-from models.video import FrameReader
+from models.backends.tracking.sam2_frames import Sam2State
+from models.backends.tracking.sam2_tracker import Sam2Tracker, Sam2TrackerConfig
+from models.media.video import FrameReader
 from tests.models.sam2_tiny import build_tiny_sam2
 
 N_FRAMES, HEIGHT, WIDTH = 24, 72, 96
@@ -290,7 +289,7 @@ def test_keeping_every_output_gives_the_same_proposals(tiny, video_dir):
 
 
 class _FakeDetector:
-    """Stands in for models.tracking.detectors: the drawn rectangle plus a weaker second box."""
+    """Stands in for models.backends.tracking.detectors: the drawn rectangle plus a weaker second box."""
 
     def __init__(self, calls):
         self.calls = calls

@@ -10,20 +10,22 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.losses import info_nce
-from models.scout import (
-    ClassBalancedBatchSampler,
-    ScoutConfig,
+from models.retrievers.scout.itm import (
     ScoutITMConfig,
-    build_scout,
     build_scout_itm,
     itm_pairs,
-    make_optimizer,
     mine_hard_negatives,
+)
+from models.retrievers.scout.model import (
+    ScoutConfig,
+    build_scout,
+    make_optimizer,
     pad_tokens,
     retrieval_scores,
     warmup_cosine,
 )
+from models.retrievers.scout.sampler import ClassBalancedBatchSampler
+from models.training.losses import info_nce
 
 SMALL = dict(d_in=12, d_text=10, d_model=32, n_layers=2, n_heads=4, ff_mult=2, n_prompts=4, max_tokens=8)
 
@@ -267,11 +269,11 @@ def test_default_scout_itm_is_about_the_papers_size():
     assert abs(n_params - 29.73e6) / 29.73e6 < 0.05, n_params
 
 
-# -- the retriever of models.training -------------------------------------------------------------
+# -- the retriever of models.training.trainer -------------------------------------------------------------
 def hand_batch(targets: list[int], matches: list[tuple[int, int]]):
     """A TrainBatch of groups (target, target, target, negative 99) with the given verified
     (query row, target row) matches across groups; every other cross-group pair is ⊥."""
-    from models.batching import TrainBatch
+    from models.training.batching import TrainBatch
 
     b = len(targets)
     records = [r for t in targets for r in ((t, 0), (t, 1), (t, 0), (99, 0))]
@@ -287,7 +289,7 @@ def hand_batch(targets: list[int], matches: list[tuple[int, int]]):
 
 
 def test_contrastive_pairs_leave_out_false_in_batch_negatives():
-    from models.scout import contrastive_pairs
+    from models.retrievers.scout.data import contrastive_pairs
 
     # row 2 has row 0's target; row 3's query is a verified match of row 1's target
     batch = hand_batch([10, 11, 10, 12, 13], matches=[(3, 1)])
@@ -303,7 +305,7 @@ TINY_RETRIEVER = {"predictor": {"d_model": 32, "n_layers": 1, "n_heads": 4, "ff_
 @pytest.fixture(scope="module")
 def demo_train_split(tmp_path_factory):
     """Two rendered training videos of the demo benchmark and a feature cache folder."""
-    from models.demo_benchmark import DemoBenchmarkConfig, build_split
+    from models.demo.benchmark import DemoBenchmarkConfig, build_split
 
     root = tmp_path_factory.mktemp("demo")
     snapshot = build_split(DemoBenchmarkConfig(videos={"train": 2}), "train", root,
@@ -313,9 +315,9 @@ def demo_train_split(tmp_path_factory):
 
 @pytest.mark.slow
 def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_train_split, tmp_path):
-    from models.batching import BatchingConfig, TrainingPlan
-    from models.scout import contrastive_pairs
-    from models.training import StepContext, build_model, evaluate, load_model, train
+    from models.retrievers.scout.data import contrastive_pairs
+    from models.training.batching import BatchingConfig, TrainingPlan
+    from models.training.trainer import StepContext, build_model, evaluate, load_model, train
 
     snapshot, cache = demo_train_split
     model = build_model("scout", TINY_RETRIEVER)
@@ -354,8 +356,8 @@ def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_t
 
 def random_observations(model, batch):
     """Random frozen features for every record and query of ``batch``, in the retriever's shapes."""
-    from models.features import TextFeatures
-    from models.scout import ObservationData
+    from models.retrievers.features import TextFeatures
+    from models.retrievers.scout.data import ObservationData
 
     g = torch.Generator().manual_seed(1)
     keys = sorted(set(batch.records))
@@ -371,16 +373,16 @@ def random_observations(model, batch):
 
 @pytest.fixture(scope="module")
 def tiny_retriever():
-    from models.training import build_model
+    from models.training.trainer import build_model
 
     torch.manual_seed(0)
     return build_model("scout", {**TINY_RETRIEVER, "features": {"n_fast_max": 6}})
 
 
 def test_without_gathering_each_rank_chooses_its_own_pairs(tiny_retriever):
-    from models.losses import info_nce
-    from models.scout import contrastive_pairs
-    from models.training import StepContext
+    from models.retrievers.scout.data import contrastive_pairs
+    from models.training.losses import info_nce
+    from models.training.trainer import StepContext
 
     model = tiny_retriever
     # rank 1's groups (2, 3) repeat the targets of rank 0's: they conflict only with the other rank's
@@ -397,7 +399,7 @@ def test_without_gathering_each_rank_chooses_its_own_pairs(tiny_retriever):
 
 
 def test_a_rank_without_pairs_returns_a_zero_loss_that_reaches_every_parameter(tiny_retriever):
-    from models.training import StepContext
+    from models.training.trainer import StepContext
 
     model = tiny_retriever
     empty = hand_batch([], matches=[])                                   # no group left for this process
@@ -410,7 +412,7 @@ def test_a_rank_without_pairs_returns_a_zero_loss_that_reaches_every_parameter(t
 
 
 def test_the_trainer_takes_scouts_recipe_where_the_config_leaves_defaults(tiny_retriever):
-    from models.training import TrainConfig, parameter_groups, resolve_config
+    from models.training.trainer import TrainConfig, parameter_groups, resolve_config
 
     model = tiny_retriever
     c = model.predictor.config

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.search import IndexConfig, TrajectoryIndex
+from models.training.index import IndexConfig, TrajectoryIndex
 
 faiss = pytest.importorskip("faiss")
 faiss.omp_set_num_threads(1)

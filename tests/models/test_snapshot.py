@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from models.snapshot import (
+from models.training.snapshot import (
     Relation,
     RelationSnapshotData,
     SnapshotQuery,

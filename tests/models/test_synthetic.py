@@ -10,19 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.synthetic import (
-    COLOURS,
-    GroundTruth,
-    PersonSpec,
-    SceneSpec,
-    box_iou,
-    demo_scenes,
-    gt_path_for,
-    people_coverage,
-    render_frames,
-    render_scene,
-)
-from models.video import FrameReader, probe_video
+from models.demo.coverage import box_iou, people_coverage
+from models.demo.renderer import render_frames, render_scene
+from models.demo.scene import GroundTruth, PersonSpec, SceneSpec, demo_scenes, gt_path_for
+from models.media.video import FrameReader, probe_video
+from models.vocabulary import COLOURS
 
 
 def _frames(spec: SceneSpec) -> list:

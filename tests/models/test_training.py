@@ -16,18 +16,18 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from models.batching import BatchingConfig, TrainingPlan
-from models.demo_benchmark import build_demo_benchmark
-from models.losses import mask_guided_loss
-from models.metrics import evaluate_t2traj
-from models.snapshot import (
+from models.demo.benchmark import build_demo_benchmark
+from models.training.batching import BatchingConfig, TrainingPlan
+from models.training.losses import mask_guided_loss
+from models.training.metrics import evaluate_t2traj
+from models.training.snapshot import (
     Relation,
     RelationSnapshotData,
     SnapshotQuery,
     SnapshotTrack,
     SnapshotVideo,
 )
-from models.training import (
+from models.training.trainer import (
     MODEL_KINDS,
     TrainConfig,
     build_model,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from models.trajectory_ops import (
+from models.media.trajectory_ops import (
     DuplicateSettings,
     TrajectoryError,
     appearance_descriptor,
@@ -149,7 +149,7 @@ def test_interleaved_fragments_use_the_nearest_observations():
 @hsettings(max_examples=100, deadline=None)
 @given(st.sets(st.integers(0, 300), min_size=1, max_size=30), st.sets(st.integers(0, 300), min_size=1, max_size=30))
 def test_nearest_in_time_matches_brute_force(a, b):
-    from models.trajectory_ops import _nearest_in_time
+    from models.media.trajectory_ops import _nearest_in_time
 
     b = b - a
     if not b:

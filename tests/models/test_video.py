@@ -1,4 +1,4 @@
-"""Probing, random frame access and frame rendering of ``models.video``.
+"""Probing, random frame access and frame rendering of ``models.media.video``.
 
 Frames from ``FrameReader.read`` are checked against an independent reference: a fresh
 ``cv2.VideoCapture`` decoding the file from frame 0 (frames compared by digest, so a long video
@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from models.video import (
+from models.media.video import (
     FORWARD_READ_WINDOW,
     FrameReader,
     ReaderPool,

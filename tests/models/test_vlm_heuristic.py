@@ -8,24 +8,25 @@ import cv2
 import numpy as np
 import pytest
 
-from models.describe_eval import truth_track
-from models.facts import InvalidOutput
-from models.synthetic import PersonSpec, SceneSpec, render_scene
-from models.vlm import (
+from models.backends.vlm import (
     DescribeBudget,
     DescribeRequest,
     build_describer,
     check_description,
     select_inputs,
 )
-from models.vlm.base import interior_positions, uniform_positions
-from models.vlm.heuristic import (
+from models.backends.vlm.base import interior_positions, uniform_positions
+from models.backends.vlm.heuristic import (
     RULES_VERSION,
     HeuristicDescriber,
     HeuristicDescriberConfig,
     bgr_to_lab,
     cie94_textile,
 )
+from models.demo.describe_eval import truth_track
+from models.demo.renderer import render_scene
+from models.demo.scene import PersonSpec, SceneSpec
+from models.facts import InvalidOutput
 from tests.models.conftest import VTEST
 
 
@@ -225,7 +226,7 @@ def test_bad_arguments_are_refused(describer, rendered_small):
 
 # -- the real video ------------------------------------------------------------------------------
 # HOG detections of the man in jeans walking left near the top middle of vtest.avi, every third
-# frame of the first two seconds (models.tracking.detectors, person, default settings).
+# frame of the first two seconds (models.backends.tracking.detectors, person, default settings).
 VTEST_WALKER = [(0, [500, 154, 531, 237]), (3, [492, 159, 522, 240]), (6, [485, 162, 515, 244]),
                 (9, [474, 162, 505, 245]), (12, [461, 169, 490, 247]), (15, [437, 163, 471, 253]),
                 (18, [430, 174, 459, 251])]
@@ -295,7 +296,7 @@ def test_check_description_refuses_frames_outside_the_video_or_the_trajectory():
 
 def test_draws_nothing_on_the_video(describer, rendered_small):
     # describing reads frames; the cached frames of a shared reader stay untouched
-    from models.video import FrameReader
+    from models.media.video import FrameReader
 
     with FrameReader(rendered_small.path) as reader:
         before = reader.read(20).copy()

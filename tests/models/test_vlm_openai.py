@@ -16,10 +16,10 @@ import cv2
 import numpy as np
 import pytest
 
-from models.describe_eval import truth_track
-from models.llm.openai_chat import ChatEndpointConfig, EndpointError, chat_completion
-from models.vlm import DescribeBudget, DescribeRequest, build_describer
-from models.vlm.openai_backend import OpenAIDescriber, OpenAIVLMConfig
+from models.backends.llm.openai_chat import ChatEndpointConfig, EndpointError, chat_completion
+from models.backends.vlm import DescribeBudget, DescribeRequest, build_describer
+from models.backends.vlm.openai_backend import OpenAIDescriber, OpenAIVLMConfig
+from models.demo.describe_eval import truth_track
 
 
 class ChatServer:

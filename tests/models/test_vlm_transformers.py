@@ -15,10 +15,10 @@ import json
 import pytest
 import torch
 
-from models.describe_eval import truth_track
-from models.llm.hf_local import ModelPathError
-from models.vlm import DescribeBudget, DescribeRequest, build_describer
-from models.vlm.transformers_backend import TransformersDescriber, TransformersVLMConfig
+from models.backends.llm.hf_local import ModelPathError
+from models.backends.vlm import DescribeBudget, DescribeRequest, build_describer
+from models.backends.vlm.transformers_backend import TransformersDescriber, TransformersVLMConfig
+from models.demo.describe_eval import truth_track
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                   "<|image_pad|>", "<|video_pad|>"]

@@ -13,10 +13,20 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.encoders import EncoderConfigError, packaged_minilm_path
-from models.snapshot import RelationSnapshotData, SnapshotQuery, SnapshotTrack, SnapshotVideo
-from models.training import trained_state
-from models.vtrajembed import AttentionPool, VTrajEmbed, VTrajEmbedConfig, greedy_prune
+from models.backends.encoders import EncoderConfigError, packaged_minilm_path
+from models.retrievers.vtrajembed.model import (
+    AttentionPool,
+    VTrajEmbed,
+    VTrajEmbedConfig,
+    greedy_prune,
+)
+from models.training.snapshot import (
+    RelationSnapshotData,
+    SnapshotQuery,
+    SnapshotTrack,
+    SnapshotVideo,
+)
+from models.training.trainer import trained_state
 
 torch.set_num_threads(1)
 SMALL = {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "agg_layers": 1, "embed_dim": 16,

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from models.tracking.base import TrackProposal
+from models.backends.tracking.base import TrackProposal
 from trajectories.models import ProposalConfig, ProposalRun, Source, SplitGroup, Video
 
 _seq = itertools.count(1)

@@ -4,7 +4,7 @@ import cv2
 import numpy as np
 import pytest
 
-from models.tracking.base import TrackProposal
+from models.backends.tracking.base import TrackProposal
 from tests.conftest import write_video
 from tests.trajectories.factories import run_factory
 from trajectories.services.ingestion import video_import

@@ -201,8 +201,8 @@ def test_staging_sweep_removes_only_old_leftovers(media_root):
 
 def test_a_large_upload_is_imported_by_a_job(media_root, manager_client, small_video, settings,
                                             django_capture_on_commit_callbacks):
+    from common.models import Job
     from trajectories.services.ingestion import video_import_job_execute
-    from workers.models import Job
 
     settings.TRAJLAB_SYNC_IMPORT_BYTES = 100  # everything counts as large
     with django_capture_on_commit_callbacks(execute=False) as queued:

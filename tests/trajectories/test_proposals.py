@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from common.errors import ApplicationError
-from models.synthetic import box_iou, demo_scenes, render_scene
+from models.demo.coverage import box_iou
+from models.demo.renderer import render_scene
+from models.demo.scene import demo_scenes
 from tests.conftest import write_video
 from tests.models.sam2_tiny import build_tiny_sam2
 from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Trajectory
@@ -183,7 +185,7 @@ def _queued_run(tmp_path, name="v"):
 
 
 def test_a_run_whose_worker_keeps_dying_is_failed(media_root, tmp_path):
-    from workers.models import Job
+    from common.models import Job
 
     run = _queued_run(tmp_path)
     Job.objects.filter(pk=run.job_id).update(attempts=3)  # three deliveries died with their worker
@@ -218,7 +220,7 @@ def test_a_stale_run_is_queued_again_and_a_live_one_is_not(media_root, tmp_path)
 
     from django.utils import timezone
 
-    from workers.models import Job
+    from common.models import Job
 
     run = _queued_run(tmp_path)
     first_job = run.job_id

@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from common.errors import ApplicationError
-from models.tracking.base import TrackProposal
+from models.backends.tracking.base import TrackProposal
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.models import DuplicateCandidate, ProposalRun, Trajectory
 from trajectories.selectors import video_pool_read

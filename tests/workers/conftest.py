@@ -1,5 +1,5 @@
 """Fixtures of the training, evaluation and search tests: the tiny rendered benchmark (built once
-per session with ``models.demo_benchmark``) registered as sealed relation snapshots, checkpoints
+per session with ``models.demo.benchmark``) registered as sealed relation snapshots, checkpoints
 trained once per session, and one torch thread per test."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.demo_benchmark import build_demo_benchmark
+from models.demo.benchmark import build_demo_benchmark
 from tests.workers.factories import (
     TINY_BENCHMARK,
     TINY_SCOUT,
@@ -48,9 +48,9 @@ def one_thread():
 @pytest.fixture(scope="session")
 def trained_dirs(tiny_benchmark_dir, tmp_path_factory) -> dict[str, Path]:
     """Checkpoint folders of a tiny VTrajEmbed and a tiny SCOUT trained on the train snapshot
-    (straight through ``models.training.train``, once per session)."""
-    from models.snapshot import RelationSnapshotData
-    from models.training import train
+    (straight through ``models.training.trainer.train``, once per session)."""
+    from models.training.snapshot import RelationSnapshotData
+    from models.training.trainer import train
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

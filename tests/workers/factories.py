@@ -24,9 +24,9 @@ def tiny_config(**overrides) -> dict:
 
 
 def register_snapshot(folder: Path, *, sealed: bool = True):
-    """A RelationSnapshot row for a snapshot folder written by ``models.snapshot``."""
+    """A RelationSnapshot row for a snapshot folder written by ``models.training.snapshot``."""
     from annotation.models import RelationSnapshot
-    from models.snapshot import RelationSnapshotData
+    from models.training.snapshot import RelationSnapshotData
 
     data = RelationSnapshotData.load(folder)
     return RelationSnapshot.objects.create(

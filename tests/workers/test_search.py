@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from common.errors import ApplicationError, ConflictError
-from models.encoders import build_text_encoder
-from models.rerank import minmax_rows, pivot_promote
-from models.snapshot import RelationSnapshotData
-from models.training import embed_snapshot, load_model
+from models.backends.encoders import build_text_encoder
+from models.retrievers.rerank import minmax_rows, pivot_promote
+from models.training.snapshot import RelationSnapshotData
+from models.training.trainer import embed_snapshot, load_model
 from tests.workers.factories import finished_run
 from workers import search as search_module
 from workers.search import encode_texts, search, search_index_build, search_index_path

@@ -10,12 +10,13 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from common.errors import ApplicationError, ConflictError
-from models.snapshot import RelationSnapshotData
-from models.training import random_baseline
+from common.models import Job
+from models.training.snapshot import RelationSnapshotData
+from models.training.trainer import random_baseline
 from tests.workers.factories import TINY_VTRAJEMBED, register_snapshot, tiny_config
 from workers import training as training_services
 from workers.evaluation import evaluation_run_create, evaluation_run_execute
-from workers.models import EvaluationRun, Job, TrainingRun, TrainingStep
+from workers.models import EvaluationRun, TrainingRun, TrainingStep
 from workers.selectors import training_step_series
 from workers.train_entry import command
 from workers.training import training_run_cancel, training_run_create, training_run_execute

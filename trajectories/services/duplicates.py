@@ -6,7 +6,7 @@ from dataclasses import replace
 from django.db import transaction
 
 from common.errors import ApplicationError
-from models.trajectory_ops import (
+from models.media.trajectory_ops import (
     DuplicateSettings,
     PairSignals,
     pair_signals,

@@ -18,10 +18,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from common.errors import ApplicationError
-from models.video import VideoError, VideoInfo, content_sha256, list_frame_files, probe_video
+from common.jobs.services import job_create, job_fail, job_start, job_succeed
+from common.models import Job
+from models.media.video import VideoError, VideoInfo, content_sha256, list_frame_files, probe_video
 from trajectories.models import Source, SplitGroup, Video
-from workers.models import Job
-from workers.services import job_create, job_fail, job_start, job_succeed
 
 logger = logging.getLogger(__name__)
 

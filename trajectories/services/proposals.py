@@ -14,45 +14,40 @@ from django.db.models import Max
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
-from models.tracking import (
+from common.jobs.runs import RunOutcome, run_execute, run_fail
+from common.jobs.services import job_create
+from models.backends.tracking import (
     BACKENDS,
     FILE_SETTINGS,
+    TRACKERS,
     build_tracker,
     normalize_categories,
     resolve_tracker_settings,
 )
-from models.tracking.base import TrackerConfigError, TrackProposal, run_tracker
-from models.trajectory_ops import (
+from models.backends.tracking.base import TrackerConfigError, TrackProposal, run_tracker
+from models.media.trajectory_ops import (
     TrajectoryError,
     propose_duplicate_pairs,
     quality_signals,
     trajectory_appearance,
     validate_observations,
 )
-from models.video import FrameReader, VideoError, content_sha256
+from models.media.video import FrameReader, VideoError, content_sha256
 from trajectories.models import ProposalConfig, ProposalRun, SplitGroup, Trajectory, Video
 from trajectories.services.duplicates import duplicate_candidates_store
-from workers.models import Job
-from workers.services import JobReporter, job_create, job_fail, job_start, job_succeed
+from trajectories.signals import proposal_run_stored
 
 logger = logging.getLogger(__name__)
 # A queued or running run whose job has not reported for this long may be queued again.
 STALE_AFTER = timedelta(minutes=30)
 # Deliveries of one run (re-delivered when its worker process dies) before it is failed.
 MAX_ATTEMPTS = 3
-# Called as hook(run) inside the transaction that stores a run's trajectories, so later stages
-# (review) can open their work atomically with it. Apps register their hook in ready().
-RUN_STORED_HOOKS: list = []
-
-SOFTWARE_PACKAGES = {
-    "hog-bytetrack": ["numpy", "opencv-python-headless", "supervision"],
-    "sam2": ["numpy", "opencv-python-headless", "supervision", "torch", "sam2"],
-}
 
 
 def software_versions(backend: str) -> dict[str, str]:
     versions = {}
-    for pkg in SOFTWARE_PACKAGES.get(backend, []):
+    packages = TRACKERS[backend].packages if backend in TRACKERS else ()
+    for pkg in packages:
         try:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -165,7 +160,7 @@ def proposal_run_create(*, video: Video, config: ProposalConfig, created_by=None
             video=video, config=config, defaults={"created_by": created_by})
         if not created and run.status != ProposalRun.Status.FAILED and not _is_stale(run):
             return run, False
-        queue = "gpu" if config.backend == "sam2" else "cpu"
+        queue = TRACKERS[config.backend].queue
         run.job = job_create(kind="proposal_run", queue=queue, created_by=created_by,
                              params={"proposal_run": run.pk, "video": video.pk, "config": config.pk})
         run.status = ProposalRun.Status.QUEUED
@@ -185,7 +180,7 @@ def _send(run_id: int, queue: str) -> None:
     except Exception as exc:  # the broker is down or refuses the message
         logger.exception("could not queue proposal run %s", run_id)
         run = ProposalRun.objects.select_related("job").get(pk=run_id)
-        _fail(run, run.job, f"could not queue the run: the task broker refused it ({type(exc).__name__}: {exc}); "
+        _fail(run, f"could not queue the run: the task broker refused it ({type(exc).__name__}: {exc}); "
                             "queue it again once the broker is back")
 
 
@@ -203,24 +198,27 @@ def _tracker_for(config: ProposalConfig):
 
 
 def proposal_run_execute(*, run_id: int, echo=None) -> ProposalRun:
-    """Run the tracker of a queued run and store its trajectories and duplicate candidates.
+    """Run the tracker of a queued run and store its trajectories and duplicate candidates, through
+    ``common.jobs.runs.run_execute`` (start, fail, finish, cancel at a progress report).
 
-    Safe to call again after a crash or a re-delivery: a finished run is returned as it is, and
-    the trajectories are written in one transaction together with the run's new status.
+    Safe to call again after a crash or a re-delivery: a succeeded or cancelled run is returned as it
+    is, and the trajectories are written in one transaction together with the run's new status. A
+    refused configuration or input fails the run and raises ``ApplicationError``
+    (``proposal_run_failed``); a run delivered more than ``MAX_ATTEMPTS`` times fails the same way.
     """
-    run = ProposalRun.objects.select_related("video", "config", "job").get(pk=run_id)
-    if run.status == ProposalRun.Status.SUCCEEDED:
-        return run
-    job = run.job or job_create(kind="proposal_run", params={"proposal_run": run.pk})
-    job = job_start(job=job)
-    if job.attempts > MAX_ATTEMPTS:
-        # Each delivery died with its worker (e.g. killed for memory): stop re-running it.
-        message = (f"gave up after {job.attempts - 1} attempts: every attempt ended with its worker process; "
-                   "check the worker's memory or the video, then queue the run again")
-        _fail(run, job, message)
-        raise ApplicationError(message, code="proposal_run_failed", extra={"run": run.pk})
-    reporter = JobReporter(job, echo=echo)
-    ProposalRun.objects.filter(pk=run.pk).update(status=ProposalRun.Status.RUNNING, job=job)
+    run = ProposalRun.objects.select_related("job").get(pk=run_id)
+    if run.job is None and run.status not in (ProposalRun.Status.SUCCEEDED, ProposalRun.Status.CANCELLED):
+        run.job = job_create(kind="proposal_run", params={"proposal_run": run.pk})
+        run.save(update_fields=["job"])
+    run = run_execute(run, _proposal_run_body, echo=echo, max_attempts=MAX_ATTEMPTS,
+                      skip=(ProposalRun.Status.SUCCEEDED, ProposalRun.Status.CANCELLED))
+    if run.status == ProposalRun.Status.FAILED:
+        raise ApplicationError(run.error, code="proposal_run_failed", extra={"run": run.pk})
+    return run
+
+
+def _proposal_run_body(run: ProposalRun, reporter) -> RunOutcome:
+    run = ProposalRun.objects.select_related("video", "config", "job").get(pk=run.pk)
     video, config = run.video, run.config
     try:
         tracker = _tracker_for(config)
@@ -240,26 +238,17 @@ def proposal_run_execute(*, run_id: int, echo=None) -> ProposalRun:
             raise
         # A duplicate delivery finished first: its result stands.
         run.refresh_from_db()
-        job_succeed(job=job, result={"trajectories": run.trajectory_count},
-                    message="another delivery of this run stored its result first")
-        return run
-    except (TrackerConfigError, VideoError, ApplicationError, TrajectoryError) as exc:
-        message = exc.message if isinstance(exc, ApplicationError) else str(exc)
-        _fail(run, job, message)
-        raise ApplicationError(message, code="proposal_run_failed", extra={"run": run.pk}) from exc
-    except BaseException as exc:  # also Ctrl-C in an inline run: never leave it "running"
-        _fail(run, job, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-        raise
+        return RunOutcome(result={"trajectories": run.trajectory_count},
+                          message="another delivery of this run stored its result first")
+    except (TrackerConfigError, VideoError, TrajectoryError) as exc:
+        raise ApplicationError(str(exc), code="proposal_run_failed", extra={"run": run.pk}) from exc
     run.refresh_from_db()
-    job_succeed(job=job, result={"trajectories": run.trajectory_count, "duplicate_candidates": n_dups},
-                message=f"{run.trajectory_count} trajectories, {n_dups} duplicate candidates")
-    return run
+    return RunOutcome(result={"trajectories": run.trajectory_count, "duplicate_candidates": n_dups},
+                      message=f"{run.trajectory_count} trajectories, {n_dups} duplicate candidates")
 
 
-def _fail(run: ProposalRun, job: Job, message: str) -> None:
-    ProposalRun.objects.filter(pk=run.pk).update(status=ProposalRun.Status.FAILED, error=message[:4000],
-                                                 finished_at=timezone.now())
-    job_fail(job=job, error=message)
+def _fail(run: ProposalRun, message: str) -> None:
+    run_fail(run=run, error=message)
 
 
 def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
@@ -311,8 +300,6 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
             error="", finished_at=timezone.now(),
             stats={"observations": int(sum(r.n_obs for r in rows))},
         )
-        if RUN_STORED_HOOKS:
-            stored = ProposalRun.objects.get(pk=run.pk)
-            for hook in RUN_STORED_HOOKS:
-                hook(stored)
+        # Receivers (annotation opens review) write inside this transaction: trajectories.signals.
+        proposal_run_stored.send(sender=ProposalRun, run=ProposalRun.objects.get(pk=run.pk))
     return n_dups

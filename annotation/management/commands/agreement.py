@@ -2,7 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.services.agreement import agreement_stats
+from annotation.curation.services.agreement import agreement_stats
+from annotation.curation.stages import STAGE_NAMES
 from common.errors import ApplicationError
 
 
@@ -10,7 +11,7 @@ class Command(BaseCommand):
     help = "Agreement statistics of a review stage (optionally one split), as a table or JSON."
 
     def add_arguments(self, parser):
-        parser.add_argument("--stage", required=True, choices=["usability", "identity"])
+        parser.add_argument("--stage", required=True, choices=STAGE_NAMES)
         parser.add_argument("--split", choices=["train", "dev", "test"])
         parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
 

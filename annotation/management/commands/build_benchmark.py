@@ -6,7 +6,7 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.simulation_relations import simulated_benchmark_build
+from annotation.demo.simulation_relations import simulated_benchmark_build
 from common.errors import ApplicationError
 
 

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Release
-from annotation.services.releases import DEFAULT_LICENSE, release_create, release_rewrite
+from annotation.releases.services.releases import DEFAULT_LICENSE, release_create, release_rewrite
 from common.errors import ApplicationError
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.services.release_io.check import check_references, verify_checksums
-from annotation.services.releases import release_import
+from annotation.releases.services.release_io.check import check_references, verify_checksums
+from annotation.releases.services.releases import release_import
 from common.errors import ApplicationError
 
 

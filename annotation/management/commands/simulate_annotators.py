@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.demo.simulation import ADJUDICATOR_ACCURACY, simulate_annotators
 from annotation.models import WorkItem
-from annotation.simulation import ADJUDICATOR_ACCURACY, simulate_annotators
 from common.errors import ApplicationError
 from common.progress import ProgressBar
 

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { SHORTCUTS } from "./keyboard/shortcuts";
-import { REVIEW_STAGES } from "./review/stages";
+import { mergeStages } from "./review/declarations";
+import { STAGE_DECLARATIONS } from "./review/declarations.fixture";
+import { REVIEW_STAGES as PRESENTED } from "./review/stages";
 import { findRoute, mayOpen, ROUTES } from "./routes";
+
+const REVIEW_STAGES = mergeStages(PRESENTED, STAGE_DECLARATIONS);
 
 describe("routes", () => {
   it("finds every screen of the navigation at its own path", () => {

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError
 from common.progress import ProgressBar
-from models.video import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
+from models.media.video import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
 from trajectories.services.ingestion import video_import
 
 

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError
 from common.progress import ProgressBar
+from models.backends.tracking import BACKENDS
 from trajectories.models import Video
 from trajectories.services.proposals import (
     proposal_config_create,
@@ -18,7 +19,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("videos", nargs="*", type=int, help="video ids (default: all)")
         parser.add_argument("--name", default="default", help="configuration name")
-        parser.add_argument("--backend", default="hog-bytetrack", choices=["hog-bytetrack", "sam2"])
+        parser.add_argument("--backend", default="hog-bytetrack", choices=list(BACKENDS))
         parser.add_argument("--categories", default="person", help="comma-separated category prompts")
         parser.add_argument("--checkpoint", default="", help="SAM 2 checkpoint path")
         parser.add_argument("--model-config", default="", help="SAM 2 model config (YAML) path")

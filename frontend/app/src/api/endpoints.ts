@@ -28,6 +28,7 @@ import type {
   ReleaseDetail,
   ReleaseDiff,
   Snapshot,
+  StageDeclaration,
   TrainingRun,
   TrainingRunDetail,
   TrajectoryDetail,
@@ -49,6 +50,7 @@ export const api = {
   progress: () => get<Progress>("/api/ui/progress/"),
 
   // review
+  reviewStages: () => get<StageDeclaration[]>("/api/review/stages/"),
   claimNext: (stage: string) => request<Assignment>("/api/review/next/", { method: "POST", body: { stage } }),
   item: (id: number, signal?: AbortSignal) => get<Assignment>(`/api/review/items/${id}/`, signal),
   vote: (id: number, body: VoteInput) => request<OwnVote>(`/api/review/items/${id}/votes/`, { method: "POST", body }),

@@ -14,6 +14,11 @@ export interface TargetProps {
   onFirstFrame?: (frame: number) => void;
 }
 
+/** The target of one trajectory shown outside a review item (a video, an audit, a pair's other side). */
+export function trajectoryOnly(video: number, trajectory: number): Target {
+  return { video, trajectory, trajectory_a: null, trajectory_b: null, description: null, relation_row: null, pair: null };
+}
+
 export const COLORS = { single: "#ffd166", a: "#ff9f1c", b: "#2ec4b6" } as const;
 
 // Videos never change once imported: keep them for the session so the next item of the same

@@ -1,0 +1,90 @@
+"""REST API of pseudo-label rules: declare, calibrate, apply (DESIGN 2.9)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.roles import IsManager, IsStaffMember
+from annotation.benchmark import selectors
+from annotation.benchmark.apis.common import (
+    ERROR,
+    ManagerWritesApi,
+)
+from annotation.benchmark.services.pseudolabels import (
+    pseudo_labels_apply,
+    pseudo_rule_calibrate,
+    pseudo_rule_declare,
+)
+from annotation.models import (
+    PseudoLabelRule,
+)
+from common.pagination import paginate
+
+
+# -- pseudo-label rules ------------------------------------------------------------------------------
+class PseudoRuleOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PseudoLabelRule
+        fields = ["id", "name", "rule", "rule_sha256", "declared_bound", "calibration", "calibrated_at", "accepted",
+                  "created_by", "created_at"]
+
+
+class PseudoRuleListApi(ManagerWritesApi):
+    class InputSerializer(serializers.Serializer):
+        rule = serializers.DictField(help_text="models.curation.calibration.EasyNegativeRule: name, s_max, encoder, "
+                                               "min_contradicted, strata, event_absence")
+        declared_bound = serializers.FloatField(help_text="the largest acceptable error rate, declared before the "
+                                                          "audit, in (0, 1)")
+
+    @extend_schema(responses=PseudoRuleOutputSerializer(many=True), summary="Pseudo-label rules for easy negatives")
+    def get(self, request):
+        return paginate(selectors.pseudo_rule_list(), PseudoRuleOutputSerializer, request, self)
+
+    @extend_schema(request=InputSerializer, responses={201: PseudoRuleOutputSerializer, 400: ERROR, 409: ERROR},
+                   summary="Freeze a pseudo-label rule with its declared error bound (rules are never changed)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rule = pseudo_rule_declare(created_by=request.user, **data.validated_data)
+        return Response(PseudoRuleOutputSerializer(rule).data, status=status.HTTP_201_CREATED)
+
+
+class PseudoRuleDetailApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=PseudoRuleOutputSerializer, summary="One pseudo-label rule with its calibration")
+    def get(self, request, rule_id: int):
+        return Response(PseudoRuleOutputSerializer(selectors.pseudo_rule_get(rule_id=rule_id)).data)
+
+
+class PseudoRuleCalibrateApi(APIView):
+    permission_classes = [IsManager]
+
+    @extend_schema(request=None, responses={200: PseudoRuleOutputSerializer, 409: ERROR},
+                   summary="Audit the rule on the dev split's reviewed pairs, once: accepted only if the one-sided "
+                           "95% Clopper-Pearson upper bound of its error rate is within the declared bound")
+    def post(self, request, rule_id: int):
+        rule = pseudo_rule_calibrate(rule_row=selectors.pseudo_rule_get(rule_id=rule_id))
+        return Response(PseudoRuleOutputSerializer(rule).data)
+
+
+class PseudoRuleApplyApi(APIView):
+    permission_classes = [IsManager]
+
+    class OutputSerializer(serializers.Serializer):
+        considered = serializers.IntegerField(help_text="unreviewed mined train pairs")
+        labelled = serializers.IntegerField(help_text="new pseudo-negatives (training only)")
+        coverage = serializers.FloatField(required=False)
+        calibration_coverage = serializers.FloatField(required=False)
+        coverage_drift = serializers.FloatField(required=False)
+
+    @extend_schema(request=None, responses={200: OutputSerializer, 409: ERROR},
+                   summary="Label the train split's unreviewed mined pairs that an accepted rule selects as tagged "
+                           "pseudo-negatives (idempotent)")
+    def post(self, request, rule_id: int):
+        counts = pseudo_labels_apply(rule_row=selectors.pseudo_rule_get(rule_id=rule_id))
+        return Response(self.OutputSerializer(counts).data)
+
+

@@ -1,0 +1,273 @@
+"""Reads of descriptions, queries, relations, mining and snapshots (DESIGN 2.6-2.10).
+
+Blinding lives here, as in ``annotation.curation.selectors``:
+
+- model suggestions (the writer's pre-labels, the pair proposals, a relation's evidence, the
+  describer's raw outputs) are shown to the people who review with them (annotators,
+  adjudicators, managers) and never to someone reading as an auditor;
+- a reader whose only staff role is auditor reads every record blind (DESIGN 1: auditors re-check
+  records blinded to model suggestions and votes): the fields of ``HIDDEN_FROM_AUDITORS`` are left
+  out, filtering by them is refused, and of a description only the approved version is shown;
+- a description's correction versions are votes: an annotator sees only their own, the model's,
+  the consolidated and the approved versions; adjudicators and managers see every version;
+- the describer's raw outputs are for managers only;
+- a pair's second reviewer never sees the writer's proposal, in review or in the list (it would
+  tell what the first reviewer said); what a reviewer is shown of an item is its stage's
+  ``read_target`` (``annotation.curation.stages``).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+
+from accounts.roles import Role, user_has_role
+from annotation.benchmark.services.descriptions import approved_facts
+from annotation.curation.stages.pair import STAGE as PAIR
+from annotation.models import (
+    CrossPair,
+    Description,
+    DescriptionRun,
+    DescriptionVersion,
+    GenerationRun,
+    MiningRun,
+    PoolMember,
+    PseudoLabelRule,
+    Query,
+    Relation,
+    RelationSnapshot,
+    WorkItem,
+)
+from common.errors import ApplicationError, NotFoundError
+
+# -- who sees what ---------------------------------------------------------------------------------
+# What a blind reader (see ``reads_blind``) never reads of each kind of record: the model's
+# suggestions and what gives them away (a relation's evidence, a pair's proposal, similarity, strata
+# and mining provenance, a relation's stratum), and the votes and what gives them away (a query's
+# ratings, a relation's source and review item, a description version's origin, number, parent and
+# author, which tell a reviewer's correction from the describer's output).
+HIDDEN_FROM_AUDITORS: dict[str, tuple[str, ...]] = {
+    "relation": ("source", "stratum", "item", "evidence"),
+    "cross_pair": ("stratum", "strata", "provenance", "similarity", "proposal"),
+    "query": ("ratings",),
+    "row_entry": ("source", "evidence"),
+    "description_version": ("origin", "number", "parent", "created_by"),
+}
+
+
+def reads_blind(user) -> bool:
+    """Whether ``user`` reads records blind, as an auditor: they hold no role other than auditor
+    (reviewers and managers hold one that needs the suggestions or runs the review)."""
+    return not user_has_role(user, Role.ANNOTATOR, Role.ADJUDICATOR, Role.MANAGER)
+
+
+def model_suggestions_visible(user) -> bool:
+    """Whether ``user`` may see model suggestions: reviewers and managers do; a person whose only
+    staff role is auditor does not."""
+    return not reads_blind(user)
+
+
+def hidden_filters_refuse(*, viewer, record: str, filters: dict) -> None:
+    """Refuse (403 ``hidden_from_auditors``) a blind reader's filter by a field they may not read:
+    the rows a filter by stratum returns would tell the strata the answer leaves out."""
+    if record not in HIDDEN_FROM_AUDITORS:
+        raise ValueError(f"unknown record kind {record!r}; expected one of {sorted(HIDDEN_FROM_AUDITORS)}")
+    hidden = sorted(k for k, v in filters.items() if v is not None and k in HIDDEN_FROM_AUDITORS[record])
+    if hidden and reads_blind(viewer):
+        raise ApplicationError(f"auditors read {record.replace('_', ' ')}s blind and may not filter them by "
+                               f"{', '.join(hidden)}", code="hidden_from_auditors", status_code=403,
+                               extra={"fields": hidden})
+
+
+def all_versions_visible(user) -> bool:
+    """Whether ``user`` may see every version of a description, other reviewers' corrections
+    included (adjudicators decide between them; managers run the review)."""
+    return user_has_role(user, Role.ADJUDICATOR, Role.MANAGER)
+
+
+def raw_outputs_visible(user) -> bool:
+    return user_has_role(user, Role.MANAGER)
+
+
+def _get(queryset: QuerySet, pk: int, what: str):
+    row = queryset.filter(pk=pk).first()
+    if row is None:
+        raise NotFoundError(f"{what} {pk} does not exist", code="not_found")
+    return row
+
+
+# -- descriptions ----------------------------------------------------------------------------------
+def description_run_list() -> QuerySet[DescriptionRun]:
+    return DescriptionRun.objects.select_related("job").prefetch_related("pools").order_by("-created_at", "-id")
+
+
+def description_run_get(*, run_id: int) -> DescriptionRun:
+    return _get(description_run_list(), run_id, "description run")
+
+
+def description_list(*, pool_id: int | None = None, status: str | None = None, trajectory_id: int | None = None,
+                     video_id: int | None = None) -> QuerySet[Description]:
+    qs = Description.objects.select_related("pool").order_by("pool_id", "trajectory_id")
+    if pool_id is not None:
+        qs = qs.filter(pool_id=pool_id)
+    if status:
+        qs = qs.filter(status=status)
+    if trajectory_id is not None:
+        qs = qs.filter(trajectory_id=trajectory_id)
+    if video_id is not None:
+        qs = qs.filter(pool__video_id=video_id)
+    return qs
+
+
+def description_versions_visible(*, description: Description, viewer) -> list[DescriptionVersion]:
+    """The versions ``viewer`` may see (see the module docstring), oldest first: a blind reader
+    sees the approved version alone (none before approval), never the describer's suggestion."""
+    versions = DescriptionVersion.objects.filter(description=description).order_by("number")
+    if reads_blind(viewer):
+        versions = versions.filter(pk=description.approved_version_id or 0)
+    elif not all_versions_visible(viewer):
+        versions = versions.filter(~Q(origin=DescriptionVersion.Origin.CORRECTION)
+                                   | Q(created_by_id=getattr(viewer, "pk", None))
+                                   | Q(pk=description.approved_version_id or 0))
+    return list(versions)
+
+
+def description_get(*, description_id: int, viewer) -> Description:
+    """One description with what ``viewer`` may see of it attached: ``visible_versions``,
+    ``facts`` (``D_r^H``, the approved version's known facts with their evidence frames) and
+    ``visible_raw_outputs`` (``None`` unless the viewer is a manager)."""
+    description = _get(description_list().select_related("approved_version"), description_id, "description")
+    description.visible_versions = description_versions_visible(description=description, viewer=viewer)
+    description.facts = [asdict(f) for f in approved_facts(description)]
+    description.visible_raw_outputs = description.raw_outputs if raw_outputs_visible(viewer) else None
+    return description
+
+
+# -- queries ---------------------------------------------------------------------------------------
+def generation_run_list() -> QuerySet[GenerationRun]:
+    return GenerationRun.objects.select_related("job").prefetch_related("pools").order_by("-created_at", "-id")
+
+
+def generation_run_get(*, run_id: int) -> GenerationRun:
+    return _get(generation_run_list(), run_id, "generation run")
+
+
+def query_list(*, video_id: int | None = None, status: str | None = None, split: str | None = None,
+               pool_id: int | None = None) -> QuerySet[Query]:
+    qs = Query.objects.order_by("video_id", "id")
+    if video_id is not None:
+        qs = qs.filter(video_id=video_id)
+    if status:
+        qs = qs.filter(status=status)
+    if split:
+        qs = qs.filter(video__split_group__split=split)
+    if pool_id is not None:
+        qs = qs.filter(pool_id=pool_id)
+    return qs
+
+
+def query_get(*, query_id: int) -> Query:
+    return _get(query_list(), query_id, "query")
+
+
+def query_detail(*, query_id: int, viewer) -> Query:
+    """One query with its within-video relation row attached (``row``: one entry per member of
+    its pool, ``label`` ``None`` where nothing is recorded yet; ``source`` and ``evidence`` left
+    out for a blind reader), ``revised_by_id``, and ``visible_raw_output`` (the writer's raw text,
+    managers only)."""
+    query = query_get(query_id=query_id)
+    members = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
+                   .values_list("trajectory_id", flat=True))
+    recorded = {r.trajectory_id: r for r in Relation.objects.filter(query=query, trajectory_id__in=members)}
+    row = [{"trajectory": tid, "label": recorded[tid].label if tid in recorded else None,
+            "source": recorded[tid].source if tid in recorded else None,
+            "evidence": recorded[tid].evidence if tid in recorded else None} for tid in members]
+    if reads_blind(viewer):
+        row = [{k: v for k, v in entry.items() if k not in HIDDEN_FROM_AUDITORS["row_entry"]} for entry in row]
+    query.row = row
+    query.revised_by_id = Query.objects.filter(parent=query).values_list("pk", flat=True).first()
+    query.visible_raw_output = query.raw_output if raw_outputs_visible(viewer) else None
+    return query
+
+
+# -- relations and mining --------------------------------------------------------------------------
+def relation_list(*, query_id: int | None = None, trajectory_id: int | None = None, label: int | None = None,
+                  stratum: str | None = None, pseudo: bool | None = None, split: str | None = None
+                  ) -> QuerySet[Relation]:
+    qs = Relation.objects.order_by("query_id", "trajectory_id")
+    if query_id is not None:
+        qs = qs.filter(query_id=query_id)
+    if trajectory_id is not None:
+        qs = qs.filter(trajectory_id=trajectory_id)
+    if label is not None:
+        qs = qs.filter(label=label)
+    if stratum:
+        qs = qs.filter(stratum=stratum)
+    if pseudo is not None:
+        qs = qs.filter(pseudo=pseudo)
+    if split:
+        qs = qs.filter(query__video__split_group__split=split)
+    return qs
+
+
+def mining_run_list() -> QuerySet[MiningRun]:
+    return MiningRun.objects.select_related("job").order_by("-created_at", "-id")
+
+
+def mining_run_get(*, run_id: int) -> MiningRun:
+    return _get(mining_run_list(), run_id, "mining run")
+
+
+def cross_pair_list(*, query_id: int | None = None, stratum: str | None = None, review: str | None = None,
+                    trajectory_id: int | None = None) -> QuerySet[CrossPair]:
+    """Mined pairs with their final label (``label``: the recorded relation, ``None`` while
+    unreviewed); stratum and label stay separate fields. ``visible_proposal`` is the writer's
+    proposal, ``None`` while the pair waits for its second review: that review is blind to it
+    (see the module docstring), and this list is open to its reviewer."""
+    final = Relation.objects.filter(query_id=OuterRef("query_id"), trajectory_id=OuterRef("trajectory_id"))
+    second_review = WorkItem.objects.filter(PAIR.awaiting_second_review(), pair_id=OuterRef("pk"))
+    qs = CrossPair.objects.annotate(
+        label=Subquery(final.values("label")[:1]),
+        visible_proposal=Case(When(Exists(second_review), then=Value(None, output_field=JSONField())),
+                              default=F("proposal"), output_field=JSONField()),
+    ).order_by("query_id", "trajectory_id")
+    if query_id is not None:
+        qs = qs.filter(query_id=query_id)
+    if stratum:
+        qs = qs.filter(stratum=stratum)
+    if review:
+        qs = qs.filter(review=review)
+    if trajectory_id is not None:
+        qs = qs.filter(trajectory_id=trajectory_id)
+    return qs
+
+
+def pseudo_rule_list() -> QuerySet[PseudoLabelRule]:
+    return PseudoLabelRule.objects.order_by("-created_at", "-id")
+
+
+def pseudo_rule_get(*, rule_id: int) -> PseudoLabelRule:
+    return _get(pseudo_rule_list(), rule_id, "pseudo-label rule")
+
+
+# -- snapshots -------------------------------------------------------------------------------------
+def snapshot_list(*, split: str | None = None) -> QuerySet[RelationSnapshot]:
+    qs = RelationSnapshot.objects.filter(sealed_at__isnull=False).order_by("-created_at", "-id")
+    return qs.filter(split=split) if split else qs
+
+
+def snapshot_get(*, snapshot_id: int) -> RelationSnapshot:
+    snapshot = _get(snapshot_list(), snapshot_id, "relation snapshot")
+    snapshot.n_relations = snapshot.relations.count()
+    return snapshot

@@ -1,0 +1,1 @@
+"""Writes of benchmark construction, one module per subdomain."""

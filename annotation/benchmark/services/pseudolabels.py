@@ -1,0 +1,144 @@
+"""The pseudo-label gate for automatic easy negatives (DESIGN 2.9), on stored records.
+
+1. ``pseudo_rule_declare``: a manager freezes a rule (``models.curation.calibration.EasyNegativeRule``) and
+   declares the largest acceptable error rate before any audit.
+2. ``pseudo_rule_calibrate``: the rule runs on the dev split's mined pairs; the pairs it selects
+   are audited against the verified relations people gave them (a ``0`` is correct, a ``1`` an
+   error, ``⊥`` or no verified label uncertain, which counts as an error); the rule is accepted
+   only if the one-sided 95% Clopper–Pearson upper bound of its error rate is at most the declared
+   bound. Calibration happens once; from then on the database refuses any change to the rule.
+3. ``pseudo_labels_apply``: an accepted rule labels the train split's mined pairs that nobody
+   reviewed as ``0``, tagged ``pseudo`` with the rule and the contradicted predicates as evidence.
+   They are training signal only: dev and test snapshots leave them out.
+"""
+from __future__ import annotations
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.benchmark.services.descriptions import approved_facts
+from annotation.models import CrossPair, Description, PseudoLabelRule, Relation
+from common.errors import ApplicationError, ConflictError
+
+# models.curation.calibration (and the FAISS miner it imports) loads on first use, not with the web routes.
+
+
+def pseudo_rule_declare(*, rule: dict, declared_bound: float, created_by=None) -> PseudoLabelRule:
+    """Freeze a rule and its declared error bound (400 ``invalid_rule``; 409 on a taken name)."""
+    from models.curation.calibration import EasyNegativeRule
+
+    try:
+        frozen = EasyNegativeRule.from_dict(rule)
+    except (TypeError, ValueError) as exc:
+        raise ApplicationError(f"invalid pseudo-label rule: {exc}", code="invalid_rule") from None
+    if isinstance(declared_bound, bool) or not isinstance(declared_bound, int | float) or not 0 < declared_bound < 1:
+        raise ApplicationError("declared_bound must be an error rate in (0, 1)", code="invalid_rule")
+    try:
+        with transaction.atomic():
+            return PseudoLabelRule.objects.create(name=frozen.name, rule=frozen.to_dict(), rule_sha256=frozen.rule_hash(),
+                                                  declared_bound=float(declared_bound), created_by=created_by)
+    except IntegrityError:
+        raise ConflictError(f"a rule named {frozen.name!r} exists; rules are never changed, declare a new name",
+                            code="rule_exists") from None
+
+
+def _pairs_of(split: str):
+    return list(CrossPair.objects.filter(query__video__split_group__split=split).select_related("query")
+                .order_by("query_id", "trajectory_id"))
+
+
+def _facts(trajectory_ids) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for d in Description.objects.filter(trajectory_id__in=set(trajectory_ids), status=Description.Status.APPROVED
+                                        ).select_related("approved_version"):
+        out[d.trajectory_id] = approved_facts(d)
+    return out
+
+
+def _columns(pairs):
+    return dict(query_ids=np.array([p.query_id for p in pairs], np.int64),
+                trajectory_ids=np.array([p.trajectory_id for p in pairs], np.int64),
+                similarity=np.array([p.similarity for p in pairs], np.float64),
+                strata=np.array([p.stratum if p.stratum != "completion" else "random" for p in pairs]),
+                query_predicates={p.query_id: p.query.predicates for p in pairs},
+                trajectory_facts=_facts(p.trajectory_id for p in pairs))
+
+
+def _frozen(rule_row: PseudoLabelRule):
+    from models.curation.calibration import EasyNegativeRule
+
+    rule = EasyNegativeRule.from_dict(rule_row.rule)
+    if rule.rule_hash() != rule_row.rule_sha256:
+        raise ConflictError(f"rule {rule_row.name!r} no longer matches the hash it was declared with",
+                            code="rule_changed")
+    return rule
+
+
+def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
+    """Audit the rule on the dev split's mined pairs and accept or refuse it, once. Refused: a rule
+    calibrated before (409 ``rule_calibrated``), too few audited pairs for the declared bound
+    (409 ``audit_too_small``). Locks the rule row."""
+    from models.curation.calibration import calibrate, min_audit_size, rule_select
+
+    with transaction.atomic():
+        rule_row = PseudoLabelRule.objects.select_for_update().get(pk=rule_row.pk)
+        if rule_row.calibrated_at is not None:
+            raise ConflictError(f"rule {rule_row.name!r} was calibrated on {rule_row.calibrated_at:%Y-%m-%d}; "
+                                "declare a new rule to calibrate again", code="rule_calibrated")
+        rule = _frozen(rule_row)
+        pairs = _pairs_of("dev")
+        columns = _columns(pairs) if pairs else None
+        chosen = rule_select(rule, **columns) if pairs else np.zeros(0, bool)
+        selected = [pairs[i] for i in np.flatnonzero(chosen)]
+        verified = {(r.query_id, r.trajectory_id): r.label for r in Relation.objects.filter(
+            query_id__in={p.query_id for p in selected}, pseudo=False)}
+        outcomes = []
+        for p in selected:
+            label = verified.get((p.query_id, p.trajectory_id))
+            outcomes.append("correct" if label == 0 else "error" if label == 1 else "uncertain")
+        needed = min_audit_size(rule_row.declared_bound)
+        if len(outcomes) < needed:
+            raise ConflictError(f"the rule selects {len(outcomes)} dev pairs; a bound of {rule_row.declared_bound:g} "
+                                f"needs at least {needed} audited pairs", code="audit_too_small",
+                                extra={"selected": len(outcomes), "needed": needed})
+        calibration = calibrate(rule, outcomes, rule_row.declared_bound, n_considered=len(pairs),
+                                n_selected=len(selected))
+        rule_row.calibration = calibration.to_dict()
+        rule_row.accepted = calibration.accepted
+        rule_row.calibrated_at = timezone.now()
+        rule_row.save(update_fields=["calibration", "accepted", "calibrated_at"])
+    return rule_row
+
+
+def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
+    """Label the train split's unreviewed mined pairs that the accepted rule selects (idempotent:
+    pairs with any relation already are left alone). Refused: an uncalibrated or refused rule
+    (409 ``rule_not_accepted``), a rule that changed after calibration (409 ``rule_changed``)."""
+    if rule_row.calibrated_at is None or not rule_row.accepted:
+        raise ConflictError(f"rule {rule_row.name!r} is not calibrated and accepted; it labels nothing",
+                            code="rule_not_accepted", extra={"calibration": rule_row.calibration})
+    from models.curation.calibration import Calibration, apply_rule
+
+    rule = _frozen(rule_row)
+    calibration = Calibration.from_dict(rule_row.calibration)
+    pairs = [p for p in _pairs_of("train") if p.review == CrossPair.Review.NOT_SAMPLED]
+    if not pairs:
+        return {"considered": 0, "labelled": 0}
+    try:
+        result = apply_rule(rule, calibration, **_columns(pairs))
+    except ValueError as exc:
+        raise ConflictError(str(exc), code="rule_changed") from None
+    existing = set(Relation.objects.filter(query_id__in={p.query_id for p in pairs})
+                   .values_list("query_id", "trajectory_id"))
+    fresh = [label for label in result.labels if (label.query_id, label.trajectory_id) not in existing]
+    before = Relation.objects.filter(rule=rule_row, pseudo=True).count()
+    with transaction.atomic():   # a pair reviewed or labelled meanwhile keeps what it has
+        Relation.objects.bulk_create(ignore_conflicts=True, objs=[Relation(
+            query_id=label.query_id, trajectory_id=label.trajectory_id, label=0, source=Relation.Source.PSEUDO,
+            stratum=label.stratum, pseudo=True, rule=rule_row,
+            evidence={"contradicted": list(label.contradicted), "similarity": label.similarity,
+                      "rule_sha256": label.rule_hash}) for label in fresh])
+        labelled = Relation.objects.filter(rule=rule_row, pseudo=True).count() - before
+    return {"considered": result.n_considered, "labelled": labelled, "coverage": result.coverage,
+            "calibration_coverage": result.calibration_coverage, "coverage_drift": result.coverage_drift}

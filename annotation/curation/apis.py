@@ -1,0 +1,347 @@
+"""REST API of curation: claim the next item, vote, adjudicate, the managers' summary, and pools."""
+from __future__ import annotations
+
+import numpy as np
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads, Role, roles_required
+from annotation.curation import selectors
+from annotation.curation.services.agreement import agreement_stats
+from annotation.curation.services.claims import assignment_release, work_item_claim_next
+from annotation.curation.services.items import work_items_create_for_run
+from annotation.curation.services.pools import pool_freeze
+from annotation.curation.services.votes import adjudication_cast, vote_cast
+from annotation.curation.stages import STAGE_NAMES, STAGES, stage_get
+from annotation.curation.stages.description import DescriptionTargetSerializer
+from annotation.curation.stages.pair import PairTargetSerializer
+from annotation.curation.stages.relation import RelationRowTargetSerializer
+from annotation.models import (
+    ALL_LABELS,
+    Assignment,
+    CandidatePool,
+    PoolMember,
+    Vote,
+    WorkItem,
+)
+from common.pagination import paginate
+from common.params import int_param
+from trajectories.models import ProposalRun
+
+IsAnnotator = roles_required(Role.ANNOTATOR)
+IsAdjudicator = roles_required(Role.ADJUDICATOR)
+
+
+class TargetSerializer(serializers.Serializer):
+    """What is being judged, without anything about other people's judgments.
+
+    Items of the description, relation and pair stages also carry what their reviewer needs
+    (``annotation.curation.selectors.review_target``, attached to the item as ``review_target``
+    by the view); the other two fields are null.
+    """
+    # Each stage part is written out by its stage's ``target_serializer`` (``annotation.curation.stages``).
+
+    video = serializers.IntegerField(source="video_id")
+    trajectory = serializers.IntegerField(source="trajectory_id", allow_null=True)
+    trajectory_a = serializers.SerializerMethodField()
+    trajectory_b = serializers.SerializerMethodField()
+    description = serializers.SerializerMethodField()
+    relation_row = serializers.SerializerMethodField()
+    pair = serializers.SerializerMethodField()
+
+    def get_trajectory_a(self, item) -> int | None:
+        return item.duplicate.trajectory_a_id if item.duplicate_id else None
+
+    def get_trajectory_b(self, item) -> int | None:
+        return item.duplicate.trajectory_b_id if item.duplicate_id else None
+
+    @staticmethod
+    def _part(item, stage_name: str):
+        stage = stage_get(stage_name)
+        part = (getattr(item, "review_target", None) or {}).get(stage.target_key)
+        return None if part is None else stage.target_serializer(part).data
+
+    @extend_schema_field(DescriptionTargetSerializer(allow_null=True))
+    def get_description(self, item):
+        return self._part(item, "description")
+
+    @extend_schema_field(RelationRowTargetSerializer(allow_null=True))
+    def get_relation_row(self, item):
+        return self._part(item, "relation")
+
+    @extend_schema_field(PairTargetSerializer(allow_null=True))
+    def get_pair(self, item):
+        return self._part(item, "pair")
+
+
+def _with_review_target(item: WorkItem, viewer) -> WorkItem:
+    item.review_target = selectors.review_target(item=item, viewer=viewer)
+    return item
+
+
+class OwnVoteSerializer(serializers.ModelSerializer):
+    judgments = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Vote
+        fields = ["id", "label", "reasons", "time_spent_ms", "created_at", "correction", "payload", "judgments"]
+
+    def get_judgments(self, vote) -> dict[str, int]:
+        """One's own labels of a relation row's candidates ({trajectory id: 1 | 0 | -1})."""
+        return {str(j.trajectory_id): j.label for j in vote.judgments.all()}
+
+
+class AssignmentOutputSerializer(serializers.Serializer):
+    """An annotator's view of an item: the target, the labels, their lease and their own vote."""
+
+    item = serializers.IntegerField(source="item_id")
+    stage = serializers.CharField(source="item.stage")
+    labels = serializers.ListField(child=serializers.CharField(), source="item.labels")
+    target = TargetSerializer(source="item")
+    lease_expires_at = serializers.DateTimeField()
+    my_vote = OwnVoteSerializer(allow_null=True)
+
+
+def _assignment_body(seat: Assignment) -> dict:
+    seat.my_vote = selectors.own_vote(annotator=seat.annotator, item_id=seat.item_id)
+    _with_review_target(seat.item, seat.annotator)
+    return AssignmentOutputSerializer(seat).data
+
+
+class NextItemApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    class InputSerializer(serializers.Serializer):
+        stage = serializers.ChoiceField(choices=WorkItem.Stage.choices, required=False)
+
+    @extend_schema(request=InputSerializer, responses={200: AssignmentOutputSerializer,
+                                                       204: OpenApiResponse(description="no work left")},
+                   summary="Claim the next item (the same one again while its lease runs and it has no vote)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        seat = work_item_claim_next(annotator=request.user, stage=data.validated_data.get("stage"))
+        if seat is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(_assignment_body(seat))
+
+
+class ItemApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(responses=AssignmentOutputSerializer, summary="An item you hold a seat on")
+    def get(self, request, item_id: int):
+        return Response(_assignment_body(selectors.assignment_for_annotator(annotator=request.user, item_id=item_id)))
+
+    @extend_schema(responses={204: None}, summary="Give back an item you have not voted on (skip)")
+    def delete(self, request, item_id: int):
+        assignment_release(assignment=selectors.assignment_for_annotator(annotator=request.user, item_id=item_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class VoteApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    class InputSerializer(serializers.Serializer):
+        label = serializers.ChoiceField(choices=sorted(ALL_LABELS), help_text="one of the item's labels")
+        reasons = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
+        time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+        client_request_id = serializers.UUIDField(required=False, allow_null=True,
+                                                  help_text="repeat a submission with the same id safely")
+        correction = serializers.DictField(required=False, allow_null=True,
+                                           help_text="description items, usable_after_minor_correction: the "
+                                                     "corrected appearance, motion and facts")
+        payload = serializers.DictField(required=False, allow_null=True,
+                                        help_text='relation items, first review: {"faithful": bool, "natural": 1-5}')
+        judgments = serializers.DictField(child=serializers.IntegerField(), required=False, allow_null=True,
+                                          help_text="relation items: {trajectory id: 1 | 0 | -1} for every "
+                                                    "candidate shown")
+
+    @extend_schema(request=InputSerializer, responses={201: OwnVoteSerializer, 200: OwnVoteSerializer,
+                                                       400: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+                   summary="Cast your vote (once; a retry with the same client_request_id returns it)")
+    def post(self, request, item_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        vote, created = vote_cast(item_id=item_id, annotator=request.user, **data.validated_data)
+        return Response(OwnVoteSerializer(vote).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class AdjudicationVoteSerializer(serializers.ModelSerializer):
+    annotator = serializers.CharField(source="annotator.username")
+
+    class Meta:
+        model = Vote
+        fields = ["id", "annotator", "label", "reasons", "comment", "is_adjudication", "time_spent_ms", "created_at",
+                  "correction", "payload"]
+
+
+class AdjudicationItemSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="pk")
+    stage = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    target = TargetSerializer(source="*")
+    votes = AdjudicationVoteSerializer(many=True)
+
+
+class AdjudicationQueueApi(APIView):
+    permission_classes = [IsAdjudicator]
+
+    @extend_schema(responses=AdjudicationItemSerializer(many=True), summary="Items waiting for adjudication, with their votes")
+    def get(self, request):
+        items = [_with_review_target(i, request.user) for i in selectors.adjudication_queue(user=request.user)[:100]]
+        return Response(AdjudicationItemSerializer(items, many=True).data)
+
+
+class AdjudicationApi(APIView):
+    permission_classes = [IsAdjudicator]
+
+    class InputSerializer(serializers.Serializer):
+        label = serializers.ChoiceField(choices=sorted(ALL_LABELS), help_text="one of the item's decisive labels "
+                                                                             "or uncertain")
+        reason = serializers.CharField(max_length=2000)
+        client_request_id = serializers.UUIDField(required=False, allow_null=True,
+                                                  help_text="repeat a submission with the same id safely")
+
+    @extend_schema(responses=AdjudicationItemSerializer, summary="One item in adjudication, with its votes")
+    def get(self, request, item_id: int):
+        item = _with_review_target(selectors.adjudication_item(user=request.user, item_id=item_id), request.user)
+        return Response(AdjudicationItemSerializer(item).data)
+
+    @extend_schema(request=InputSerializer, responses={201: AdjudicationVoteSerializer},
+                   summary="Decide an item without a panel majority (recorded as a further vote with its reason)")
+    def post(self, request, item_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        vote = adjudication_cast(item_id=item_id, adjudicator=request.user, **data.validated_data)
+        return Response(AdjudicationVoteSerializer(vote).data, status=status.HTTP_201_CREATED)
+
+
+class ReviewSummaryApi(APIView):
+    permission_classes = [IsManager]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Items per stage and state, votes and adjudication rate")
+    def get(self, request):
+        return Response(selectors.review_summary())
+
+
+class ReviewItemsCreateApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        run = serializers.PrimaryKeyRelatedField(queryset=ProposalRun.objects.all())
+
+    class OutputSerializer(serializers.Serializer):
+        usability = serializers.IntegerField()
+        identity = serializers.IntegerField()
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer,
+                   summary="Open review of a finished proposal run (usability and duplicate items; idempotent)")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        counts = work_items_create_for_run(run=data.validated_data["run"])
+        return Response(self.OutputSerializer(counts).data, status=status.HTTP_201_CREATED)
+
+
+class PoolMemberOutputSerializer(serializers.ModelSerializer):
+    frames = serializers.SerializerMethodField()
+    boxes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PoolMember
+        fields = ["trajectory", "role", "group_representative", "n_obs", "n_removed", "frames", "boxes"]
+
+    def get_frames(self, obj) -> list[int]:
+        return np.frombuffer(bytes(obj.frames), "<i4").tolist()
+
+    def get_boxes(self, obj) -> list[list[float]]:
+        return np.frombuffer(bytes(obj.boxes), "<f4").reshape(-1, 4).round(2).tolist()
+
+
+class PoolOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CandidatePool
+        fields = ["id", "video", "version", "run", "supersedes", "reason", "n_members", "content_sha256", "frozen_at"]
+
+
+class PoolDetailOutputSerializer(PoolOutputSerializer):
+    members = PoolMemberOutputSerializer(many=True)
+
+    class Meta(PoolOutputSerializer.Meta):
+        fields = [*PoolOutputSerializer.Meta.fields, "lineage", "members"]
+
+
+class PoolListApi(APIView):
+    permission_classes = [ManagerWritesStaffReads]
+
+    class InputSerializer(serializers.Serializer):
+        run = serializers.PrimaryKeyRelatedField(queryset=ProposalRun.objects.all())
+        reason = serializers.CharField(required=False, allow_blank=True, default="",
+                                       help_text="required for a new version: the tracking defect it fixes")
+
+    @extend_schema(responses=PoolOutputSerializer(many=True), summary="Frozen candidate pools (optionally ?video=)")
+    def get(self, request):
+        return paginate(selectors.pool_list(video_id=int_param(request, "video")), PoolOutputSerializer, request, self)
+
+    @extend_schema(request=InputSerializer, responses={201: PoolOutputSerializer, 409: OpenApiTypes.OBJECT},
+                   summary="Freeze the candidate pool of a reviewed proposal run")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        pool = pool_freeze(frozen_by=request.user, **data.validated_data)
+        return Response(PoolOutputSerializer(pool).data, status=status.HTTP_201_CREATED)
+
+
+class PoolDetailApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses=PoolDetailOutputSerializer, summary="One pool with its members' observations")
+    def get(self, request, pool_id: int):
+        return Response(PoolDetailOutputSerializer(selectors.pool_get(pool_id=pool_id)).data)
+
+
+class AgreementApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        stage = serializers.ChoiceField(choices=list(STAGE_NAMES), error_messages={
+            "invalid_choice": f"\"{{input}}\" is not a review stage; use one of {', '.join(STAGE_NAMES)}"})
+        split = serializers.ChoiceField(choices=["train", "dev", "test"], required=False)
+
+    @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
+                   summary="Agreement of a stage: vote distributions, raw agreement, Fleiss' kappa, "
+                           "Krippendorff's alpha, adjudication rate, time, per annotator")
+    def get(self, request):
+        data = self.InputSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        return Response(agreement_stats(**data.validated_data))
+
+
+class StageLabelSerializer(serializers.Serializer):
+    value = serializers.CharField(help_text="the label the API stores")
+    text = serializers.CharField(help_text="what a reviewer reads")
+
+
+class StageOutputSerializer(serializers.Serializer):
+    """One review stage as declared in ``annotation.curation.stages``."""
+
+    stage = serializers.CharField(source="name")
+    labels = StageLabelSerializer(many=True)
+    decisive = serializers.ListField(child=serializers.CharField(), help_text="the labels that decide an item")
+    reasons = serializers.ListField(child=serializers.CharField(), help_text="reasons a reviewer may tick")
+    panel = serializers.IntegerField(help_text="seats an item opens with (the review policy's for the first three)")
+    required = serializers.IntegerField(help_text="votes a decision needs")
+
+
+class ReviewStagesApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=StageOutputSerializer(many=True),
+                   summary="The review stages in pipeline order: labels, decisive labels, reasons, panel")
+    def get(self, request):
+        return Response(StageOutputSerializer(STAGES, many=True).data)

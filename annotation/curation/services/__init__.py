@@ -1,0 +1,1 @@
+"""Writes of curation: items, claims, votes and adjudication, pools; agreement statistics."""

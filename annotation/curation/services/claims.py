@@ -1,0 +1,121 @@
+"""Claiming work: the next item for an annotator, under a lease, on a panel of distinct people."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, OuterRef
+from django.utils import timezone
+
+from accounts.roles import Role, user_has_role
+from annotation.curation.selectors import active_assignment, seat_taken
+from annotation.curation.services.items import review_policy_get
+from annotation.models import Assignment, WorkItem
+from common.errors import ApplicationError
+
+CANDIDATES_PER_TRY = 20  # candidate items tried per pass
+SCAN_PAGE = 200          # open items read per query while looking for free seats
+SCAN_LIMIT = 20_000      # open items looked at per claim before reporting no work
+
+
+def _last_video_id(annotator) -> int | None:
+    return (Assignment.objects.filter(annotator=annotator).order_by("-claimed_at")
+            .values_list("item__video_id", flat=True).first())
+
+
+def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment | None:
+    """Claim a seat on the next open item for ``annotator``; ``None`` when there is no work.
+
+    Items of the video the annotator worked on last come first (they keep their context), then
+    items in video order. An annotator never gets an item twice. Seats are numbered: the unique
+    (item, seat) constraint holds the panel size even when claims race, and a losing claim tries
+    the next candidate. On PostgreSQL the candidate rows are read with ``FOR UPDATE SKIP LOCKED``
+    so concurrent annotators do not queue behind each other; on SQLite, which serialises writes,
+    the constraint alone decides. Seats whose lease expired without a vote are given to others.
+    """
+    if not user_has_role(annotator, Role.ANNOTATOR):
+        raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
+    if stage is not None and stage not in WorkItem.Stage.values:
+        raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
+    current = active_assignment(annotator=annotator, stage=stage)
+    if current is not None:
+        return current
+    policy = review_policy_get()
+    # First pass: skip items another claim is holding (annotators spread over the queue). Second
+    # pass: wait for those rows, so the last free seats are not reported as "no work".
+    for skip_locked in (True, False):
+        for item_id in _free_candidates(annotator, stage):
+            claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
+            if claimed is not None:
+                return claimed
+    return None
+
+
+def _free_candidates(annotator, stage: str | None):
+    """Open items with a free seat that the annotator never had, best first, up to
+    ``CANDIDATES_PER_TRY`` of them.
+
+    Reads the queue in pages (the annotator's last video first, then video order) and counts the
+    taken seats of one page at a time, so a claim costs the same with ten open items or a
+    million.
+    """
+    now = timezone.now()
+    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    queue = WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(Exists(mine))
+    if stage:
+        queue = queue.filter(stage=stage)
+    last_video = _last_video_id(annotator)
+    parts = [queue.filter(video_id=last_video).order_by("id")] if last_video is not None else []
+    parts.append(queue.order_by("video_id", "id"))
+    found: list[int] = []
+    seen: set[int] = set()
+    for part in parts:
+        for start in range(0, SCAN_LIMIT, SCAN_PAGE):
+            rows = list(part.values_list("pk", "panel_size")[start:start + SCAN_PAGE])
+            page = [row for row in rows if row[0] not in seen]  # the last video's items come twice
+            taken = dict(Assignment.objects.filter(item_id__in=[pk for pk, _ in page]).filter(seat_taken(now))
+                         .values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
+            for pk, panel_size in page:
+                seen.add(pk)
+                if taken.get(pk, 0) < panel_size:
+                    found.append(pk)
+                    if len(found) >= CANDIDATES_PER_TRY:
+                        return found
+            if len(rows) < SCAN_PAGE:
+                break
+    return found
+
+
+def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool) -> Assignment | None:
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            rows = WorkItem.objects.filter(pk=item_id, state=WorkItem.State.OPEN)
+            if connection.features.has_select_for_update_skip_locked:
+                rows = rows.select_for_update(skip_locked=skip_locked)
+            item = rows.first()
+            if item is None:
+                return None  # decided meanwhile, or another claim holds its row
+            seats = list(Assignment.objects.filter(item=item))
+            if any(a.annotator_id == annotator.pk for a in seats):
+                return None
+            # An expired seat without a vote goes back to the pool.
+            stale = [a for a in seats if a.completed_at is None and a.lease_expires_at <= now]
+            if stale:
+                Assignment.objects.filter(pk__in=[a.pk for a in stale]).delete()
+            taken = {a.seat for a in seats if a not in stale}
+            free = [s for s in range(item.panel_size) if s not in taken]
+            if not free:
+                return None
+            return Assignment.objects.create(item=item, annotator=annotator, seat=free[0], claimed_at=now,
+                                             lease_expires_at=now + timedelta(seconds=lease_seconds))
+    except IntegrityError:
+        return None  # a concurrent claim took this seat (or this annotator claimed it twice)
+
+
+def assignment_release(*, assignment: Assignment) -> None:
+    """Give an unvoted seat back (the annotator skips the item); a voted seat stays."""
+    if assignment.completed_at is not None:
+        raise ApplicationError("this item has your vote already; a vote cannot be withdrawn", code="already_voted",
+                               status_code=409)
+    assignment.delete()

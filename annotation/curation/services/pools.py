@@ -1,0 +1,121 @@
+"""Freezing candidate pools (DESIGN 2.4-2.5): consolidate the retained trajectories of a reviewed
+proposal run and store them as an immutable, versioned pool."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.benchmark.services.queries import queries_mark_for_reverification
+from annotation.curation.stages.identity import SAME
+from annotation.curation.stages.usability import USABLE
+from annotation.models import CandidatePool, PoolMember, WorkItem
+from common.errors import ConflictError
+from models.curation.consolidation import TrackObs, consolidate
+from trajectories.models import ProposalRun, Trajectory
+
+
+def _undecided(run: ProposalRun) -> dict[str, int]:
+    open_states = [WorkItem.State.OPEN, WorkItem.State.ADJUDICATE]
+    usability = WorkItem.objects.filter(stage=WorkItem.Stage.USABILITY, trajectory__run=run, state__in=open_states)
+    identity = WorkItem.objects.filter(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run,
+                                       state__in=open_states)
+    return {"usability": usability.count(), "identity": identity.count()}
+
+
+def _reopen_conflicts(conflicts, items_by_pair: dict[tuple[int, int], WorkItem]) -> list[list[int]]:
+    """Send every judgment on a conflicting cycle back to adjudication; returns the pairs."""
+    pairs = sorted({pair for c in conflicts for pair in c.pairs_to_adjudicate()})
+    now = timezone.now()
+    ids = [items_by_pair[p].pk for p in pairs if p in items_by_pair]
+    WorkItem.objects.filter(pk__in=ids).update(state=WorkItem.State.ADJUDICATE, decision="", decided_at=None,
+                                               reopened_at=now)
+    return [list(p) for p in pairs]
+
+
+def _pool_hash(members: list[PoolMember]) -> str:
+    digest = hashlib.sha256()
+    for m in sorted(members, key=lambda m: m.trajectory_id):
+        digest.update(f"{m.trajectory_id}:{m.role}:".encode() + bytes(m.frames) + bytes(m.boxes))
+    return digest.hexdigest()
+
+
+def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> CandidatePool:
+    """Freeze the candidate pool of ``run``'s video from its decided review items.
+
+    Preconditions: the run succeeded and every usability and identity item of it is decided or
+    unresolved. Retained trajectories are those decided ``usable``; duplicate groups come from
+    confirmed ``same`` pairs among them, never joining a confirmed ``different`` pair. If such a
+    conflict exists, the judgments on its cycle are reopened for adjudication and the freeze is
+    refused (409 ``consolidation_conflict``). A video that already has a pool from another run gets
+    a new version only with a ``reason`` (the tracking defect fixed), and the old version's
+    queries are marked for re-verification in the same transaction. Freezing the same run again returns its pool. Locks the video's latest pool row.
+    """
+    if run.status != ProposalRun.Status.SUCCEEDED:
+        raise ConflictError(f"proposal run {run.pk} is {run.status}; only a finished run can be frozen",
+                            code="run_not_finished")
+    with transaction.atomic():
+        latest = (CandidatePool.objects.select_for_update().filter(video_id=run.video_id)
+                  .order_by("-version").first())
+        if latest is not None and latest.run_id == run.pk:
+            return latest
+        if latest is not None and not reason.strip():
+            raise ConflictError(
+                f"video {run.video_id} already has frozen pool v{latest.version} (run {latest.run_id}); a new "
+                "version replaces it only to fix a tracking defect: say which in `reason`",
+                code="pool_exists", extra={"pool": latest.pk})
+        undecided = _undecided(run)
+        if any(undecided.values()):
+            raise ConflictError(
+                f"review of run {run.pk} is not finished: {undecided['usability']} usability and "
+                f"{undecided['identity']} duplicate items are still open or in adjudication",
+                code="review_unfinished", extra=undecided)
+        retained = list(Trajectory.objects.filter(
+            run=run, work_items__stage=WorkItem.Stage.USABILITY, work_items__state=WorkItem.State.DECIDED,
+            work_items__decision=USABLE).order_by("pk"))
+        kept_ids = {t.pk for t in retained}
+        items = WorkItem.objects.filter(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run,
+                                        state=WorkItem.State.DECIDED).select_related("duplicate")
+        items_by_pair, same, different = {}, [], []
+        for item in items:
+            pair = (item.duplicate.trajectory_a_id, item.duplicate.trajectory_b_id)
+            if pair[0] in kept_ids and pair[1] in kept_ids:
+                items_by_pair[pair] = item
+                (same if item.decision == SAME else different).append(pair)
+        result = consolidate([TrackObs(t.pk, t.frames_array(), t.boxes_array()) for t in retained],
+                             same_edges=same, different_edges=different)
+        if result.conflicts:
+            pairs = _reopen_conflicts(result.conflicts, items_by_pair)
+    if result.conflicts:  # outside the atomic block: the reopened items stay reopened
+        raise ConflictError(
+            f"{len(result.conflicts)} duplicate decision(s) would join trajectories judged different; "
+            f"{len(pairs)} judgments went back to adjudication", code="consolidation_conflict", extra={"pairs": pairs})
+    with transaction.atomic():
+        latest = (CandidatePool.objects.select_for_update().filter(video_id=run.video_id)
+                  .order_by("-version").first())
+        lineage = {row["source_id"]: row for row in result.lineage}
+        pool = CandidatePool.objects.create(
+            video_id=run.video_id, run=run, version=(latest.version + 1) if latest else 1, supersedes=latest,
+            reason=reason.strip(), frozen_by=frozen_by)
+        members = []
+        for track in result.kept:
+            row = lineage[track.id]
+            members.append(PoolMember(
+                pool=pool, trajectory_id=track.id,
+                role={"representative": PoolMember.Role.REPRESENTATIVE, "fragment": PoolMember.Role.FRAGMENT}.get(
+                    row["role"], PoolMember.Role.SINGLE),
+                group_representative_id=row["representative"] if row["role"] == "fragment" else None,
+                n_obs=len(track.frames), n_removed=row["n_removed"],
+                frames=np.asarray(track.frames, "<i4").tobytes(), boxes=np.asarray(track.boxes, "<f4").tobytes()))
+        PoolMember.objects.bulk_create(members)
+        pool.n_members = len(members)
+        pool.lineage = result.lineage
+        pool.content_sha256 = _pool_hash(members)
+        pool.frozen_at = timezone.now()
+        pool.save(update_fields=["n_members", "lineage", "content_sha256", "frozen_at"])
+        if latest is not None:
+            # Benchmark construction built on the old version: its queries wait for re-verification.
+            queries_mark_for_reverification(latest, pool)
+    return pool

@@ -1,0 +1,159 @@
+"""Casting votes and adjudicating: one vote per person per item, never edited, decided by rule."""
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.roles import Role, user_has_role
+from annotation.curation.stages import stage_get
+from annotation.curation.stages.base import CLOSED_STATES
+from annotation.models import Assignment, Vote, WorkItem
+from common.errors import ApplicationError, ConflictError, NotFoundError
+
+MAX_REASONS = 10
+MAX_TIME_SPENT_MS = 6 * 3600 * 1000
+MAX_PAYLOAD_BYTES = 4096
+
+
+def _check_label(item: WorkItem, label: str) -> None:
+    if label not in item.labels:
+        raise ApplicationError(f"{label!r} is not a {item.stage} label; use one of {list(item.labels)}",
+                               code="invalid_label", extra={"labels": list(item.labels)})
+
+
+def _check_reasons(reasons) -> list[str]:
+    reasons = list(reasons or [])
+    if len(reasons) > MAX_REASONS or any(not isinstance(r, str) or not r.strip() or len(r) > 200 for r in reasons):
+        raise ApplicationError(f"reasons must be at most {MAX_REASONS} non-empty texts of up to 200 characters",
+                               code="invalid_reasons")
+    return [r.strip() for r in reasons]
+
+
+def _replayed(annotator, client_request_id, item_id: int, label: str) -> Vote | None:
+    """The vote an earlier submission of the same request created, if any."""
+    if client_request_id is None:
+        return None
+    earlier = Vote.objects.filter(annotator=annotator, client_request_id=client_request_id).first()
+    if earlier is not None and (earlier.item_id != item_id or earlier.label != label):
+        raise ConflictError("this request id was already used for a different vote", code="request_id_reused",
+                            extra={"vote": earlier.pk})
+    return earlier
+
+
+def _locked_item(item_id: int, label: str) -> WorkItem:
+    """The item row, locked for this transaction, after checking the label fits its stage."""
+    item = WorkItem.objects.select_for_update().filter(pk=item_id).first()
+    if item is None:
+        raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
+    _check_label(item, label)
+    return item
+
+
+def _apply_rule(item: WorkItem) -> WorkItem:
+    """Move a locked item to the state its stage's rule gives; run the stage's on-closed step once
+    the item is decided or unresolved."""
+    stage = stage_get(item.stage)
+    state, decision = stage.rule(item)
+    if (state, decision) != (item.state, item.decision):
+        item.state, item.decision = state, decision
+        item.decided_at = timezone.now() if state in CLOSED_STATES else None
+        item.save(update_fields=["state", "decision", "decided_at"])
+        if state in CLOSED_STATES:
+            stage.on_closed(item)
+    return item
+
+
+def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_ms: int | None = None,
+              client_request_id: uuid.UUID | None = None, correction=None, payload: dict | None = None,
+              judgments: dict[int, int] | None = None) -> tuple[Vote, bool]:
+    """Cast the annotator's panel vote on an item they hold a seat on; returns ``(vote, created)``.
+
+    ``correction`` (a description's corrected content), ``payload`` (ratings) and ``judgments``
+    (a relation row's ``{trajectory id: 1 | 0 | -1}``) are checked by the item's stage
+    (``annotation.curation.stages``).
+    Idempotent under ``client_request_id``: a retried submission returns the vote it created.
+    Refused: a non-annotator (403), no seat on the item (403), a second vote (409), an item no
+    longer collecting votes (409), an unknown label (400). Locks the item row, so the rule sees
+    every vote exactly once however many arrive at the same time.
+    """
+    if not user_has_role(annotator, Role.ANNOTATOR):
+        raise ApplicationError("only annotators cast panel votes", code="not_an_annotator", status_code=403)
+    if time_spent_ms is not None and not (0 <= time_spent_ms <= MAX_TIME_SPENT_MS):
+        raise ApplicationError("time_spent_ms must be between 0 and 6 hours", code="invalid_time_spent")
+    reasons = _check_reasons(reasons)
+    if payload is not None and (not isinstance(payload, dict) or len(json.dumps(payload)) > MAX_PAYLOAD_BYTES):
+        raise ApplicationError(f"payload must be an object of at most {MAX_PAYLOAD_BYTES} bytes as JSON",
+                               code="invalid_payload")
+    try:
+        with transaction.atomic():
+            item = _locked_item(item_id, label)
+            earlier = _replayed(annotator, client_request_id, item.pk, label)
+            if earlier is not None:
+                return earlier, False
+            seat = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
+            if seat is None:
+                raise ApplicationError("you hold no seat on this item: claim it with next first", code="not_assigned",
+                                       status_code=403)
+            if seat.completed_at is not None or Vote.objects.filter(item=item, annotator=annotator).exists():
+                raise ConflictError("you have voted on this item already; votes are never changed",
+                                    code="already_voted")
+            if item.state != WorkItem.State.OPEN:
+                raise ConflictError(f"this item is {item.state}; it takes no more panel votes", code="item_closed")
+            stage = stage_get(item.stage)
+            extra = stage.check(item=item, annotator=annotator, label=label, correction=correction,
+                                payload=payload, judgments=judgments)
+            vote = Vote.objects.create(item=item, annotator=annotator, label=label, reasons=reasons,
+                                       time_spent_ms=time_spent_ms, client_request_id=client_request_id, **extra)
+            stage.after_vote(item=item, vote=vote, judgments=judgments)
+            seat.completed_at = timezone.now()
+            seat.save(update_fields=["completed_at"])
+            _apply_rule(item)
+            return vote, True
+    except IntegrityError:
+        # A concurrent submission of the same request (or vote) won: report what stands.
+        earlier = _replayed(annotator, client_request_id, item_id, label)
+        if earlier is not None:
+            return earlier, False
+        raise ConflictError("you have voted on this item already; votes are never changed", code="already_voted") from None
+
+
+def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str,
+                      client_request_id: uuid.UUID | None = None) -> Vote:
+    """Record an adjudicator's decision on an item without a panel majority, as a further vote.
+
+    The adjudicator must hold the adjudicator role and must not sit on the item's panel; a reason
+    is required. A retry with the same ``client_request_id`` returns the recorded decision. Locks
+    the item row.
+    """
+    if not user_has_role(adjudicator, Role.ADJUDICATOR):
+        raise ApplicationError("only adjudicators adjudicate", code="not_an_adjudicator", status_code=403)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApplicationError("an adjudication needs a reason", code="reason_required")
+    with transaction.atomic():
+        item = _locked_item(item_id, label)
+        stage = stage_get(item.stage)
+        if label in stage.not_adjudicated:
+            allowed = [v for v in stage.label_values if v not in stage.not_adjudicated]
+            raise ApplicationError(f"an adjudicator decides {', '.join(allowed[:-1])} or {allowed[-1]}; corrections "
+                                   "come from the panel",
+                                   code="invalid_label")
+        earlier = _replayed(adjudicator, client_request_id, item.pk, label)
+        if earlier is not None:
+            return earlier
+        if item.state != WorkItem.State.ADJUDICATE:
+            raise ConflictError(f"this item is {item.state}; only items without a panel majority are adjudicated",
+                                code="not_in_adjudication")
+        if Assignment.objects.filter(item=item, annotator=adjudicator).exists():
+            raise ApplicationError("you sat on this item's panel; another adjudicator must decide it",
+                                   code="panel_member", status_code=403)
+        try:
+            vote = Vote.objects.create(item=item, annotator=adjudicator, label=label, comment=reason,
+                                       is_adjudication=True, client_request_id=client_request_id)
+        except IntegrityError:
+            raise ConflictError("you have adjudicated this item already", code="already_voted") from None
+        _apply_rule(item)
+        return vote

@@ -1,0 +1,191 @@
+"""What a review stage declares, and the pieces several stages share.
+
+A stage is one :class:`ReviewStage` value in its own module. Every hook runs inside the vote's
+transaction with the item row locked (``annotation.curation.services.votes``):
+
+- ``check(item=, annotator=, label=, correction=, payload=, judgments=)`` validates what a vote
+  carries besides its label and returns the extra ``Vote`` fields (raises ``ApplicationError``);
+- ``after_vote(item=, vote=, judgments=)`` stores rows that belong to the vote;
+- ``rule(item)`` gives the item's ``(state, decision)`` from its votes (it may widen the panel for
+  an independent second review);
+- ``on_closed(item)`` runs once the item is decided or unresolved;
+- ``read_target(item=, viewer=, second=, suggestions=)`` gives what a reviewer is shown, as plain
+  data that ``target_serializer`` writes out (blinding: ``second`` is set for the second reviewer
+  of a widened item, :meth:`ReviewStage.second_reviewer`; ``suggestions`` is false for a blind
+  reader and on audits; the stage leaves out what either may not see);
+- ``agreement_rows(votes)`` reads a vote queryset as agreement units and categories.
+
+The serializers of what several stages show (a query's predicates, a writer's proposal) are here
+too; the benchmark API reuses the predicate shape for the queries a manager writes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Case, FloatField, IntegerField, Q, QuerySet, Value, When
+from django.db.models.functions import Cast, Coalesce
+from rest_framework import serializers
+
+from annotation.models import Vote, WorkItem
+from annotation.rules import ADJUDICATE, PENDING, UNRESOLVED, decide
+from common.errors import ApplicationError
+from models.facts import ATTRIBUTES, EVENTS
+
+CLOSED_STATES = (WorkItem.State.DECIDED, WorkItem.State.UNRESOLVED)
+
+
+@dataclass(frozen=True)
+class Label:
+    value: str   # what the API stores
+    text: str    # what a reviewer reads on the button
+
+
+@dataclass(frozen=True)
+class AgreementRows:
+    """A stage's votes as agreement units: parallel arrays ``[V]``."""
+
+    unit: np.ndarray             # int64: the unit judged (an item, or an item's candidate)
+    rater: np.ndarray            # int64: user id
+    category: np.ndarray         # int64: index into the stage's ``categories``
+    is_adjudication: np.ndarray  # bool
+    seconds: np.ndarray          # float64, nan where no time was recorded
+
+
+@dataclass(frozen=True)
+class ReviewStage:
+    name: str
+    labels: tuple[Label, ...]
+    decisive: tuple[str, ...]                # labels that decide an item
+    reasons: tuple[str, ...]                 # the reasons a reviewer may tick
+    panel: int                               # seats an item opens with
+    required: int                            # votes a decision needs
+    check: Callable[..., dict]
+    after_vote: Callable[..., None]
+    rule: Callable[[WorkItem], tuple[str, str]]
+    on_closed: Callable[[WorkItem], None]
+    read_target: Callable[..., dict | None]
+    agreement_rows: Callable[[QuerySet], AgreementRows]
+    categories: tuple[str, ...]              # agreement categories (the labels, or a row's 1/0/⊥)
+    agreement_panel: int                     # panel votes per unit that make a full panel
+    accepted: tuple[str, ...]                # decisions that make an item's record part of the benchmark
+    accepted_where: Q = field(default_factory=Q)  # what else an accepted item's record needs
+    target_key: str | None = None            # where ``read_target`` goes in an item's target
+    target_serializer: type[serializers.Serializer] | None = None  # writes out ``read_target``
+    from_policy: bool = False                # items copy the review policy's panel and required votes
+    widened_panel: int | None = None         # seats after a dispute widens the panel
+    not_adjudicated: tuple[str, ...] = ()    # labels an adjudicator may not give
+    majority_rule: bool = False              # decided by ``annotation.rules.decide`` (bulk audit applies)
+
+    @property
+    def label_values(self) -> tuple[str, ...]:
+        return tuple(label.value for label in self.labels)
+
+    def accepted_items(self, items: QuerySet[WorkItem]) -> QuerySet[WorkItem]:
+        """The decided items of ``items`` whose record is part of the benchmark."""
+        return items.filter(self.accepted_where, state=WorkItem.State.DECIDED, decision__in=self.accepted)
+
+    def awaiting_second_review(self) -> Q:
+        """Items (a ``WorkItem`` filter) whose panel was widened over disputed candidates and that
+        wait for their independent second review; nothing for a stage that never widens."""
+        if self.widened_panel is None:
+            return Q(pk__in=[])
+        return Q(state=WorkItem.State.OPEN, panel_size__gte=self.widened_panel) & ~Q(disputed=[])
+
+    def second_reviewer(self, item: WorkItem, viewer) -> bool:
+        """Whether ``viewer`` sits on the independent second review of a widened item (its panel
+        grew over disputed candidates): someone else cast the item's first vote (what that vote
+        said is not read here)."""
+        if self.widened_panel is None or item.panel_size < self.widened_panel or not item.disputed:
+            return False
+        first = Vote.objects.filter(item=item, is_adjudication=False).order_by("created_at", "id") \
+            .values_list("annotator_id", flat=True).first()
+        return first is not None and first != getattr(viewer, "pk", None)
+
+
+# -- shared hooks ----------------------------------------------------------------------------------
+def label_only_check(stage_name: str) -> Callable[..., dict]:
+    """The check of a stage whose vote is a label and reasons only."""
+    def check(*, item, annotator, label, correction, payload, judgments) -> dict:
+        if correction is not None or payload or judgments:
+            raise ApplicationError(f"a {stage_name} vote carries only a label and reasons", code="unexpected_fields")
+        return {}
+
+    return check
+
+
+def nothing_after_vote(*, item, vote, judgments) -> None:
+    return None
+
+
+def nothing_on_closed(item: WorkItem) -> None:
+    return None
+
+
+def outcome_state(outcome: str) -> tuple[str, str]:
+    """An ``annotation.rules.decide`` outcome as the item's ``(state, decision)``."""
+    return {
+        PENDING: (WorkItem.State.OPEN, ""),
+        ADJUDICATE: (WorkItem.State.ADJUDICATE, ""),
+        UNRESOLVED: (WorkItem.State.UNRESOLVED, ""),
+    }.get(outcome, (WorkItem.State.DECIDED, outcome))
+
+
+def majority_outcome(item: WorkItem, decisive: tuple[str, ...]) -> str:
+    """DESIGN 5 ``decide`` over the item's votes in casting order."""
+    labels = list(Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", flat=True))
+    return decide(labels, decisive, required=item.required_votes, panel=item.panel_size)
+
+
+def trajectory_target(*, item, viewer, second: bool, suggestions: bool) -> None:
+    """Usability and identity items show their trajectories; the item's own fields say which."""
+    return None
+
+
+def model_proposal(entry) -> dict | None:
+    """A writer's pre-label or proposal as shown to a reviewer (``None`` when there is none);
+    written out by :class:`ModelProposalSerializer`."""
+    if not isinstance(entry, dict) or "label" not in entry:
+        return None
+    return {"label": int(entry["label"]), "predicates": list(entry.get("predicates") or []),
+            "evidence": list(entry.get("evidence") or [])}
+
+
+# -- what several stages show ----------------------------------------------------------------------
+class PredicateSerializer(serializers.Serializer):
+    name = serializers.ChoiceField(choices=list(ATTRIBUTES + EVENTS), help_text="a fact name")
+    value = serializers.CharField(max_length=100, help_text="the value the query requires")
+    fact_ids = serializers.ListField(child=serializers.CharField(max_length=32), min_length=1,
+                                     help_text="the approved facts of the source description that support it")
+
+
+class ModelProposalSerializer(serializers.Serializer):
+    """A writer's suggestion for one (query, trajectory) pair; it never decides."""
+
+    label = serializers.IntegerField(help_text="1 match, 0 mismatch, -1 unknown (⊥)")
+    predicates = serializers.ListField(child=serializers.JSONField(), help_text="decisive predicates")
+    evidence = serializers.ListField(child=serializers.JSONField(), help_text="evidence fact ids")
+
+
+# -- agreement units -------------------------------------------------------------------------------
+def _seconds():
+    return Coalesce(Cast("time_spent_ms", FloatField()) / 1000.0, Value(float("nan")), output_field=FloatField())
+
+
+def label_rows(labels: tuple[str, ...]) -> Callable[[QuerySet], AgreementRows]:
+    """Agreement units of a stage whose votes are labels: one unit per item, its labels the
+    categories. Labels become indices and missing times NaN in the database, so the rows arrive
+    as numbers and turn into one float array without a Python step per vote. Rows come in vote
+    order, so sums over them (a rater's mean time) are the same on every instance holding the
+    votes, an instance that imported a release included."""
+    def rows(votes: QuerySet[Vote]) -> AgreementRows:
+        index = Case(*[When(label=name, then=Value(i)) for i, name in enumerate(labels)], output_field=IntegerField())
+        values = list(votes.order_by("id").values_list("item_id", "annotator_id", index,
+                                                   Cast("is_adjudication", IntegerField()), _seconds()))
+        table = np.array(values, dtype=np.float64).reshape(-1, 5)                          # [V, 5]
+        return AgreementRows(unit=table[:, 0].astype(np.int64), rater=table[:, 1].astype(np.int64),
+                             category=table[:, 2].astype(np.int64), is_adjudication=table[:, 3].astype(bool),
+                             seconds=table[:, 4])
+
+    return rows

@@ -1,0 +1,137 @@
+"""Pair (DESIGN 2.9): does a mined trajectory of another video satisfy every predicate of a query?
+
+A pair item starts with one reviewer; a vote ⊥ (``uncertain``) or one against the writer's binary
+proposal widens the panel to two for an independent second review, blind to the proposal (it
+would tell what the first reviewer said). ``annotation.rules.relation_final`` gives the final
+label; on dev and test an unresolved pair goes to an adjudicator (their galleries need every pair
+binary), and a pair left ⊥ even then takes its query out of the benchmark.
+
+Blinding: the proposal is shown neither to the second reviewer nor to an auditor; the mined-pair
+list hides it while the pair waits for its second review (``ReviewStage.awaiting_second_review``).
+"""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.curation.stages.base import (
+    Label,
+    ModelProposalSerializer,
+    PredicateSerializer,
+    ReviewStage,
+    label_rows,
+    model_proposal,
+    nothing_after_vote,
+)
+from annotation.models import CrossPair, Query, Relation, Vote, WorkItem
+from annotation.rules import relation_disputed, relation_final
+from common.errors import ApplicationError
+
+MATCH, MISMATCH, UNCERTAIN = "match", "mismatch", "uncertain"
+LABELS = (Label(MATCH, "Match"), Label(MISMATCH, "Mismatch"), Label(UNCERTAIN, "Uncertain"))
+DECISIVE = (MATCH, MISMATCH)
+REASONS = (
+    "a predicate is visibly violated",
+    "the interval that would show it is not covered",
+    "the tracking is off",
+    "the query is ambiguous",
+)
+PAIR_LABEL_VALUES = {MATCH: 1, MISMATCH: 0, UNCERTAIN: -1}
+
+
+def _check_pair(*, item: WorkItem, annotator, label: str, correction, payload, judgments) -> dict:
+    if correction is not None or judgments:
+        raise ApplicationError("a pair vote carries a label (match, mismatch, uncertain) and reasons only",
+                               code="unexpected_fields")
+    return {"payload": payload or {}}
+
+
+def _pair_votes(item: WorkItem) -> tuple[list[int], list[int]]:
+    """(review labels, adjudication labels) in casting order, as 1 / 0 / -1."""
+    reviews, adjudications = [], []
+    for label, adjudicated in Vote.objects.filter(item=item).order_by("created_at", "id") \
+            .values_list("label", "is_adjudication"):
+        (adjudications if adjudicated else reviews).append(PAIR_LABEL_VALUES[label])
+    return reviews, adjudications
+
+
+def _pair_final(item: WorkItem) -> int:
+    reviews, adjudications = _pair_votes(item)
+    final = relation_final(reviews)
+    if final == -1 and adjudications:
+        return adjudications[-1]
+    return final
+
+
+def _needs_binary(item: WorkItem) -> bool:
+    """Dev and test galleries need every pair binary: an unresolved pair goes to an adjudicator."""
+    return item.pair.query.video.split in ("dev", "test")
+
+
+def _pair_rule(item: WorkItem) -> tuple[str, str]:
+    reviews, adjudications = _pair_votes(item)
+    if not reviews:
+        return WorkItem.State.OPEN, ""
+    if len(reviews) == 1 and item.panel_size == STAGE.panel:
+        proposal = (item.prelabels.get("proposal") or {}).get("label")
+        if relation_disputed(reviews[0], proposal):
+            item.panel_size, item.disputed = STAGE.widened_panel, [item.pair.trajectory_id]
+            item.save(update_fields=["panel_size", "disputed"])
+            return WorkItem.State.OPEN, ""
+    if len(reviews) < item.panel_size:
+        return WorkItem.State.OPEN, ""
+    final = _pair_final(item)
+    if final == -1 and not adjudications and _needs_binary(item):
+        return WorkItem.State.ADJUDICATE, ""
+    if final == -1:
+        return WorkItem.State.UNRESOLVED, ""
+    return WorkItem.State.DECIDED, {1: MATCH, 0: MISMATCH}[final]
+
+
+def _on_pair_closed(item: WorkItem) -> None:
+    """Record the pair's relation. A dev/test pair left ⊥ even after adjudication takes its query
+    out of the benchmark (its galleries could never be complete), with the reason recorded."""
+    reviews, adjudications = _pair_votes(item)
+    final = _pair_final(item)
+    pair = CrossPair.objects.select_for_update().get(pk=item.pair_id)
+    source = (Relation.Source.POOL if final == -1 else Relation.Source.ADJUDICATED if adjudications
+              else Relation.Source.SECOND_REVIEW if len(reviews) > 1 else Relation.Source.HUMAN)
+    Relation.objects.update_or_create(query_id=pair.query_id, trajectory_id=pair.trajectory_id, defaults=dict(
+        label=final, source=source, stratum=pair.stratum, item=item, pseudo=False, rule=None,
+        evidence={"proposal": pair.proposal, "reviews": reviews, "adjudication": adjudications}))
+    pair.review = CrossPair.Review.DONE
+    pair.save(update_fields=["review"])
+    if final == -1 and _needs_binary(item):
+        Query.objects.filter(pk=pair.query_id, status=Query.Status.ACCEPTED).update(
+            status=Query.Status.REJECTED,
+            rejection_reason=f"its relation to trajectory {pair.trajectory_id} (another video) stayed unresolved "
+                             "after review and adjudication; dev/test galleries need it binary")
+
+
+class PairTargetSerializer(serializers.Serializer):
+    pair = serializers.IntegerField()
+    query = serializers.IntegerField()
+    text = serializers.CharField()
+    predicates = PredicateSerializer(many=True)
+    query_video = serializers.IntegerField()
+    trajectory = serializers.IntegerField()
+    trajectory_video = serializers.IntegerField()
+    proposal = ModelProposalSerializer(allow_null=True)
+
+
+def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> dict:
+    """The query, the trajectory and the writer's proposal where ``suggestions`` allows (not for
+    an auditor, nor on an audit) and this is not the second review (a pair is disputed only when
+    its first reviewer said ⊥ or disagreed with the proposal, so showing it would tell which)."""
+    pair = CrossPair.objects.select_related("query", "trajectory").get(pk=item.pair_id)
+    return {"pair": pair.pk, "query": pair.query_id, "text": pair.query.text, "predicates": pair.query.predicates,
+            "query_video": pair.query.video_id, "trajectory": pair.trajectory_id,
+            "trajectory_video": pair.trajectory.video_id,
+            "proposal": model_proposal(pair.proposal) if suggestions and not second else None}
+
+
+STAGE = ReviewStage(
+    name="pair", labels=LABELS, decisive=DECISIVE, reasons=REASONS, panel=1, required=1, widened_panel=2,
+    check=_check_pair, after_vote=nothing_after_vote, rule=_pair_rule, on_closed=_on_pair_closed,
+    read_target=read_target, target_key="pair", target_serializer=PairTargetSerializer,
+    agreement_rows=label_rows(tuple(label.value for label in LABELS)),
+    categories=tuple(label.value for label in LABELS), agreement_panel=2, accepted=DECISIVE)

@@ -1,0 +1,226 @@
+"""Relation (DESIGN 2.8): a query's row of relations against its video's complete frozen pool.
+
+A relation item starts with one reviewer, who labels every candidate 1, 0 or ⊥ (-1) and rates the
+query (faithful, natural 1-5). Candidates the reviewer marks ⊥ or labels against a binary
+pre-label are disputed: the panel widens to two and an independent second reviewer labels those
+candidates only; ``annotation.rules.relation_final`` gives each candidate's final label and what
+stays unresolved is ⊥. Then the query is admitted or rejected (:func:`query_admission_problem`).
+
+Blinding: the second reviewer sees only the disputed candidates, never the first review, and no
+pre-label (a candidate is disputed only when the first reviewer said ⊥ or disagreed with a binary
+pre-label, so a pre-label beside it would tell what the first reviewer said); an auditor, and any
+reader on an audit, sees no pre-label either. Agreement units are
+the candidates of each row, their categories the labels 1, 0 and ⊥.
+"""
+from __future__ import annotations
+
+import numpy as np
+from django.db.models import FloatField, Q, QuerySet, Value
+from django.db.models.functions import Cast, Coalesce
+from rest_framework import serializers
+
+from annotation.curation.stages.base import (
+    AgreementRows,
+    Label,
+    ModelProposalSerializer,
+    PredicateSerializer,
+    ReviewStage,
+    model_proposal,
+)
+from annotation.models import PoolMember, Query, Relation, RelationJudgment, Vote, WorkItem
+from annotation.rules import relation_disputed, relation_final
+from common.errors import ApplicationError
+
+REVIEWED = "reviewed"
+LABELS = (Label(REVIEWED, "Send the row's labels"),)
+DECISIVE = (REVIEWED,)
+MIN_NATURALNESS = 3          # ratings 1-5; below this the query is rejected as unnatural
+CATEGORIES = ("1", "0", "⊥")            # a candidate's label 1, 0, -1 (⊥), in this order
+CATEGORY_OF = {1: 0, 0: 1, -1: 2}
+
+
+def _members(item: WorkItem) -> list[int]:
+    return list(PoolMember.objects.filter(pool_id=item.query.pool_id).order_by("trajectory_id")
+                .values_list("trajectory_id", flat=True))
+
+
+def _prelabel(item: WorkItem, tid: int) -> int | None:
+    entry = item.prelabels.get(str(tid))
+    return None if entry is None else int(entry["label"])
+
+
+def _check_row(*, item: WorkItem, annotator, label: str, correction, payload, judgments) -> dict:
+    if correction is not None:
+        raise ApplicationError("a relation vote carries no correction", code="unexpected_fields")
+    if not isinstance(judgments, dict) or not judgments:
+        raise ApplicationError("label the candidates: judgments {trajectory id: 1 | 0 | -1}", code="judgments_required")
+    members = set(_members(item))
+    try:
+        labels = {int(k): int(v) for k, v in judgments.items()}
+    except (TypeError, ValueError):
+        raise ApplicationError("judgments map trajectory ids to 1, 0 or -1", code="invalid_judgments") from None
+    outside = sorted(set(labels) - members)
+    if outside:
+        raise ApplicationError(f"trajectories {outside} are not in this query's pool", code="not_in_pool",
+                               extra={"trajectories": outside})
+    if len(labels) != len(judgments):
+        raise ApplicationError("each trajectory is labelled once", code="invalid_judgments")
+    bad = sorted(k for k, v in labels.items() if v not in (1, 0, -1))
+    if bad:
+        raise ApplicationError(f"labels must be 1, 0 or -1 (⊥); trajectories {bad} have others", code="invalid_judgments")
+    first = not Vote.objects.filter(item=item).exists()
+    needed = members if first else set(item.disputed)
+    missing = sorted(needed - set(labels))
+    if missing:
+        raise ApplicationError(f"label every {'candidate' if first else 'disputed candidate'}: missing {missing}",
+                               code="incomplete_row", extra={"missing": missing})
+    extra = sorted(set(labels) - needed)
+    if extra:
+        raise ApplicationError(f"the second review labels only the disputed candidates; {extra} are not disputed",
+                               code="not_disputed", extra={"trajectories": extra})
+    ratings = dict(payload or {})
+    if first:
+        faithful, natural = ratings.get("faithful"), ratings.get("natural")
+        if not isinstance(faithful, bool) or not isinstance(natural, int) or not 1 <= natural <= 5:
+            raise ApplicationError("rate the query: faithful (true/false) and natural (1-5)", code="ratings_required")
+        ratings = {"faithful": faithful, "natural": natural}
+    return {"payload": ratings}
+
+
+def _store_judgments(*, item: WorkItem, vote: Vote, judgments) -> None:
+    RelationJudgment.objects.bulk_create([RelationJudgment(vote=vote, trajectory_id=int(k), label=int(v))
+                                          for k, v in judgments.items()])
+
+
+def _row_labels(item: WorkItem) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    rows = (RelationJudgment.objects.filter(vote__item=item).order_by("vote__created_at", "vote_id")
+            .values_list("trajectory_id", "label"))
+    for tid, label in rows:
+        out.setdefault(tid, []).append(label)
+    return out
+
+
+def _row_rule(item: WorkItem) -> tuple[str, str]:
+    n_votes = Vote.objects.filter(item=item).count()
+    if n_votes == 0:
+        return WorkItem.State.OPEN, ""
+    if n_votes == 1 and item.panel_size == STAGE.panel:
+        labels = _row_labels(item)
+        disputed = sorted(tid for tid, ls in labels.items() if relation_disputed(ls[0], _prelabel(item, tid)))
+        if disputed:
+            item.panel_size, item.disputed = STAGE.widened_panel, disputed
+            item.save(update_fields=["panel_size", "disputed"])
+            return WorkItem.State.OPEN, ""
+    if n_votes < item.panel_size:
+        return WorkItem.State.OPEN, ""
+    return WorkItem.State.DECIDED, REVIEWED
+
+
+def query_admission_problem(query: Query, row: dict[int, int]) -> str:
+    """Why a verified query is not admitted (empty when it is): unfaithful or unnatural wording, a
+    row without exactly one match (several fragments, or none), or, on dev/test, a row that is not
+    fully binary."""
+    ratings = query.ratings or {}
+    if ratings.get("faithful") is False:
+        return "the reviewer found the query unfaithful to the target's facts"
+    if int(ratings.get("natural", MIN_NATURALNESS)) < MIN_NATURALNESS:
+        return f"the reviewer rated the query unnatural ({ratings.get('natural')}/5)"
+    positives = [tid for tid, label in row.items() if label == 1]
+    if len(positives) > 1:
+        return f"the query matches {len(positives)} candidates of the pool ({positives}); it must single one out"
+    if not positives:
+        return "the query matches no candidate of the pool"
+    if positives[0] != query.target_id:
+        return (f"the query matches trajectory {positives[0]}, not trajectory {query.target_id} it was written "
+                "from")
+    unknown = [tid for tid, label in row.items() if label == -1]
+    if query.video.split in ("dev", "test") and unknown:
+        return f"a {query.video.split} query needs a fully binary row; {len(unknown)} candidates stay ⊥ ({unknown})"
+    return ""
+
+
+def _on_row_closed(item: WorkItem) -> None:
+    """Write the row's relations and admit or reject the query (DESIGN 2.8)."""
+    query = Query.objects.select_for_update().get(pk=item.query_id)
+    if query.status != Query.Status.IN_REVIEW:
+        return  # revised or re-pooled meanwhile: its row no longer decides anything
+    labels = _row_labels(item)
+    final = {tid: relation_final(ls) for tid, ls in labels.items()}
+    for tid, label in final.items():
+        source = (Relation.Source.HUMAN if len(labels[tid]) == 1 else Relation.Source.SECOND_REVIEW) if label != -1 \
+            else Relation.Source.POOL
+        Relation.objects.update_or_create(query=query, trajectory_id=tid, defaults=dict(
+            label=label, source=source, stratum="within", item=item, pseudo=False, rule=None,
+            evidence={"prelabel": item.prelabels.get(str(tid)), "reviews": labels[tid]}))
+    ratings = Vote.objects.filter(item=item).order_by("created_at", "id").values_list("payload", flat=True).first()
+    query.ratings = ratings or {}
+    reason = query_admission_problem(query, final)
+    if reason:
+        query.status, query.rejection_reason = Query.Status.REJECTED, reason
+    else:
+        query.status = Query.Status.ACCEPTED
+    query.save(update_fields=["status", "rejection_reason", "ratings"])
+
+
+class RowCandidateSerializer(serializers.Serializer):
+    trajectory = serializers.IntegerField()
+    prelabel = ModelProposalSerializer(allow_null=True)
+
+
+class RelationRowTargetSerializer(serializers.Serializer):
+    query = serializers.IntegerField()
+    text = serializers.CharField()
+    predicates = PredicateSerializer(many=True)
+    pool = serializers.IntegerField()
+    review_round = serializers.IntegerField(help_text="1: label every candidate; 2: only the disputed ones")
+    rate_query = serializers.BooleanField(help_text="the vote's payload must rate it: faithful, natural 1-5")
+    candidates = RowCandidateSerializer(many=True)
+
+
+def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> dict:
+    """The query, its predicates and its pool's candidates (all of them on the first review, the
+    disputed ones on the second) with the writer's pre-labels where ``suggestions`` allows (not
+    for an auditor, nor on an audit) and this is not the second review (they would tell which
+    candidates the first reviewer disputed and how)."""
+    query = Query.objects.get(pk=item.query_id)
+    if second:
+        candidates = sorted(int(t) for t in item.disputed)
+    else:
+        candidates = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
+                          .values_list("trajectory_id", flat=True))
+    prelabels = (item.prelabels or {}) if suggestions and not second else {}
+    return {"query": query.pk, "text": query.text, "predicates": query.predicates, "pool": query.pool_id,
+            "review_round": 2 if second else 1, "rate_query": not second,
+            "candidates": [{"trajectory": tid, "prelabel": model_proposal(prelabels.get(str(tid)))}
+                           for tid in candidates]}
+
+
+def agreement_rows(votes: QuerySet[Vote]) -> AgreementRows:
+    """One unit per (row, candidate); a vote's time is spread evenly over the candidates it labels.
+    Rows come in vote order (see ``base.label_rows``)."""
+    seconds = Coalesce(Cast("vote__time_spent_ms", FloatField()) / 1000.0, Value(float("nan")),
+                       output_field=FloatField())
+    rows = list(RelationJudgment.objects.filter(vote__in=votes.order_by().values("pk")).order_by("vote_id", "id")
+                .values_list("vote__item_id", "trajectory_id", "vote__annotator_id", "label", "vote__is_adjudication",
+                             "vote_id", seconds))
+    if not rows:
+        empty = np.zeros(0, np.int64)
+        return AgreementRows(unit=empty, rater=empty, category=empty, is_adjudication=np.zeros(0, bool),
+                             seconds=np.zeros(0))
+    table = np.array([(i, t, a, CATEGORY_OF[int(lab)], adj, v, s) for i, t, a, lab, adj, v, s in rows],
+                     dtype=np.float64)                                                     # [J, 7]
+    pairs = table[:, :2].astype(np.int64)                                                  # [J, 2]
+    _, unit = np.unique(pairs, axis=0, return_inverse=True)                                # [J]
+    _, vote_index, per_vote = np.unique(table[:, 5].astype(np.int64), return_inverse=True, return_counts=True)
+    return AgreementRows(unit=unit.reshape(-1).astype(np.int64), rater=table[:, 2].astype(np.int64),
+                         category=table[:, 3].astype(np.int64), is_adjudication=table[:, 4].astype(bool),
+                         seconds=table[:, 6] / per_vote[vote_index])
+
+
+STAGE = ReviewStage(
+    name="relation", labels=LABELS, decisive=DECISIVE, reasons=(), panel=1, required=1, widened_panel=2,
+    check=_check_row, after_vote=_store_judgments, rule=_row_rule, on_closed=_on_row_closed,
+    read_target=read_target, target_key="relation_row", target_serializer=RelationRowTargetSerializer,
+    agreement_rows=agreement_rows, categories=CATEGORIES, agreement_panel=2,
+    accepted=(REVIEWED,), accepted_where=Q(query__status=Query.Status.ACCEPTED))

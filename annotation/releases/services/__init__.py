@@ -1,0 +1,1 @@
+"""Writes of audits and releases; ``release_io`` reads and writes release files."""

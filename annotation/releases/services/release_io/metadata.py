@@ -1,0 +1,219 @@
+"""The dataset card (``README.md``) and the Croissant metadata (``croissant.json``) of a release.
+
+Both are written from ``release.json``'s content, the statistics and the construction
+configuration, so they say exactly what the folder holds. The Croissant file follows Croissant 1.0:
+one ``FileObject`` per data file (with its SHA-256) and one ``RecordSet`` per table, read from the
+table's Parquet file.
+"""
+from __future__ import annotations
+
+from annotation.releases.services.release_io.tables import CROISSANT_TYPES, TABLE
+
+CROISSANT_CONTEXT = {
+    "@language": "en", "@vocab": "https://schema.org/", "citeAs": "cr:citeAs", "column": "cr:column",
+    "conformsTo": "dct:conformsTo", "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"}, "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/", "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"}, "extract": "cr:extract", "field": "cr:field",
+    "fileProperty": "cr:fileProperty", "fileObject": "cr:fileObject", "fileSet": "cr:fileSet", "format": "cr:format",
+    "includes": "cr:includes", "isLiveDataset": "cr:isLiveDataset", "jsonPath": "cr:jsonPath", "key": "cr:key",
+    "md5": "cr:md5", "parentField": "cr:parentField", "path": "cr:path", "recordSet": "cr:recordSet",
+    "references": "cr:references", "regex": "cr:regex", "repeated": "cr:repeated", "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate", "sc": "https://schema.org/", "separator": "cr:separator",
+    "source": "cr:source", "subField": "cr:subField", "transform": "cr:transform",
+}
+LIST_KINDS = ("int32s", "float32s", "ids")
+LICENSES = {"CC-BY-4.0": "https://creativecommons.org/licenses/by/4.0/",
+            "CC-BY-SA-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
+            "CC-BY-NC-4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
+            "CC0-1.0": "https://creativecommons.org/publicdomain/zero/1.0/"}
+
+
+def _file_id(path: str) -> str:
+    return path.replace("/", "-").replace(".", "-")
+
+
+def _citation(body: dict) -> str:
+    key = f"{body['name']}-{body['version']}".replace(".", "-")
+    return (f"@misc{{{key}, title={{{body['name']} {body['version']}}}, note={{Text-to-trajectory retrieval "
+            f"benchmark release, splits {', '.join(body['splits'])}}}, year={{{body['created_at'][:4]}}}}}")
+
+
+def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]) -> dict:
+    """Croissant 1.0 JSON-LD of the release: its data files and one record set per table."""
+    distribution = [{"@type": "cr:FileObject", "@id": _file_id(path), "name": path, "contentUrl": path,
+                     "encodingFormat": "application/x-parquet" if path.endswith(".parquet") else "application/jsonlines",
+                     "sha256": sha, "contentSize": f"{sizes[path]} B"} for path, sha in sorted(hashes.items())]
+    record_sets = []
+    for name, meta in body["tables"].items():
+        table = TABLE[name]
+        source = _file_id(meta["files"]["parquet"])
+        fields = []
+        for c in table.columns:
+            # References are named in the description, not as cr:references: a Croissant reader joins
+            # along those, and the self-references (revisions, pool versions) would form cycles.
+            described = c.doc or f"{c.name} ({c.kind})"
+            if c.ref:
+                target, _, column = c.ref.partition(".")
+                described += f"; refers to {target}.{column or TABLE[target].key[0]}"
+            entry = {"@type": "cr:Field", "@id": f"{name}/{c.name}", "name": c.name, "description": described,
+                     "dataType": CROISSANT_TYPES[c.kind],
+                     "source": {"fileObject": {"@id": source}, "extract": {"column": c.name}}}
+            if c.kind in LIST_KINDS:
+                entry["repeated"] = True
+            fields.append(entry)
+        record_set = {"@type": "cr:RecordSet", "@id": name, "name": name, "description": table.doc, "field": fields}
+        record_set["key"] = [{"@id": f"{name}/{k}"} for k in table.key] if len(table.key) > 1 \
+            else {"@id": f"{name}/{table.key[0]}"}
+        record_sets.append(record_set)
+    parent = body.get("parent") or {}
+    doc = {
+        "@context": CROISSANT_CONTEXT, "@type": "sc:Dataset", "name": body["name"],
+        "description": body["description"] or f"Text-to-trajectory retrieval benchmark, splits "
+                                               f"{', '.join(body['splits'])}.",
+        "conformsTo": "http://mlcommons.org/croissant/1.0", "version": body["version"],
+        "license": LICENSES.get(body["license"], body["license"]), "datePublished": body["created_at"],
+        "citeAs": _citation(body),
+        "keywords": ["text-to-trajectory retrieval", "video", "multi-object tracking", "benchmark",
+                     *[f"split:{s}" for s in body["splits"]]],
+        "distribution": distribution, "recordSet": record_sets,
+    }
+    if parent:
+        doc["isBasedOn"] = f"{parent['name']} {parent['version']} (SHA256SUMS {parent['manifest_sha256']})"
+    return doc
+
+
+# -- dataset card ----------------------------------------------------------------------------------
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x, digits: int = 3) -> str:
+    return "n/a" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
+
+
+def _benchmark_lines(stats: dict) -> list[str]:
+    lines = ["| split | label | source | stratum | pseudo | relations |", "|---|---|---|---|---|---|"]
+    for row in stats["relations"]:
+        lines.append(f"| {row['split']} | {row['label']} | {row['source']} | {row['stratum']} | "
+                     f"{'yes' if row['pseudo'] else 'no'} | {row['n']} |")
+    for split, report in stats["completeness"].items():
+        lines.append("")
+        lines.append(f"- {split}: {report['queries']} queries × {report['trajectories']} candidates = "
+                     f"{report['needed']} relations needed by Traj2T and OCVR, {report['binary']} binary "
+                     f"({'complete' if report['complete'] else 'incomplete'}).")
+    return lines
+
+
+def _audit_lines(stats: dict) -> list[str]:
+    if not stats["audits"]:
+        return ["No audit of these splits was recorded before this release: the residual error rate is not "
+                "estimated."]
+    lines = ["| audit | split | kind | stratum | judged / sampled | errors | error rate | exact 95% interval | "
+             "errors by type |", "|---|---|---|---|---|---|---|---|---|"]
+    for audit in stats["audits"]:
+        for kind, strata in audit["by_kind"].items():
+            for stratum, s in strata.items():
+                low, high = s["ci95"]
+                types = ", ".join(f"{k} {v}" for k, v in s["errors_by_type"].items()) or "-"
+                lines.append(f"| {audit['audit']} | {audit['split']} | {kind} | {stratum} | {s['judged']} / "
+                             f"{s['sampled']} | {s['errors']} | {_pct(s['error_rate'])} | {_pct(low)}–{_pct(high)} | "
+                             f"{types} |")
+    lines.append("")
+    lines.append("The random stratum is a uniform sample of the accepted records: its error rate estimates the "
+                 "residual error rate of all of them. The difficult stratum (disputed, adjudicated, low agreement) "
+                 "is reported apart and says nothing about the population's rate.")
+    return lines
+
+
+def _agreement_lines(stats: dict) -> list[str]:
+    lines = ["| stage | items | panel votes | raw agreement | Fleiss' kappa | Krippendorff's alpha | adjudicated | "
+             "three-vote patterns |", "|---|---|---|---|---|---|---|---|"]
+    for stage, r in stats["pre_adjudication_agreement"].items():
+        if r is None:
+            continue
+        patterns = stats["vote_distributions"][stage].get("patterns", {})
+        lines.append(f"| {stage} | {r['n_items']} | {r['n_panel_votes']} | {_num(r['raw_agreement'])} | "
+                     f"{_num(r['fleiss_kappa'])} | {_num(r['krippendorff_alpha'])} | {_pct(r['adjudication_rate'])} | "
+                     f"{', '.join(f'{k}: {v}' for k, v in patterns.items()) or '-'} |")
+    return lines
+
+
+def dataset_card(body: dict, stats: dict, config: dict) -> str:
+    """The README of a release: what it holds, how it was built, how reliable it is, how to load it."""
+    parent = body.get("parent")
+    out = [f"# {body['name']} {body['version']}", ""]
+    out += [body["description"] or "A human-verified text-to-trajectory retrieval benchmark.", ""]
+    out += [f"- Splits: {', '.join(body['splits'])}",
+            f"- Published: {body['created_at']}",
+            f"- Parent release: {parent['name']} {parent['version']} (SHA256SUMS {parent['manifest_sha256']})"
+            if parent else "- Parent release: none (first release)",
+            f"- License: {body['license']}",
+            "- Video files included: " + ("yes (media/)" if body["media_included"]
+                                          else "no (see videos.path and content_sha256)"),
+            "- Integrity: every file's SHA-256 is in `SHA256SUMS` (`sha256sum -c SHA256SUMS`); the release is "
+            "named by the SHA-256 of that file.", ""]
+    out += ["## Tasks and labels", "",
+            "Each query (a natural sentence and its required predicates, each citing approved facts) is written "
+            "for one target trajectory and verified against every candidate of its video's frozen pool and, "
+            "across videos, against every candidate of its split. A relation label is `1` when all required "
+            "predicates are jointly supported, `0` when a necessary condition is demonstrably violated, `-1` "
+            "(unknown) otherwise. Pseudo-labels (`relations.pseudo`) are automatic easy negatives for training "
+            "only and never ground truth. Evaluation (T2Traj, Traj2T, OCVR) scores binary, non-pseudo labels; "
+            "`benchmark` lists each evaluated query with its pool version, target and complete candidate list.",
+            ""]
+    out += ["## Benchmark", "", *_benchmark_lines(stats), ""]
+    out += ["## How reliable the labels are", "", "### Audits", "", *_audit_lines(stats), ""]
+    out += ["### Pre-adjudication agreement", "", "Panel votes before any adjudication (three annotators per item; "
+            "pairs: the first and the second review).", "", *_agreement_lines(stats), ""]
+    c = stats["corrections"]
+    out += ["### Corrections and rejections", "",
+            f"- Description versions by origin: {c['description_versions_by_origin']}",
+            f"- Descriptions approved after a correction: {c['descriptions_approved_after_correction']}",
+            f"- Query revisions: {c['query_revisions']}; queries by status: {stats['query_status']}",
+            f"- Relations by source: {c['relations_by_source']}",
+            f"- Adjudication votes by stage: {c['adjudication_votes_by_stage']}",
+            "- Query rejection reasons: " + (", ".join(f"{k} ({v})" for k, v
+                                                       in stats["query_rejection_reasons"].items()) or "none"), ""]
+    out += ["### Reviewer time per accepted item", "", "| stage | votes | timed | seconds | accepted items | "
+            "seconds per accepted item |", "|---|---|---|---|---|---|"]
+    for stage, t in stats["reviewer_time"].items():
+        out.append(f"| {stage} | {t['votes']} | {t['timed_votes']} | {_num(t['seconds_total'], 1)} | "
+                   f"{t['accepted_items']} | {_num(t['seconds_per_accepted_item'], 1)} |")
+    out += ["", "## How it was built", "",
+            "Proposals from a tracker (`proposal_configs`: backend, checkpoint and its SHA-256), usability and "
+            "duplicate review by three annotators, frozen pools, descriptions from a describer reviewed and "
+            "corrected by three annotators, queries from a writer using approved facts only, each query's row "
+            "verified against its complete pool (disputed candidates reviewed again), cross-video pairs mined "
+            "into strata and reviewed. `construction.json` holds the prompts, budgets, mining settings, "
+            "pseudo-label rules, the review policy and the software versions.", ""]
+    describers = sorted({r["prompt_version"] for r in config.get("describer_runs", [])})
+    writers = sorted({r["prompt_version"] for r in config.get("writer_runs", [])})
+    trackers = [f"{p['name']} v{p['version']} ({p['backend']})" for p in config.get("proposal_configs", [])]
+    software = [f"{k} {v}" for k, v in (config.get("software") or {}).items()]
+    out += [f"- Describer prompts: {', '.join(describers) or '-'}",
+            f"- Writer prompts: {', '.join(writers) or '-'}",
+            f"- Trackers: {', '.join(trackers) or '-'}",
+            f"- Review policy: {config.get('review_policy')}",
+            f"- Software: {', '.join(software)}", ""]
+    changes = body.get("changes") or {}
+    out += ["## Changes since the parent", ""]
+    if parent and changes:
+        out += ["| table | added | removed | changed |", "|---|---|---|---|"]
+        out += [f"| {t} | {d['added']} | {d['removed']} | {d['changed']} |" for t, d in changes.items()
+                if d["added"] or d["removed"] or d["changed"]] or ["| (none) | 0 | 0 | 0 |"]
+    else:
+        out += ["None: this release has no parent."]
+    out += ["", "## Files", "", "| table | rows | a row is |", "|---|---|---|"]
+    out += [f"| `{name}` | {meta['rows']} | {meta['doc']} |" for name, meta in body["tables"].items()]
+    out += ["", "Each table is in `data/<table>.jsonl` (one JSON object per line, keys sorted) and "
+            "`data/<table>.parquet` (JSON columns as text). `release.json` lists every column with its type and "
+            "the table its ids refer to. `croissant.json` is Croissant 1.0 metadata. `mot/<split>/<video>/gt/gt.txt` "
+            "holds each video's candidates in MOTChallenge format (1-based frames and pixels). `index/records.tsv` "
+            "names every record by table, key and hash (diffs between releases). People appear under pseudonyms.",
+            "", "## Loading", "", "```python", "import pyarrow.parquet as pq",
+            "queries = pq.read_table('data/benchmark.parquet').to_pandas()",
+            "relations = pq.read_table('data/relations.parquet').to_pandas()",
+            "gold = relations[(relations.label >= 0) & ~relations.pseudo]", "```", "",
+            "## Citation", "", "```bibtex", _citation(body), "```", ""]
+    return "\n".join(out)

@@ -1,0 +1,175 @@
+"""What a release says about how reliable its labels are, and how it was built.
+
+:func:`release_statistics` reads only records inside the release (its votes, items, relations,
+queries, descriptions and audits), so an instance that imported the release computes the same
+figures. :func:`construction_config` records prompts, checkpoints, budgets, the review policy and
+software versions when a release is created (kept with the release, not recomputed).
+"""
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+from collections import Counter
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from django.db.models import Count, Sum
+
+from annotation.benchmark.services.mining import completeness_report
+from annotation.curation.services.agreement import stage_agreement_report
+from annotation.curation.stages import STAGES
+from annotation.curation.stages.base import ReviewStage
+from annotation.models import Description, DescriptionVersion, ReviewPolicy
+from annotation.releases.services.audits import audit_stats
+from annotation.releases.services.release_io.tables import ReleaseScope
+
+SOFTWARE = ("django", "djangorestframework", "numpy", "scipy", "pyarrow", "torch", "opencv-python-headless",
+            "transformers", "sentence-transformers", "faiss-cpu", "open_clip_torch", "celery")
+MAX_REASONS = 50
+
+
+def json_safe(value):
+    """Plain JSON: NaN and infinities become None, numpy scalars Python numbers, keys strings."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _agreement(scope: ReleaseScope, stage: ReviewStage) -> dict | None:
+    """Pre-adjudication agreement and vote distributions of a stage's votes in the release, over
+    the stage's agreement units (``annotation.curation.stages``), raters by pseudonym."""
+    report = stage_agreement_report(stage=stage, votes=scope.queryset("votes").filter(item__stage=stage.name))
+    if report is None:
+        return None
+    names = scope.pseudonyms
+    report["per_rater"] = {names[int(k)]: v for k, v in report["per_rater"].items()}
+    return report
+
+
+def _reviewer_time(scope: ReleaseScope, stage: ReviewStage) -> dict:
+    """Reviewer time per item whose record is part of the benchmark (``ReviewStage.accepted_items``)."""
+    accepted = stage.accepted_items(scope.queryset("work_items").filter(stage=stage.name))
+    votes = scope.queryset("votes").filter(item__stage=stage.name)
+    totals = votes.aggregate(n=Count("id"), timed=Count("time_spent_ms"), ms=Sum("time_spent_ms"))
+    n_accepted = accepted.count()
+    seconds = (totals["ms"] or 0) / 1000.0
+    return {"votes": totals["n"], "timed_votes": totals["timed"], "seconds_total": seconds,
+            "accepted_items": n_accepted,
+            "seconds_per_accepted_item": seconds / n_accepted if n_accepted and totals["timed"] else None}
+
+
+def release_statistics(scope: ReleaseScope) -> dict:
+    """Audits, pre-adjudication agreement, three-vote distributions, corrections, query rejection
+    reasons, reviewer time per accepted item, relation counts and completeness of the release."""
+    agreement = {s.name: _agreement(scope, s) for s in STAGES}
+    relations = scope.queryset("relations")
+    counts = [dict(split=split, label=label, source=source, stratum=stratum, pseudo=pseudo, n=n)
+              for split, label, source, stratum, pseudo, n in relations.order_by()
+              .values_list("query__video__split_group__split", "label", "source", "stratum", "pseudo")
+              .annotate(n=Count("id")).order_by("query__video__split_group__split", "-label", "source", "stratum",
+                                                "pseudo")]
+    versions = scope.queryset("description_versions")
+    queries = scope.queryset("queries")
+    reasons = Counter()
+    for text in queries.filter(status="rejected").values_list("rejection_reason", flat=True).iterator():
+        reasons.update(part.strip() for part in text.split(";") if part.strip())
+    adjudications = dict(scope.queryset("votes").filter(is_adjudication=True).order_by()
+                         .values_list("item__stage").annotate(n=Count("id")).order_by("item__stage"))
+    corrections = {
+        "description_versions_by_origin": dict(versions.order_by().values_list("origin").annotate(n=Count("id"))
+                                               .order_by("origin")),
+        "descriptions_approved_after_correction": scope.queryset("descriptions").filter(
+            status=Description.Status.APPROVED).exclude(approved_version__origin=DescriptionVersion.Origin.MODEL).count(),
+        "descriptions_by_status": dict(scope.queryset("descriptions").order_by().values_list("status")
+                                       .annotate(n=Count("id")).order_by("status")),
+        "query_revisions": queries.filter(revision__gt=1).count(),
+        "relations_by_source": dict(relations.order_by().values_list("source").annotate(n=Count("id"))
+                                    .order_by("source")),
+        "adjudication_votes_by_stage": adjudications,
+    }
+    completeness = {}
+    for split in scope.splits:
+        if split in ("dev", "test"):
+            report = completeness_report(split=split, limit=0)
+            completeness[split] = {k: v for k, v in report.items() if k != "missing_pairs"}
+    audits = [audit_stats(audit=a) for a in scope.queryset("audits").order_by("id")]
+    return json_safe({
+        "audits": audits,
+        "pre_adjudication_agreement": {s: None if r is None else {
+            k: r[k] for k in ("n_items", "n_panel_votes", "n_adjudication_votes", "raw_agreement", "fleiss_kappa",
+                              "fleiss_n_items", "krippendorff_alpha", "alpha_n_items", "adjudication_rate",
+                              "label_counts", "panel_votes_per_item")} for s, r in agreement.items()},
+        "vote_distributions": {s: None if r is None else r["vote_distributions"] for s, r in agreement.items()},
+        "per_reviewer": {s: None if r is None else r["per_rater"] for s, r in agreement.items()},
+        "corrections": corrections,
+        "query_status": dict(queries.order_by().values_list("status").annotate(n=Count("id")).order_by("status")),
+        "query_rejection_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_REASONS]),
+        "reviewer_time": {s.name: _reviewer_time(scope, s) for s in STAGES},
+        "relations": counts,
+        "completeness": completeness,
+    })
+
+
+# -- construction configuration --------------------------------------------------------------------
+def _prompt(kind: str, version: str) -> dict | None:
+    """The prompt text of a recorded version, or None when this code base has no text of it (the
+    embedded heuristic describer and template writer use no text prompt; their settings are in the
+    run's ``backend``)."""
+    try:
+        if kind == "describe":
+            from models.backends.vlm.prompts import describe_prompt
+
+            return asdict(describe_prompt(version))
+        from models.backends.llm.prompts import task_prompt
+
+        return asdict(task_prompt(kind, version))
+    except (ValueError, TypeError):
+        return None
+
+
+def _software() -> dict:
+    versions = {"python": platform.python_version()}
+    for name in SOFTWARE:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        root = Path(__file__).resolve().parents[3]
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        versions["trajlab_commit"] = commit.stdout.strip() if commit.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        versions["trajlab_commit"] = ""
+    return versions
+
+
+def construction_config(scope: ReleaseScope) -> dict:
+    """Prompts (text by version), checkpoints and their hashes, budgets, mining settings, pseudo-label
+    rules, the review policy and the software that built the release."""
+    policy = ReviewPolicy.objects.filter(name="default").values("panel_size", "required_votes", "lease_seconds").first()
+    configs = list(scope.queryset("proposal_configs").order_by("id").values(
+        "id", "name", "version", "backend", "checkpoint_path", "checkpoint_sha256", "model_config_path", "categories",
+        "anchor_policy", "detector_settings", "tracker_settings", "software", "config_hash"))
+    describers = list(scope.queryset("description_runs").order_by("id").values(
+        "id", "backend", "prompt_version", "prompt_sha256", "budget"))
+    writers = list(scope.queryset("generation_runs").order_by("id").values(
+        "id", "backend", "prompt_version", "prompt_sha256", "budget"))
+    mining = list(scope.queryset("mining_runs").order_by("id").values("id", "split", "config"))
+    prompts = {v: _prompt("describe", v) for v in sorted({r["prompt_version"] for r in describers})}
+    prompts |= {v: _prompt("queries", v) for v in sorted({r["prompt_version"] for r in writers})}
+    relation_versions = {(r["config"].get("writer") or {}).get("prompt_version") for r in mining}
+    prompts |= {v: _prompt("relation", v) for v in sorted(relation_versions - {None})}
+    rules = list(scope.queryset("pseudo_rules").order_by("id").values(
+        "id", "name", "rule", "rule_sha256", "declared_bound", "calibration", "accepted"))
+    return json_safe({"review_policy": policy, "proposal_configs": configs, "describer_runs": describers,
+                      "writer_runs": writers, "mining_runs": mining, "prompts": prompts, "pseudo_label_rules": rules,
+                      "software": _software()})

@@ -1,0 +1,301 @@
+"""Versioned benchmark releases (DESIGN 2.11): publish, verify, diff, import.
+
+A release is published once and never changes. :func:`release_create` refuses, before writing
+anything, a release whose name and version exist, a version that does not come after its parent's,
+an empty benchmark, and a dev or test split that misses relations its galleries need (409
+``incomplete_split`` with the completeness report of each such split and the missing pairs). It
+writes the folder under a staging name, then the release row and its file rows in one transaction,
+sealed (the database refuses any later change), then moves the folder into place and makes its
+files read-only. A new release of an existing name records the latest one as its parent unless told
+otherwise, and lists the records added, removed and changed since.
+
+:func:`release_import` loads a release folder into a fresh instance after checking every file
+against ``SHA256SUMS`` (a changed, missing or extra file refuses the import with the list of what
+is wrong) and every id against the tables it names. :func:`release_rewrite` writes a release's
+folder again from the database, which after an import reproduces the published bytes.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.benchmark.services.mining import SPLITS, completeness_report
+from annotation.models import Release, ReleaseFile
+from annotation.releases.services.release_io.check import (
+    check_references,
+    diff_indexes,
+    index_path,
+    iter_records,
+    read_checksums,
+    verify_checksums,
+)
+from annotation.releases.services.release_io.export import (
+    CHECKSUMS,
+    FORMAT,
+    ReleaseMeta,
+    WrittenFile,
+    WrittenRelease,
+    file_sha256,
+    make_read_only,
+    release_write,
+)
+from annotation.releases.services.release_io.importer import import_tables
+from annotation.releases.services.release_io.statistics import construction_config
+from annotation.releases.services.release_io.tables import ReleaseScope
+from common.errors import ApplicationError, ConflictError
+from trajectories.models import Video
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+DEFAULT_LICENSE = "CC-BY-4.0"
+MISSING_LISTED = 200
+
+
+def release_root() -> Path:
+    return Path(settings.VAR_DIR) / "releases"
+
+
+def _version(text: str) -> tuple[int, int, int]:
+    match = VERSION_RE.match(text or "")
+    if match is None:
+        raise ApplicationError(f"version {text!r} must be MAJOR.MINOR.PATCH, e.g. 1.0.0", code="invalid_version")
+    return tuple(int(x) for x in match.groups())
+
+
+def _parent_ref(parent: Release | None) -> dict:
+    return {} if parent is None else {"name": parent.name, "version": parent.version,
+                                      "manifest_sha256": parent.manifest_sha256}
+
+
+def release_incomplete_splits(*, splits: list[str]) -> dict:
+    """The completeness report (with up to ``MISSING_LISTED`` missing pairs) of every dev or test
+    split in ``splits`` that misses a relation its galleries need."""
+    out = {}
+    for split in splits:
+        if split in ("dev", "test"):
+            report = completeness_report(split=split, limit=MISSING_LISTED)
+            if not report["complete"]:
+                out[split] = report
+    return out
+
+
+def release_create(*, name: str, version: str, splits: list[str], parent: Release | None = None,
+                   description: str = "", license: str = DEFAULT_LICENSE, include_media: bool = False,
+                   created_by=None, progress: Callable[[str], None] | None = None) -> Release:
+    """Publish a release of ``splits`` (see the module docstring for what is refused)."""
+    if not NAME_RE.match(name or ""):
+        raise ApplicationError("name must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter "
+                               "or digit", code="invalid_name")
+    number = _version(version)
+    if not splits or any(s not in SPLITS for s in splits) or len(set(splits)) != len(splits):
+        raise ApplicationError(f"splits must be distinct values of {list(SPLITS)}", code="invalid_split")
+    if not license.strip():
+        raise ApplicationError("a release needs a license", code="invalid_license")
+    if Release.objects.filter(name=name, version=version).exists():
+        raise ConflictError(f"release {name} {version} exists and never changes; publish a new version",
+                            code="release_exists")
+    if parent is None:
+        parent = Release.objects.filter(name=name).order_by("-created_at", "-id").first()
+    if parent is not None and parent.name == name and _version(parent.version) >= number:
+        raise ConflictError(f"version {version} must come after its parent's {parent.version}",
+                            code="version_not_after_parent")
+    incomplete = release_incomplete_splits(splits=splits)
+    if incomplete:
+        missing = ", ".join(f"{s}: {r['missing']} ({r['missing_by_kind']})" for s, r in incomplete.items())
+        raise ConflictError(f"a released dev or test split needs every relation its galleries score; missing {missing}",
+                            code="incomplete_split", extra={"completeness": incomplete})
+    scope = ReleaseScope.of(splits)
+    if not scope.videos:
+        raise ConflictError(f"the splits {splits} have no benchmark video yet (a frozen pool of two candidates or "
+                            "more with an accepted query)", code="empty_release")
+    final = release_root() / name / version
+    if final.exists():
+        raise ConflictError(f"{final} exists although no release row names it; move it away first",
+                            code="release_folder_exists")
+    if parent is not None:
+        problems = verify_checksums(Path(parent.path), expect_manifest_sha256=parent.manifest_sha256)
+        if problems:
+            raise ConflictError(f"the parent release {parent} on disk is not what was published, so no diff "
+                                f"against it can be trusted: {problems[0]}", code="parent_tampered",
+                                extra={"problems": problems[:50]})
+    if include_media:
+        missing = [str(p) for p in Video.objects.filter(id__in=scope.videos).order_by("id").values_list("path", flat=True)
+                   if not (Path(settings.MEDIA_ROOT) / p).is_file()]
+        if missing:
+            raise ConflictError(f"{len(missing)} video files are missing from the media folder: {missing[:5]}",
+                                code="media_missing", extra={"missing": missing[:200]})
+    created_at = timezone.now()
+    meta = ReleaseMeta(name=name, version=version, description=description, license=license, splits=scope.splits,
+                       created_at=created_at, parent=_parent_ref(parent), media_included=include_media,
+                       config=construction_config(scope))
+    staging = release_root() / f".staging-{name}-{version}-{created_at.timestamp():.0f}"
+    try:
+        written = release_write(staging, meta=meta, scope=scope,
+                                parent_folder=Path(parent.path) if parent is not None else None, progress=progress)
+        with transaction.atomic():
+            release = _seal(meta, written, path=final, origin=Release.Origin.EXPORTED, parent=parent,
+                            created_by=created_by)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    make_read_only(final)
+    return release
+
+
+def _seal(meta: ReleaseMeta, written: WrittenRelease, *, path: Path, origin: str, parent: Release | None,
+          created_by) -> Release:
+    """The release row and its file rows, then sealed (the database refuses changes from then on)."""
+    release = Release.objects.create(
+        name=meta.name, version=meta.version, description=meta.description, license=meta.license,
+        splits=meta.splits, parent=parent, parent_ref=meta.parent, origin=origin, media_included=meta.media_included,
+        path=str(path), manifest_sha256=written.manifest_sha256, counts=written.counts, config=meta.config,
+        stats=written.stats, changes=written.changes, created_by=created_by, created_at=meta.created_at)
+    ReleaseFile.objects.bulk_create([ReleaseFile(release=release, path=f.path, sha256=f.sha256, size_bytes=f.size_bytes,
+                                                 rows=f.rows) for f in written.files], batch_size=2000)
+    release.sealed_at = timezone.now()
+    release.save(update_fields=["sealed_at"])
+    return release
+
+
+def release_meta(release: Release) -> ReleaseMeta:
+    return ReleaseMeta(name=release.name, version=release.version, description=release.description,
+                       license=release.license, splits=list(release.splits), created_at=release.created_at,
+                       parent=dict(release.parent_ref), media_included=release.media_included,
+                       config=release.config, changes=release.changes)
+
+
+def release_rewrite(*, release: Release, folder: Path, progress: Callable[[str], None] | None = None
+                    ) -> WrittenRelease:
+    """Write ``release``'s folder again from the database into the empty ``folder`` (nothing is
+    recorded): after an import, the same bytes as the published folder."""
+    return release_write(Path(folder), meta=release_meta(release), scope=ReleaseScope.of(list(release.splits)),
+                         progress=progress)
+
+
+def release_verify(*, release: Release) -> list[str]:
+    """What differs between the release's folder and what was published (empty: nothing)."""
+    problems = verify_checksums(Path(release.path), expect_manifest_sha256=release.manifest_sha256)
+    on_disk = {f.path: f.sha256 for f in release.files.all()}
+    try:
+        listed = read_checksums(Path(release.path))
+    except ValueError:
+        return problems
+    listed[CHECKSUMS] = release.manifest_sha256
+    if listed != on_disk:
+        problems.append("the folder's SHA256SUMS does not list the files recorded for the release")
+    return problems
+
+
+def release_diff(*, old: Release, new: Release, limit: int = 100) -> dict:
+    """Records added, removed and changed from ``old`` to ``new`` (both folders verified first)."""
+    for release in (old, new):
+        problems = verify_checksums(Path(release.path), expect_manifest_sha256=release.manifest_sha256)
+        if problems:
+            raise ConflictError(f"release {release} on disk is not what was published: {problems[0]}",
+                                code="release_tampered", extra={"problems": problems[:50]})
+    diff = diff_indexes(index_path(Path(old.path)), index_path(Path(new.path)), limit=limit)
+    return {"old": {"id": old.pk, "name": old.name, "version": old.version},
+            "new": {"id": new.pk, "name": new.name, "version": new.version}, **diff}
+
+
+def release_import(*, path: str | Path, expect_manifest_sha256: str | None = None, imported_by=None,
+                   progress: Callable[[str], None] | None = None) -> Release:
+    """Import the release folder at ``path`` into this instance (see the module docstring).
+
+    Refused: a folder whose files do not match ``SHA256SUMS`` (or whose ``SHA256SUMS`` is not the
+    expected one) with every problem listed (409 ``release_tampered``); ids that do not resolve (409
+    ``release_inconsistent``); a release or records this instance holds already (409 ``not_fresh``).
+    The folder is copied under this instance's release folder; its video files, when included, into
+    the media folder. One transaction: a failure imports nothing.
+    """
+    source = Path(path)
+    say = progress or (lambda _message: None)
+    problems = verify_checksums(source, expect_manifest_sha256=expect_manifest_sha256)
+    if problems:
+        raise ConflictError(f"release at {source} fails its checksum check: {problems[0]}"
+                            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                            code="release_tampered", extra={"problems": problems[:50]})
+    body = json.loads((source / "release.json").read_text(encoding="utf-8"))
+    if body.get("format") != FORMAT:
+        raise ApplicationError(f"release format {body.get('format')!r} is not {FORMAT}", code="unknown_format")
+    unresolved, _ = check_references(source)
+    if unresolved:
+        raise ConflictError(f"release at {source} names records it does not hold: {unresolved[0]}",
+                            code="release_inconsistent", extra={"problems": unresolved[:50]})
+    say("checksums and references verified")
+    _check_fresh(source, body)
+    final = release_root() / body["name"] / body["version"]
+    if final.exists():
+        raise ConflictError(f"{final} exists already", code="not_fresh")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, final)
+    media_copied: list[Path] = []
+    try:
+        with transaction.atomic():
+            try:
+                import_tables(final, progress=say)
+            except IntegrityError as exc:
+                raise ConflictError(f"the release's records clash with this instance's: {exc}; import into a fresh "
+                                    "instance", code="not_fresh") from None
+            if body["media_included"]:
+                for video in (final / "media").rglob("*"):
+                    if video.is_file():
+                        target = Path(settings.MEDIA_ROOT) / video.relative_to(final / "media")
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(video, target)
+                        media_copied.append(target)
+            parent_ref = body.get("parent") or {}
+            parent = Release.objects.filter(name=parent_ref.get("name"), version=parent_ref.get("version"),
+                                            manifest_sha256=parent_ref.get("manifest_sha256")).first() \
+                if parent_ref else None
+            meta = ReleaseMeta(name=body["name"], version=body["version"], description=body["description"],
+                               license=body["license"], splits=body["splits"],
+                               created_at=datetime.fromisoformat(body["created_at"]), parent=parent_ref,
+                               media_included=body["media_included"],
+                               config=json.loads((final / "construction.json").read_text(encoding="utf-8")),
+                               changes=body.get("changes") or {})
+            release = _seal(meta, _written_from_folder(final, body), path=final, origin=Release.Origin.IMPORTED,
+                            parent=parent, created_by=imported_by)
+    except BaseException:
+        shutil.rmtree(final, ignore_errors=True)
+        for target in media_copied:
+            target.unlink(missing_ok=True)
+        raise
+    make_read_only(final)
+    say(f"imported release {release} ({release.manifest_sha256[:12]})")
+    return release
+
+
+def _written_from_folder(folder: Path, body: dict) -> WrittenRelease:
+    rows = {meta["files"][fmt]: meta["rows"] for meta in body["tables"].values() for fmt in ("jsonl", "parquet")}
+    files = [WrittenFile(path, sha, (folder / path).stat().st_size, rows.get(path))
+             for path, sha in sorted(read_checksums(folder).items())]
+    manifest = file_sha256(folder / CHECKSUMS)
+    files.append(WrittenFile(CHECKSUMS, manifest, (folder / CHECKSUMS).stat().st_size))
+    stats = json.loads((folder / "statistics.json").read_text(encoding="utf-8"))
+    return WrittenRelease(folder=folder, manifest_sha256=manifest, files=files, counts=body["counts"], stats=stats,
+                          changes=body.get("changes") or {})
+
+
+def _check_fresh(folder: Path, body: dict) -> None:
+    """Refuse an import into an instance that holds the release or any of its videos or people."""
+    if Release.objects.filter(name=body["name"], version=body["version"]).exists():
+        raise ConflictError(f"release {body['name']} {body['version']} is here already", code="not_fresh")
+    videos = [(r["id"], r["content_sha256"]) for r in iter_records(folder, "videos")]
+    clash = Video.objects.filter(pk__in=[v for v, _ in videos]).exists() or \
+        Video.objects.filter(content_sha256__in=[s for _, s in videos]).exists()
+    names = [r["pseudonym"] for r in iter_records(folder, "reviewers")]
+    if clash or get_user_model().objects.filter(username__in=names).exists():
+        raise ConflictError("this instance holds records of the release (videos or people) already; import into a "
+                            "fresh instance", code="not_fresh")

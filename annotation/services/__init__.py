@@ -1,1 +1,0 @@
-"""Writes of the annotation app, one module per subdomain."""

@@ -1,0 +1,2 @@
+"""Jobs and queued runs: services (job records and the reporter), the run lifecycle
+(``runs``: execute, cancel, retry), selectors and the job API."""

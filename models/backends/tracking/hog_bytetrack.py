@@ -1,0 +1,311 @@
+"""The embedded default tracker: a category-prompted detector plus ByteTrack association.
+
+``hog-bytetrack`` runs on a CPU with nothing downloaded. For every category prompt it builds one
+detector (:mod:`models.backends.tracking.detectors`) and one ``sv.ByteTrack`` (supervision's maintained
+implementation), walks the video in order, runs the detector on every ``anchor_stride``-th frame
+and lets ByteTrack link the detections into identities.
+
+What the detector sees: the decoded frame at its original size and colours (BGR), one frame at a
+time, nothing else: no masks, no text, no neighbouring frames (the ``moving object`` detector keeps
+a background model learnt from earlier frames and a primer sample spread over the video).
+``person`` is OpenCV's HOG people detector: upright, mostly unoccluded people at least
+``min_height`` px tall (72 by default), seen from the front, back or side. ``moving object`` is
+background subtraction and needs a static camera.
+
+Observations: a trajectory gets an observation only on a processed frame where ByteTrack matched
+one of that frame's detections to it, and the box is that detection's box, exactly as the
+detector gave it (clipped to the frame). Kalman predictions carry identities across missed frames
+but are never written out, and nothing is interpolated, so a trajectory may have gaps.
+
+Default category prompts: ``person`` for both the rendered static-camera demo videos and real
+pedestrian footage such as ``vtest.avi`` (HOG fires on the rendered figures and on real people);
+``moving object`` is the fallback for static-camera videos of things HOG cannot see (it also
+finds the rendered distractors, which are not people).
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import supervision as sv
+
+from models.backends.tracking.base import (
+    FrameObjects,
+    FrameSource,
+    TrackerConfigError,
+    TrackProposal,
+)
+from models.backends.tracking.detectors import (
+    DETECTOR_SETTINGS,
+    KNOWN_CATEGORIES,
+    Detector,
+    build_detector,
+    normalize_category,
+)
+from models.config import PlainConfig
+
+DEFAULT_CATEGORIES: tuple[str, ...] = ("person",)
+
+
+def _default_detector_settings() -> dict[str, dict]:
+    """Every detector's full default settings, as JSON-ready data (recorded with each run)."""
+    return {category: json.loads(json.dumps(asdict(settings_cls())))
+            for category, settings_cls in DETECTOR_SETTINGS.items()}
+
+
+@dataclass
+class HogByteTrackConfig(PlainConfig):
+    """Configuration of the hog-bytetrack tracker (plain data: round-trips through JSON)."""
+
+    unknown_keys_message = "hog-bytetrack config: unknown key(s) {key_list}; known: {known_list}"
+
+    categories: list[str] = field(default_factory=lambda: list(DEFAULT_CATEGORIES))  # default category-prompt inventory of a proposal run
+    anchor_stride: int = 1                       # the detector runs on every k-th frame (0, k, 2k, ...); only those frames get observations
+    track_activation_threshold: float = 0.25     # ByteTrack: detections scoring at least this are "high" (first association); new tracks need +0.1
+    lost_track_buffer: int = 45                  # ByteTrack: how long a lost track waits to be re-found, in frames at 30 fps (scaled by frame_rate/30)
+    minimum_matching_threshold: float = 0.8      # ByteTrack: highest 1 - IoU*score cost accepted in the first association
+    frame_rate: float | None = None              # ByteTrack's frame rate; None: the video's fps / anchor_stride (the rate it is fed at)
+    minimum_consecutive_frames: int = 1          # ByteTrack: matched frames before a track gets an id (its earlier matches are not reported)
+    min_track_length: int = 3                    # proposals with fewer observations are dropped
+    detectors: dict[str, dict] = field(default_factory=_default_detector_settings)  # per-category detector settings (see detectors.py)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> HogByteTrackConfig:
+        """Build from plain data, rejecting unknown keys and bad values with a ValueError."""
+        config = super().from_dict(data)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        def need(ok: bool, name: str, message: str) -> None:
+            if not ok:
+                raise ValueError(f"hog-bytetrack config: {name} {message}, got {getattr(self, name)!r}")
+
+        def is_int(v) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        def is_num(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+        need(isinstance(self.categories, (list, tuple)) and len(self.categories) > 0
+             and all(isinstance(c, str) and c.strip() for c in self.categories), "categories",
+             "must be a non-empty list of category names")
+        for c in self.categories:
+            if normalize_category(c) not in KNOWN_CATEGORIES:
+                raise TrackerConfigError(f"hog-bytetrack config: unknown category {c!r}; known: {list(KNOWN_CATEGORIES)}")
+        need(is_int(self.anchor_stride) and self.anchor_stride >= 1, "anchor_stride", "must be an int >= 1")
+        need(is_num(self.track_activation_threshold) and 0 < self.track_activation_threshold < 1,
+             "track_activation_threshold", "must be in (0, 1)")
+        need(is_int(self.lost_track_buffer) and self.lost_track_buffer >= 0, "lost_track_buffer", "must be an int >= 0")
+        need(is_num(self.minimum_matching_threshold) and 0 < self.minimum_matching_threshold <= 1,
+             "minimum_matching_threshold", "must be in (0, 1]")
+        need(self.frame_rate is None or (is_num(self.frame_rate) and self.frame_rate > 0), "frame_rate",
+             "must be None or a number > 0")
+        need(is_int(self.minimum_consecutive_frames) and self.minimum_consecutive_frames >= 1,
+             "minimum_consecutive_frames", "must be an int >= 1")
+        need(is_int(self.min_track_length) and self.min_track_length >= 1, "min_track_length", "must be an int >= 1")
+        need(isinstance(self.detectors, dict) and all(isinstance(v, dict) for v in self.detectors.values()),
+             "detectors", "must map category names to settings dicts")
+        for c, settings in self.detectors.items():
+            build_detector(c, settings)  # raises for an unknown category or bad settings
+
+
+def default_config() -> HogByteTrackConfig:
+    """The configuration proposal runs use unless they say otherwise (category prompt: person)."""
+    return HogByteTrackConfig()
+
+
+@dataclass
+class _Observation:
+    frame: int
+    box: np.ndarray        # [4] float32, xyxy
+    score: float
+
+
+@dataclass
+class HogByteTrackState:
+    """The state of one video (what ``init_state`` returns)."""
+
+    frames: FrameSource
+    categories: list[str] = field(default_factory=list)           # prompts in the order added
+    tracks: dict[int, dict] = field(default_factory=dict)         # track id -> {"category", "local_id", "obs": [..]}
+    processed_frames: list[int] = field(default_factory=list)     # frames the detectors ran on
+    started: bool = False
+    finished: bool = False
+
+
+class HogByteTrackTracker:
+    """HOG (or background subtraction) detections linked by ByteTrack. See the module docstring."""
+
+    name = "hog-bytetrack"
+
+    def __init__(self, config: HogByteTrackConfig | None = None, *,
+                 detector_factory: Callable[[str, dict], Detector] = build_detector):
+        """``detector_factory(category, settings)`` builds one detector per category prompt and run
+        (default: :func:`models.backends.tracking.detectors.build_detector`)."""
+        self.config = config or default_config()
+        self.config.validate()
+        self.detector_factory = detector_factory
+
+    # -- Tracker protocol ----------------------------------------------------------------------
+    def init_state(self, frames: FrameSource) -> HogByteTrackState:
+        if not isinstance(frames, FrameSource):
+            raise ValueError(f"init_state needs a FrameSource (read, iter_frames, fps, frame_count, "
+                             f"width, height), got {type(frames).__name__}")
+        if int(frames.frame_count) < 1:
+            raise ValueError("init_state: the video has no frames")
+        if not (float(frames.fps) > 0):
+            raise ValueError(f"init_state: the video has no usable frame rate ({frames.fps!r})")
+        return HogByteTrackState(frames=frames)
+
+    def add_prompt(self, state: HogByteTrackState, *, category: str, frame_index: int | None = None,
+                   boxes: np.ndarray | None = None) -> None:
+        self._check_state(state)
+        if state.started:
+            raise ValueError("add_prompt: propagation has already started for this state; make a new one with init_state")
+        if boxes is not None:
+            raise ValueError("hog-bytetrack takes category prompts only; box prompts need a promptable "
+                             "tracker (sam2)")
+        if frame_index is not None:
+            raise ValueError("hog-bytetrack category prompts apply to the whole video; frame_index must be None")
+        name = normalize_category(category)
+        if name not in KNOWN_CATEGORIES:
+            raise TrackerConfigError(f"hog-bytetrack has no detector for category {category!r}; "
+                                     f"known categories: {list(KNOWN_CATEGORIES)}")
+        if name in state.categories:
+            raise ValueError(f"add_prompt: category {name!r} was already added")
+        state.categories.append(name)
+
+    def propagate(self, state: HogByteTrackState) -> Iterator[FrameObjects]:
+        """Run the detectors and ByteTrack over the video, yielding each processed frame.
+
+        Calling it again re-runs the whole video from a clean slate.
+        """
+        self._check_state(state)
+        if not state.categories:
+            raise ValueError("propagate: add at least one category prompt with add_prompt first")
+        return self._propagate(state)
+
+    def proposals(self, state: HogByteTrackState) -> list[TrackProposal]:
+        self._check_state(state)
+        if not state.finished:
+            raise ValueError("proposals: propagate(state) has not run to the end")
+        frames = state.frames
+        width, height = float(frames.width), float(frames.height)
+        out = []
+        for track_id in sorted(state.tracks):
+            t = state.tracks[track_id]
+            obs: list[_Observation] = t["obs"]
+            if len(obs) < self.config.min_track_length:
+                continue
+            f = np.array([o.frame for o in obs], np.int32)                  # [N]
+            if np.any(np.diff(f) <= 0):
+                raise AssertionError(f"track {track_id}: frames are not strictly increasing")
+            b = np.stack([o.box for o in obs]).astype(np.float32)           # [N, 4]
+            b[:, [0, 2]] = np.clip(b[:, [0, 2]], 0, width)
+            b[:, [1, 3]] = np.clip(b[:, [1, 3]], 0, height)
+            s = np.array([o.score for o in obs], np.float32)                # [N]
+            out.append(TrackProposal(track_id=track_id, category=t["category"], frames=f, boxes=b, scores=s,
+                                     extra={"backend": self.name, "bytetrack_id": t["local_id"],
+                                            "anchor_stride": self.config.anchor_stride}))
+        return out
+
+    # -- internals -----------------------------------------------------------------------------
+    @staticmethod
+    def _check_state(state) -> None:
+        if not isinstance(state, HogByteTrackState):
+            raise ValueError(f"expected the state returned by init_state, got {type(state).__name__}")
+
+    def _new_bytetrack(self, fps: float) -> sv.ByteTrack:
+        c = self.config
+        rate = c.frame_rate if c.frame_rate is not None else fps / c.anchor_stride
+        with warnings.catch_warnings():
+            # supervision marks ByteTrack as moving to the `trackers` package; it is still the
+            # maintained implementation in the pinned supervision (< 0.31)
+            warnings.simplefilter("ignore", FutureWarning)
+            return sv.ByteTrack(
+                track_activation_threshold=float(c.track_activation_threshold),
+                lost_track_buffer=int(c.lost_track_buffer),
+                minimum_matching_threshold=float(c.minimum_matching_threshold),
+                frame_rate=float(rate),
+                minimum_consecutive_frames=int(c.minimum_consecutive_frames),
+            )
+
+    def _build_detectors(self, state: HogByteTrackState) -> dict[str, Detector]:
+        detectors = {}
+        for category in state.categories:
+            settings = {}
+            for key, value in self.config.detectors.items():
+                if normalize_category(key) == category:
+                    settings = value
+            detectors[category] = self.detector_factory(category, settings)
+        return detectors
+
+    def _prime(self, detector: Detector, frames: FrameSource) -> None:
+        prime = getattr(detector, "prime", None)
+        n = int(getattr(getattr(detector, "settings", None), "warmup_frames", 0) or 0)
+        if prime is None or n <= 0:
+            return
+        count = int(frames.frame_count)
+        indices = np.unique(np.linspace(0, count - 1, num=min(n, count)).round().astype(int))
+        prime([frames.read(int(i)) for i in indices])
+
+    def _propagate(self, state: HogByteTrackState) -> Iterator[FrameObjects]:
+        frames = state.frames
+        stride = self.config.anchor_stride
+        state.started, state.finished = True, False
+        state.tracks, state.processed_frames = {}, []
+        detectors = self._build_detectors(state)
+        for detector in detectors.values():
+            self._prime(detector, frames)
+        trackers = {c: self._new_bytetrack(float(frames.fps)) for c in state.categories}
+        global_ids: dict[tuple[str, int], int] = {}
+        total = len(range(0, int(frames.frame_count), stride))
+        for k, (index, frame) in enumerate(frames.iter_frames(0, None, stride)):
+            ids, boxes, scores, cats = [], [], [], []
+            for category in state.categories:
+                det_boxes, det_scores = detectors[category].detect(frame, index)
+                detections = sv.Detections(
+                    xyxy=np.asarray(det_boxes, np.float32).reshape(-1, 4),
+                    confidence=np.asarray(det_scores, np.float32).reshape(-1),
+                    class_id=np.zeros(len(det_boxes), dtype=int),
+                )
+                tracked = trackers[category].update_with_detections(detections)
+                # tracked.xyxy are the matched detections' own boxes (supervision selects them
+                # from the input), never the Kalman state
+                for box, score, local_id in zip(tracked.xyxy, tracked.confidence, tracked.tracker_id):
+                    key = (category, int(local_id))
+                    if key not in global_ids:
+                        global_ids[key] = len(global_ids) + 1
+                        state.tracks[global_ids[key]] = {"category": category, "local_id": int(local_id), "obs": []}
+                    track = state.tracks[global_ids[key]]
+                    if track["obs"] and track["obs"][-1].frame >= index:
+                        continue  # one observation per frame and track
+                    track["obs"].append(_Observation(index, np.asarray(box, np.float32).copy(), float(score)))
+                    ids.append(global_ids[key])
+                    boxes.append(np.asarray(box, np.float32))
+                    scores.append(float(score))
+                    cats.append(category)
+            state.processed_frames.append(index)
+            yield FrameObjects(
+                frame_index=index,
+                object_ids=ids,
+                boxes=np.asarray(boxes, np.float32).reshape(-1, 4),
+                scores=np.asarray(scores, np.float32),
+                categories=cats,
+                fraction_done=(k + 1) / total,
+            )
+        state.finished = True
+
+
+def build_hog_bytetrack(config: dict | HogByteTrackConfig | None = None) -> HogByteTrackTracker:
+    """Factory: a tracker from plain config data (None: :func:`default_config`)."""
+    if config is None:
+        return HogByteTrackTracker(default_config())
+    if isinstance(config, HogByteTrackConfig):
+        return HogByteTrackTracker(config)
+    return HogByteTrackTracker(HogByteTrackConfig.from_dict(config))

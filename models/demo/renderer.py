@@ -1,0 +1,370 @@
+"""Synthetic static-camera videos of walking people, with exact ground truth.
+
+The project cannot download data sets, so accuracy figures for tracking (and later for the
+heuristic describer and the retrievers) are measured on videos rendered here. A scene is plain
+data (:class:`SceneSpec` with a list of :class:`PersonSpec`); :func:`render_scene` draws it with
+NumPy/OpenCV into an ``.mp4`` and returns the :class:`GroundTruth` it also saves next to the
+video as ``<name>.gt.json``.
+
+What is drawn:
+
+- a static camera over a textured background ("plaza": a wall with windows above tiled paving;
+  "park": a hedge, a lawn, a gravel path and benches), with low-frequency shading and per-frame
+  sensor noise (never a flat colour);
+- people-like figures: head with hair, neck, torso and sleeves in the upper-body clothing colour,
+  legs in the lower-body colour, hands, shoes. Seen from the side (walking left or right) the
+  legs and arms swing with the stride; seen from the front or back (walking towards or away from
+  the camera) the figure is wider, the feet alternate and the figure grows or shrinks with a
+  simple ground-plane perspective (height proportional to the foot's distance below the horizon);
+- optional non-person distractors (a rolling ball, a sliding crate) that move but are not people;
+- figures are drawn far to near (by foot position), so a person walking higher in the image
+  passes *behind* one walking lower down, and the occluded person's visible fraction drops.
+
+The scene and its truth are plain data (:mod:`models.demo.scene`); the drawing is in
+:mod:`models.demo.figures`. Ground truth per person: clothing colour names and BGR values, direction, speed in px/s and as a
+word, stop intervals, per-frame amodal boxes (the full silhouette's extent, clipped to the frame)
+and per-frame visible fraction (pixels of the silhouette that end up on screen and are not covered
+by a nearer figure, divided by the silhouette's full area), and a list of :class:`Fact` records
+(attributes and events with frame intervals) for a describer that reads facts from the truth:
+attributes ``upper_colour``, ``lower_colour``, ``speed`` (slow/normal/fast, while walking); events
+``walks`` (left/right/towards/away), ``stands``, ``enters`` / ``leaves`` ("from the left", "to the
+bottom", ...), ``crosses`` (another person, when their left-right order flips), ``occluded_by`` and
+``passes_in_front_of`` (a nearer person covers at least 30% of the silhouette).
+
+Frame intervals are half-open ``[start, end)`` everywhere in this module.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from models.demo.figures import _ONE, BACKGROUNDS, SHIFT, STRIDE_HEIGHTS, _pt, _shade, draw_figure
+from models.demo.scene import (
+    HAIR_COLOURS,
+    SKIN_TONES,
+    DistractorSpec,
+    Fact,
+    GroundTruth,
+    PersonSpec,
+    PersonTruth,
+    SceneSpec,
+    gt_path_for,
+)
+from models.vocabulary import COLOURS, DEPTH_FORESHORTENING, SPEED_HEIGHTS_PER_S
+
+# A nearer person covering at least this fraction of a silhouette makes an "occluded_by" fact.
+OCCLUSION_FACT = 0.3
+# -- scene state ---------------------------------------------------------------------------------
+@dataclass
+class _PersonState:
+    x: float
+    y: float
+    h: float
+    phase: float
+    amplitude: float
+    exists: bool
+    moving: bool
+
+
+def _scale_at(y: float, spec: SceneSpec, p: PersonSpec) -> float:
+    """Figure height at foot row y, by ground-plane perspective anchored at the start point."""
+    horizon = spec.horizon * spec.height
+    return p.height * (y - horizon) / (p.start[1] - horizon)
+
+
+def _person_states(spec: SceneSpec, p: PersonSpec) -> list[_PersonState]:
+    """Foot position, height and gait of one person on every frame."""
+    states = []
+    x, y = float(p.start[0]), float(p.start[1])
+    phase = 0.0
+    amp = 0.0
+    dt = 1.0 / spec.fps
+    exit_frame = spec.n_frames if p.exit_frame is None else p.exit_frame
+    for f in range(spec.n_frames):
+        exists = p.enter_frame <= f < exit_frame
+        stopped = any(a <= f < b for a, b in p.stops) or p.direction == "none"
+        h = _scale_at(y, spec, p)
+        moving = exists and not stopped
+        # the swing amplitude eases in and out so a stop looks like a stop
+        target = 1.0 if moving else 0.0
+        amp += (target - amp) * 0.5
+        if amp < 0.05 and not moving:
+            amp = 0.0
+        states.append(_PersonState(x, y, h, phase, amp, exists, moving))
+        if moving:
+            base = p.speed_px_s if p.speed_px_s is not None else SPEED_HEIGHTS_PER_S[p.speed] * h
+            if p.direction in ("left", "right"):
+                step = base * dt
+                x += step if p.direction == "right" else -step
+            else:
+                step = (base if p.speed_px_s is not None else base * DEPTH_FORESHORTENING) * dt
+                y += step if p.direction == "towards" else -step
+                y = max(y, spec.horizon * spec.height + 1.0)
+            # the legs cycle with distance walked on the ground, not in the image
+            ground_step = SPEED_HEIGHTS_PER_S[p.speed] * h * dt if p.speed_px_s is None else step
+            phase += 2 * math.pi * ground_step / (STRIDE_HEIGHTS * h)
+    return states
+
+
+def _view(direction: str) -> str:
+    return {"left": "side-left", "right": "side-right", "towards": "front", "away": "back"}.get(direction, "front")
+
+
+def _draw_distractor(frame: np.ndarray, d: DistractorSpec, t: float) -> tuple[list[float] | None, np.ndarray]:
+    """Draw a distractor at time ``t``; returns its clipped box and its HxW boolean mask."""
+    h, w = frame.shape[:2]
+    bx = d.start[0] + d.velocity[0] * t
+    by = d.start[1] + d.velocity[1] * t
+    colour = COLOURS[d.colour]
+    m = np.zeros((h, w), np.uint8)
+    if d.kind == "ball":
+        r = d.size / 2
+        bounce = abs(math.sin(t * 4.0)) * d.size * 0.8
+        cy = by - r - bounce
+        cv2.circle(frame, _pt(bx, cy), int(r * _ONE), colour, -1, cv2.LINE_AA, SHIFT)
+        cv2.circle(m, _pt(bx, cy), int(r * _ONE), 255, -1, cv2.LINE_8, SHIFT)
+        box = [bx - r, cy - r, bx + r, cy + r]
+    else:
+        s = d.size
+        cv2.rectangle(frame, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), colour, -1, cv2.LINE_8, SHIFT)
+        cv2.rectangle(frame, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), _shade(colour, 0.6), 2, cv2.LINE_8, SHIFT)
+        cv2.rectangle(m, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), 255, -1, cv2.LINE_8, SHIFT)
+        box = [bx - s / 2, by - s, bx + s / 2, by]
+    return _clip_box(box, w, h), m > 0
+
+
+def _clip_box(box, w: int, h: int) -> list[float] | None:
+    x1, y1, x2, y2 = (float(v) for v in box)
+    x1, x2 = max(0.0, x1), min(float(w), x2)
+    y1, y2 = max(0.0, y1), min(float(h), y2)
+    if x2 - x1 < 1 or y2 - y1 < 1:
+        return None
+    return [round(x1, 2), round(y1, 2), round(x2, 2), round(y2, 2)]
+
+
+@dataclass
+class FrameTruth:
+    """One rendered frame and what is true on it (lists indexed like ``spec.people``)."""
+
+    frame: np.ndarray                            # HxWx3 BGR uint8, noise included
+    boxes: list[list[float] | None]              # amodal box xyxy clipped to the frame, None if off-frame/absent
+    visible: list[float]                         # visible fraction of each silhouette (0 when absent)
+    hidden_by: list[dict[int, float]]            # per person: nearer person id -> fraction of the silhouette it covers
+    distractor_boxes: list[list[float] | None]   # per distractor: its box clipped to the frame, or None
+
+
+def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
+    """Render ``spec`` frame by frame (no file): the frames and their per-frame truth.
+
+    Boxes are amodal (the whole silhouette, occluded parts included) and clipped to the frame.
+    The visible fraction divides the silhouette pixels that end up on screen, not covered by
+    anything nearer, by the silhouette's full area (parts outside the frame count as hidden).
+    """
+    spec.validate()
+    rng = np.random.default_rng(spec.seed)
+    W, H = spec.width, spec.height
+    background = BACKGROUNDS[spec.background](rng, W, H)
+    states = [_person_states(spec, p) for p in spec.people]
+    noise_rng = np.random.default_rng(spec.seed + 7919)
+    for f in range(spec.n_frames):
+        frame = background.copy()
+        owner = np.full((H, W), -1, np.int16)  # which figure each pixel shows, -1 background
+        full_area = np.zeros(len(spec.people), np.float64)
+        boxes: list[list[float] | None] = [None] * len(spec.people)
+        # far to near: smaller foot y is further away; distractors sort by their bottom edge
+        items = [(s[f].y, "p", i) for i, s in enumerate(states) if s[f].exists]
+        t = f / spec.fps
+        items += [(d.start[1] + d.velocity[1] * t, "d", j) for j, d in enumerate(spec.distractors)]
+        items.sort(key=lambda it: (it[0], it[1], it[2]))
+        dboxes: list[list[float] | None] = [None] * len(spec.distractors)
+        hidden = np.zeros((len(spec.people), len(spec.people) + len(spec.distractors)), np.float64)
+
+        def cover(region_owner: np.ndarray, m: np.ndarray, label: int, hidden: np.ndarray = hidden) -> None:
+            """Paint ``label`` over the mask and count whose pixels it covers."""
+            under = region_owner[m]
+            under = under[(under >= 0) & (under < len(spec.people))]
+            if len(under):
+                hidden[:, label] += np.bincount(under, minlength=len(spec.people))
+            region_owner[m] = label
+
+        for _, kind, i in items:
+            if kind == "d":
+                dboxes[i], dmask = _draw_distractor(frame, spec.distractors[i], t)
+                cover(owner, dmask, len(spec.people) + i)
+                continue
+            p, s = spec.people[i], states[i][f]
+            fx, fy = math.floor(s.x), math.floor(s.y)
+            bgr, mask, (ax, ay) = draw_figure(
+                s.h, s.phase, s.amplitude, _view(p.direction), COLOURS[p.upper], COLOURS[p.lower],
+                SKIN_TONES[p.skin], HAIR_COLOURS[p.hair], sub=(s.x - fx, s.y - fy))
+            full_area[i] = float(np.count_nonzero(mask))
+            ys, xs = np.nonzero(mask)
+            if len(xs) == 0:
+                continue
+            ox, oy = fx - ax, fy - ay  # frame coordinates of the canvas origin
+            box = [ox + xs.min(), oy + ys.min(), ox + xs.max() + 1, oy + ys.max() + 1]
+            boxes[i] = _clip_box(box, W, H)
+            # paste the visible part
+            x0, y0 = max(0, ox), max(0, oy)
+            x1, y1 = min(W, ox + mask.shape[1]), min(H, oy + mask.shape[0])
+            if x1 <= x0 or y1 <= y0:
+                continue
+            m = mask[y0 - oy:y1 - oy, x0 - ox:x1 - ox] > 0
+            region = frame[y0:y1, x0:x1]
+            region[m] = bgr[y0 - oy:y1 - oy, x0 - ox:x1 - ox][m]
+            cover(owner[y0:y1, x0:x1], m, i)
+        visible = [0.0] * len(spec.people)
+        hidden_by: list[dict[int, float]] = [{} for _ in spec.people]
+        if spec.people:
+            counts = np.bincount(owner[owner >= 0].ravel(), minlength=len(spec.people) + len(spec.distractors))
+            for i in range(len(spec.people)):
+                if full_area[i] > 0 and boxes[i] is not None:
+                    visible[i] = round(float(counts[i] / full_area[i]), 4)
+                    hidden_by[i] = {int(k): round(float(hidden[i, k] / full_area[i]), 4)
+                                    for k in range(len(spec.people)) if hidden[i, k] > 0}
+        if spec.noise > 0:
+            frame += noise_rng.normal(0.0, spec.noise, frame.shape).astype(np.float32)
+        yield FrameTruth(np.clip(frame, 0, 255).astype(np.uint8), boxes, visible, hidden_by, dboxes)
+
+
+# -- facts ---------------------------------------------------------------------------------------
+def _runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """Half-open runs of True in a list of booleans."""
+    runs, start = [], None
+    for i, v in enumerate([*flags, False]):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def _facts(i: int, spec: SceneSpec, states: list[_PersonState], boxes, all_boxes,
+           occluders: list[dict[int, list[int]]]) -> list[Fact]:
+    p = spec.people[i]
+    W, H = spec.width, spec.height
+    present = [b is not None for b in boxes]
+    runs = _runs(present)
+    facts: list[Fact] = []
+    if not runs:
+        return facts
+    first, last = runs[0][0], runs[-1][1]
+    facts.append(Fact("attribute", "upper_colour", p.upper, first, last))
+    facts.append(Fact("attribute", "lower_colour", p.lower, first, last))
+    moving = [present[f] and states[f].moving for f in range(spec.n_frames)]
+    for a, b in _runs(moving):
+        facts.append(Fact("event", "walks", p.direction, a, b))
+        facts.append(Fact("attribute", "speed", p.speed, a, b))
+    standing = [present[f] and not states[f].moving for f in range(spec.n_frames)]
+    for a, b in _runs(standing):
+        facts.append(Fact("event", "stands", "still", a, b))
+
+    def edge(box) -> str | None:
+        x1, y1, x2, y2 = box
+        if x1 <= 0.5:
+            return "left"
+        if x2 >= W - 0.5:
+            return "right"
+        if y2 >= H - 0.5:
+            return "bottom"
+        if y1 <= 0.5:
+            return "top"
+        return None
+
+    for a, b in runs:
+        side = edge(boxes[a])
+        if side is not None and (a > 0 or states[a].moving):
+            facts.append(Fact("event", "enters", f"from the {side}", a, a + 1))
+        side = edge(boxes[b - 1])
+        if side is not None and b < spec.n_frames and states[b - 1].exists:
+            facts.append(Fact("event", "leaves", f"to the {side}", b - 1, b))
+    # occlusions: a nearer person covers at least OCCLUSION_FACT of the silhouette
+    def frame_runs(frames: list[int]) -> list[tuple[int, int]]:
+        flags = [False] * spec.n_frames
+        for f in frames:
+            flags[f] = True
+        return _runs(flags)
+
+    for k, frames in sorted(occluders[i].items()):
+        for a, b in frame_runs(frames):
+            facts.append(Fact("event", "occluded_by", f"person {k}", a, b))
+    for j in range(len(spec.people)):
+        for a, b in frame_runs(occluders[j].get(i, [])) if j != i else []:
+            facts.append(Fact("event", "passes_in_front_of", f"person {j}", a, b))
+    # crossings: the horizontal order of two walking people flips while both are in the frame
+    for j in range(len(spec.people)):
+        if j == i:
+            continue
+        prev = None
+        for f in range(spec.n_frames):
+            bj = all_boxes[j][f]
+            if boxes[f] is None or bj is None:
+                prev = None
+                continue
+            order = (boxes[f][0] + boxes[f][2]) < (bj[0] + bj[2])
+            if prev is not None and order != prev:
+                facts.append(Fact("event", "crosses", f"person {j}", f - 1, f + 1))
+            prev = order
+    facts.sort(key=lambda fa: (fa.start_frame, fa.kind, fa.name, fa.value))
+    return facts
+
+
+# -- rendering to a file -------------------------------------------------------------------------
+def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
+    """Render ``spec`` to ``out_path`` (.mp4, MPEG-4 Part 2 'mp4v') and save ``<name>.gt.json``.
+
+    Raises ValueError for an invalid spec and OSError when the video cannot be written.
+    """
+    spec.validate()
+    out_path = Path(out_path)
+    if out_path.suffix.lower() != ".mp4":
+        raise ValueError(f"{out_path.name}: render_scene writes .mp4 files")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    writer = cv2.VideoWriter(str(out_path), cv2.VideoWriter_fourcc(*"mp4v"), float(spec.fps), (spec.width, spec.height))
+    if not writer.isOpened():
+        raise OSError(f"{out_path}: OpenCV could not open an mp4v writer")
+    n_p = len(spec.people)
+    boxes = [[None] * spec.n_frames for _ in range(n_p)]
+    visible = [[0.0] * spec.n_frames for _ in range(n_p)]
+    dboxes = [[None] * spec.n_frames for _ in spec.distractors]
+    # occluders[i][k]: frames on which person k covers at least OCCLUSION_FACT of person i
+    occluders: list[dict[int, list[int]]] = [{} for _ in range(n_p)]
+    try:
+        for f, truth in enumerate(render_frames(spec)):
+            writer.write(truth.frame)
+            for i in range(n_p):
+                boxes[i][f] = truth.boxes[i]
+                visible[i][f] = truth.visible[i]
+                for k, frac in truth.hidden_by[i].items():
+                    if frac >= OCCLUSION_FACT:
+                        occluders[i].setdefault(k, []).append(f)
+            for j, b in enumerate(truth.distractor_boxes):
+                dboxes[j][f] = b
+    finally:
+        writer.release()
+    states = [_person_states(spec, p) for p in spec.people]
+    people = []
+    for i, p in enumerate(spec.people):
+        moving_speeds = []
+        for f in range(1, spec.n_frames):
+            a, b = states[i][f - 1], states[i][f]
+            if a.moving and b.exists and boxes[i][f] is not None:
+                moving_speeds.append(math.hypot(b.x - a.x, b.y - a.y) * spec.fps)
+        speed_px_s = float(np.median(moving_speeds)) if moving_speeds else 0.0
+        stops = [(a, min(b, spec.n_frames)) for a, b in p.stops if a < spec.n_frames]
+        people.append(PersonTruth(
+            id=i, upper_colour=p.upper, lower_colour=p.lower, upper_bgr=COLOURS[p.upper],
+            lower_bgr=COLOURS[p.lower], direction=p.direction, speed_px_s=round(speed_px_s, 3),
+            speed_word=p.speed if p.direction != "none" else "none", stops=stops, boxes=boxes[i],
+            visible=visible[i], facts=_facts(i, spec, states[i], boxes[i], boxes, occluders)))
+    gt = GroundTruth(scene=spec.name, video=out_path.name, width=spec.width, height=spec.height,
+                     fps=float(spec.fps), n_frames=spec.n_frames, people=people, distractor_boxes=dboxes)
+    gt.save(gt_path_for(out_path))
+    return gt

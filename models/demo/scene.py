@@ -1,0 +1,256 @@
+"""What the demo renderer draws, as plain data: a scene (:class:`SceneSpec` with its people and
+distractors), the ground truth it yields (:class:`GroundTruth`, per-person :class:`PersonTruth` and
+:class:`Fact` records with half-open frame intervals) and the seeded demo scenes.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models.demo.figures import BACKGROUNDS
+from models.vocabulary import COLOURS, DIRECTIONS, SPEED_HEIGHTS_PER_S
+
+SKIN_TONES: list[tuple[int, int, int]] = [(150, 180, 225), (110, 150, 200), (70, 105, 150), (45, 70, 105)]
+HAIR_COLOURS: list[tuple[int, int, int]] = [(20, 20, 25), (30, 50, 80), (60, 110, 160), (150, 150, 155)]
+
+@dataclass
+class PersonSpec:
+    """One person in a scene. Positions are the point between the feet, in frame pixels."""
+
+    upper: str                                   # upper-body clothing colour, a key of COLOURS
+    lower: str                                   # lower-body clothing colour, a key of COLOURS
+    direction: str                               # "left" | "right" | "towards" | "away" | "none" (stands)
+    start: tuple[float, float]                   # foot point (x, y) at enter_frame; may be off-frame
+    height: float = 160.0                        # figure height in pixels at the start foot point
+    speed: str = "normal"                        # walking pace word: "slow" | "normal" | "fast"
+    speed_px_s: float | None = None              # image-plane speed override in px/s (None: from the word)
+    enter_frame: int = 0                         # first frame on which the person exists
+    exit_frame: int | None = None                # first frame on which the person no longer exists (None: never)
+    stops: list[tuple[int, int]] = field(default_factory=list)  # [start, end) frames standing still
+    skin: int = 0                                # index into SKIN_TONES
+    hair: int = 0                                # index into HAIR_COLOURS
+
+
+@dataclass
+class DistractorSpec:
+    """A moving thing that is not a person (the 'moving object' detector sees it, HOG should not)."""
+
+    kind: str                                    # "ball" (a disc that bounces along) or "crate" (a box)
+    colour: str                                  # a key of COLOURS
+    start: tuple[float, float]                   # centre of its bottom edge at frame 0, pixels
+    velocity: tuple[float, float]                # px/s in x and y
+    size: float = 40.0                           # diameter (ball) or side (crate), pixels
+
+
+@dataclass
+class SceneSpec:
+    """A whole synthetic video: camera frame, timing, background and the things in it."""
+
+    name: str                                    # file stem of the rendered video
+    width: int = 640                             # frame width, pixels
+    height: int = 360                            # frame height, pixels
+    fps: float = 12.0                            # frames per second
+    n_frames: int = 120                          # number of frames
+    seed: int = 0                                # seeds the background, noise and figure details
+    people: list[PersonSpec] = field(default_factory=list)           # the people, any order
+    background: str = "plaza"                    # "plaza" (wall + paving) or "park" (hedge + lawn + path)
+    distractors: list[DistractorSpec] = field(default_factory=list)  # non-person movers
+    horizon: float = -0.6                        # horizon line as a fraction of height (negative: above the frame)
+    noise: float = 3.0                           # std-dev of per-frame Gaussian sensor noise, grey levels
+
+    def validate(self) -> None:
+        if self.width < 64 or self.height < 64:
+            raise ValueError(f"scene {self.name!r}: frame {self.width}x{self.height} is too small (min 64x64)")
+        if not (0 < self.fps <= 120):
+            raise ValueError(f"scene {self.name!r}: fps must be in (0, 120], got {self.fps}")
+        if self.n_frames < 1:
+            raise ValueError(f"scene {self.name!r}: n_frames must be >= 1, got {self.n_frames}")
+        if self.background not in BACKGROUNDS:
+            raise ValueError(f"scene {self.name!r}: unknown background {self.background!r}; known: {sorted(BACKGROUNDS)}")
+        if self.horizon * self.height >= self.height:
+            raise ValueError(f"scene {self.name!r}: the horizon must lie above the bottom of the frame")
+        for i, p in enumerate(self.people):
+            where = f"scene {self.name!r}, person {i}"
+            for part in (p.upper, p.lower):
+                if part not in COLOURS:
+                    raise ValueError(f"{where}: unknown colour {part!r}; known: {sorted(COLOURS)}")
+            if p.direction not in DIRECTIONS:
+                raise ValueError(f"{where}: unknown direction {p.direction!r}; known: {list(DIRECTIONS)}")
+            if p.speed not in SPEED_HEIGHTS_PER_S:
+                raise ValueError(f"{where}: unknown speed {p.speed!r}; known: {sorted(SPEED_HEIGHTS_PER_S)}")
+            if p.height < 16:
+                raise ValueError(f"{where}: height {p.height} px is too small (min 16)")
+            if p.start[1] <= self.horizon * self.height:
+                raise ValueError(f"{where}: the foot point must lie below the horizon")
+            if p.exit_frame is not None and p.exit_frame <= p.enter_frame:
+                raise ValueError(f"{where}: exit_frame must be after enter_frame")
+            for a, b in p.stops:
+                if not (0 <= a < b):
+                    raise ValueError(f"{where}: stop interval [{a}, {b}) is not a valid half-open interval")
+            if not (0 <= p.skin < len(SKIN_TONES)) or not (0 <= p.hair < len(HAIR_COLOURS)):
+                raise ValueError(f"{where}: skin/hair index out of range")
+        for i, d in enumerate(self.distractors):
+            if d.kind not in ("ball", "crate"):
+                raise ValueError(f"scene {self.name!r}, distractor {i}: unknown kind {d.kind!r}")
+            if d.colour not in COLOURS:
+                raise ValueError(f"scene {self.name!r}, distractor {i}: unknown colour {d.colour!r}")
+
+
+@dataclass
+class Fact:
+    """An attribute or event of one person that the ground truth supports."""
+
+    kind: str                                    # "attribute" or "event"
+    name: str                                    # e.g. "upper_colour", "walks", "stands", "enters", "occluded_by"
+    value: str                                   # e.g. "red", "left", "from the right", "person 2"
+    start_frame: int                             # first frame of the supporting interval
+    end_frame: int                               # frame after the last one (half-open)
+
+
+@dataclass
+class PersonTruth:
+    """The ground truth of one rendered person."""
+
+    id: int                                      # index of the person in SceneSpec.people
+    upper_colour: str                            # upper-body clothing colour name
+    lower_colour: str                            # lower-body clothing colour name
+    upper_bgr: tuple[int, int, int]              # its BGR value as drawn (before noise and compression)
+    lower_bgr: tuple[int, int, int]              # likewise for the lower body
+    direction: str                               # "left" | "right" | "towards" | "away" | "none"
+    speed_px_s: float                            # median image-plane foot speed while walking, px/s
+    speed_word: str                              # "slow" | "normal" | "fast" ("none" for a standing person)
+    stops: list[tuple[int, int]]                 # [start, end) frame intervals standing still (clipped to the video)
+    boxes: list[list[float] | None]              # per frame: amodal box xyxy clipped to the frame, or None
+    visible: list[float]                         # per frame: visible fraction of the silhouette in [0, 1]
+    facts: list[Fact] = field(default_factory=list)  # attributes and events with intervals
+
+    def frames(self) -> np.ndarray:
+        """The frame indices on which the person has a box (is at least partly in the frame)."""
+        return np.array([i for i, b in enumerate(self.boxes) if b is not None], dtype=np.int32)
+
+    def boxes_array(self) -> np.ndarray:
+        """[n_frames, 4] float32 boxes, NaN where the person is not in the frame."""
+        out = np.full((len(self.boxes), 4), np.nan, dtype=np.float32)
+        for i, b in enumerate(self.boxes):
+            if b is not None:
+                out[i] = b
+        return out
+
+
+@dataclass
+class GroundTruth:
+    """Everything known about a rendered video."""
+
+    scene: str                                   # SceneSpec.name
+    video: str                                   # file name of the video (next to the .gt.json)
+    width: int                                   # frame width, pixels
+    height: int                                  # frame height, pixels
+    fps: float                                   # frames per second
+    n_frames: int                                # number of frames
+    people: list[PersonTruth]                    # indexed like SceneSpec.people (PersonTruth.id)
+    distractor_boxes: list[list[list[float] | None]] = field(default_factory=list)  # per distractor, per frame: box or None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> GroundTruth:
+        data = json.loads(text)
+        people = []
+        for p in data.pop("people"):
+            facts = [Fact(**f) for f in p.pop("facts")]
+            p["stops"] = [tuple(s) for s in p["stops"]]
+            p["upper_bgr"] = tuple(p["upper_bgr"])
+            p["lower_bgr"] = tuple(p["lower_bgr"])
+            people.append(PersonTruth(**p, facts=facts))
+        return cls(**data, people=people)
+
+    def save(self, path: str | os.PathLike) -> None:
+        Path(path).write_text(self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> GroundTruth:
+        return cls.from_json(Path(path).read_text())
+
+
+def gt_path_for(video_path: str | os.PathLike) -> Path:
+    """Where the ground truth of a rendered video lives: ``<name>.gt.json`` next to it."""
+    p = Path(video_path)
+    return p.with_name(p.stem + ".gt.json")
+
+
+# -- demo scenes ---------------------------------------------------------------------------------
+def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
+    """Short scenes for the demo and the tests (3-6 people each, 640x360 or 960x540); ``n`` up to 6
+    (the last three are shorter scenes that give every split of the demo two videos).
+
+    ``seed`` varies textures, noise and skin/hair; the choreography (who walks where, stops,
+    crossings, occlusions) is fixed so the scenes stay interesting for every seed.
+    """
+    rng = np.random.default_rng(seed)
+
+    def looks() -> dict:
+        return {"skin": int(rng.integers(0, len(SKIN_TONES))), "hair": int(rng.integers(0, len(HAIR_COLOURS)))}
+
+    crossing = SceneSpec(
+        name="crossing", width=640, height=360, fps=12, n_frames=120, seed=seed, background="plaza",
+        people=[
+            PersonSpec("red", "blue", "right", start=(-40, 300), height=150, speed="normal", **looks()),
+            PersonSpec("yellow", "black", "left", start=(700, 338), height=165, speed="normal", **looks()),
+            PersonSpec("green", "grey", "right", start=(120, 270), height=138, speed="slow",
+                       stops=[(45, 75)], **looks()),
+            PersonSpec("white", "brown", "towards", start=(520, 215), height=120, speed="normal", **looks()),
+        ])
+    stop_and_go = SceneSpec(
+        name="stop_and_go", width=640, height=360, fps=10, n_frames=100, seed=seed + 1, background="park",
+        people=[
+            PersonSpec("orange", "blue", "left", start=(560, 320), height=160, speed="slow",
+                       stops=[(20, 50)], **looks()),
+            PersonSpec("purple", "grey", "right", start=(-30, 300), height=150, speed="fast", **looks()),
+            PersonSpec("blue", "black", "away", start=(200, 350), height=175, speed="normal", **looks()),
+        ],
+        distractors=[DistractorSpec("ball", "red", start=(80, 355), velocity=(30, 0), size=28)])
+    busy = SceneSpec(
+        name="busy_plaza", width=960, height=540, fps=12, n_frames=150, seed=seed + 2, background="plaza",
+        people=[
+            PersonSpec("red", "black", "left", start=(1000, 470), height=200, speed="normal", **looks()),
+            PersonSpec("blue", "white", "right", start=(-50, 430), height=185, speed="normal", **looks()),
+            PersonSpec("green", "blue", "left", start=(820, 400), height=170, speed="slow",
+                       stops=[(60, 95)], **looks()),
+            PersonSpec("yellow", "grey", "towards", start=(300, 330), height=150, speed="normal",
+                       enter_frame=10, **looks()),
+            PersonSpec("black", "brown", "right", start=(-60, 505), height=210, speed="fast",
+                       enter_frame=40, **looks()),
+            PersonSpec("white", "purple", "none", start=(700, 380), height=165, exit_frame=150, **looks()),
+        ],
+        distractors=[DistractorSpec("crate", "brown", start=(-30, 520), velocity=(45, 0), size=36)])
+    market = SceneSpec(
+        name="market", width=640, height=360, fps=10, n_frames=80, seed=seed + 3, background="park",
+        people=[
+            PersonSpec("red", "grey", "left", start=(680, 330), height=160, speed="normal", **looks()),
+            PersonSpec("green", "black", "right", start=(-40, 290), height=140, speed="slow", **looks()),
+            PersonSpec("white", "blue", "towards", start=(420, 230), height=125, speed="normal", **looks()),
+        ])
+    corridor = SceneSpec(
+        name="corridor", width=640, height=360, fps=10, n_frames=80, seed=seed + 4, background="plaza",
+        people=[
+            PersonSpec("blue", "blue", "right", start=(-40, 320), height=160, speed="fast", **looks()),
+            PersonSpec("yellow", "brown", "left", start=(600, 280), height=140, speed="slow",
+                       stops=[(30, 55)], **looks()),
+            PersonSpec("purple", "black", "away", start=(250, 355), height=170, speed="normal", **looks()),
+        ])
+    evening = SceneSpec(
+        name="evening", width=640, height=360, fps=10, n_frames=80, seed=seed + 5, background="park",
+        people=[
+            PersonSpec("orange", "black", "right", start=(-40, 310), height=155, speed="normal", **looks()),
+            PersonSpec("grey", "white", "left", start=(690, 335), height=165, speed="normal", **looks()),
+            PersonSpec("red", "blue", "none", start=(330, 250), height=130, **looks()),
+        ])
+    scenes = [crossing, stop_and_go, busy, market, corridor, evening]
+    if not 1 <= n <= len(scenes):
+        raise ValueError(f"there are {len(scenes)} demo scenes; n={n}")
+    return scenes[:n]

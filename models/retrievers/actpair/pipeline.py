@@ -1,0 +1,169 @@
+"""ActPair's inference pipeline: dual-view late fusion and pairwise reranking (Secs. 3.4-3.5).
+
+Both views (the original query and its rewrite) are scored over the whole gallery; the top-K
+(100) of each view are united, each candidate's fused score is the mean of its two views'
+scores, and the top-M (10) of the union go to the reranker (:func:`dual_view_retrieve`).
+
+**Pairwise reranking** (Sec. 3.5). ``models.retrievers.rerank.pivot_promote`` (Algorithm 1) with a
+comparator ``compare(a, b) -> "a" | "b" | "tie"`` that counts its calls: the embedded
+:class:`FactComparator` reads the candidates' facts against the query's predicates;
+:class:`VLMComparator` wraps any VLM callable with the paper's comparison criteria.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from models.facts import Fact, Predicate, QueryProposal, predicate_support
+from models.retrievers.rerank import pivot_promote
+
+
+# -- dual-view retrieval --------------------------------------------------------------------------
+@dataclass
+class DualViewResult:
+    """The fused top-M of dual-view retrieval, per query."""
+
+    indices: torch.Tensor                        # [Q, M] gallery indices, best fused score first
+    scores: torch.Tensor                         # [Q, M] fused scores ½ (S_orig + S_rew)
+    union_size: torch.Tensor                     # [Q] size of C_orig ∪ C_rew
+
+
+def _top(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices ``[Q, k]`` of the k best scores per row, ties by the lower index."""
+    return torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
+
+
+@torch.no_grad()
+def dual_view_retrieve(s_orig: torch.Tensor, s_rew: torch.Tensor, top_k: int = 100,
+                       top_m: int = 10) -> DualViewResult:
+    """Parallel late fusion (Eq. 7): per query, the union of the top-``top_k`` of the original
+    view's scores ``s_orig [Q, N]`` and of the rewritten view's ``s_rew [Q, N]``, re-sorted by the
+    mean of both views' scores, cut to the top ``top_m``. Both views score the whole gallery, so
+    every union member has both scores. Ties go to the lower gallery index. A gallery smaller than
+    ``top_k`` (or ``top_m``) is taken whole."""
+    if s_orig.shape != s_rew.shape or s_orig.ndim != 2:
+        raise ValueError(f"both views must be [Q, N] score matrices, got {list(s_orig.shape)} and {list(s_rew.shape)}")
+    if not (isinstance(top_k, int) and isinstance(top_m, int) and 1 <= top_m <= top_k):
+        raise ValueError(f"need 1 <= top_m <= top_k, got top_m={top_m!r}, top_k={top_k!r}")
+    if not (torch.isfinite(s_orig).all() and torch.isfinite(s_rew).all()):
+        raise ValueError("scores must be finite")
+    q, n = s_orig.shape
+    k, m = min(top_k, n), min(top_m, n)
+    union = torch.zeros(q, n, dtype=torch.bool, device=s_orig.device)        # [Q, N]
+    union.scatter_(1, _top(s_orig, k), True)
+    union.scatter_(1, _top(s_rew, k), True)
+    fused = (s_orig + s_rew) / 2                                             # [Q, N]
+    ranked = _top(fused.masked_fill(~union, -math.inf), m)                   # [Q, M]
+    return DualViewResult(indices=ranked, scores=fused.gather(1, ranked), union_size=union.sum(dim=1))
+
+
+# -- pairwise comparators and reranking -----------------------------------------------------------
+class FactComparator:
+    """The embedded pairwise comparator: which of two candidates' facts support more of the query's
+    predicates (``models.facts.predicate_support``)?
+
+    ``compare(a, b)``: more supported predicates wins; with as many, fewer contradicted ones wins;
+    otherwise ``"tie"``. ``facts`` maps a candidate to its approved facts (a candidate without an
+    entry has none: every predicate is unknown for it); ``covered`` optionally maps a candidate to
+    its observed interval, so that absent events count as contradictions. ``calls`` counts
+    comparisons."""
+
+    def __init__(self, predicates: QueryProposal | Sequence[Predicate | dict],
+                 facts: Mapping[Hashable, Sequence[Fact]],
+                 covered: Mapping[Hashable, tuple[int, int]] | None = None):
+        self.predicates = list(predicates.predicates if isinstance(predicates, QueryProposal) else predicates)
+        if not self.predicates:
+            raise ValueError("a FactComparator needs the query's predicates")
+        self.facts = facts
+        self.covered = covered or {}
+        self.calls = 0
+        self._support: dict[Hashable, tuple[int, int]] = {}
+
+    def support(self, candidate: Hashable) -> tuple[int, int]:
+        """(supported, contradicted) predicate counts of one candidate."""
+        if candidate not in self._support:
+            facts = list(self.facts.get(candidate, []))
+            s = [predicate_support(p, facts, covered=self.covered.get(candidate)) for p in self.predicates]
+            self._support[candidate] = (s.count(1), s.count(0))
+        return self._support[candidate]
+
+    def __call__(self, a: Hashable, b: Hashable) -> str:
+        self.calls += 1
+        (sa, ca), (sb, cb) = self.support(a), self.support(b)
+        if sa != sb:
+            return "a" if sa > sb else "b"
+        if ca != cb:
+            return "a" if ca < cb else "b"
+        return "tie"
+
+
+COMPARISON_CRITERIA = ("the primary action", "the target person", "clothing", "object interaction",
+                       "secondary people", "scene and background", "spatial relationships")
+
+
+def comparison_prompt(query_text: str) -> str:
+    """The pairwise instruction of Sec. 3.5 for a VLM shown candidate A and candidate B."""
+    return (f"Query: {query_text.strip()}\n"
+            "Two candidates are shown: A and B. Compare them against the query on "
+            + ", ".join(COMPARISON_CRITERIA)
+            + ", and on any explicit contradiction or missing detail relative to the query. "
+            "Which candidate does the query describe better? Answer with exactly one word: "
+            "A, B or tie.")
+
+
+def parse_decision(answer: str) -> str | None:
+    """``"a"``, ``"b"`` or ``"tie"`` from a comparator's answer (``A``, ``Candidate B``,
+    ``{"decision": "tie"}``, ``neither``, ...); None when it says none of them."""
+    text = str(answer).strip()
+    if text.startswith("{"):
+        try:
+            text = str(json.loads(text).get("decision", ""))
+        except (json.JSONDecodeError, AttributeError):
+            return None
+    words = re.sub(r"[^a-z ]", " ", text.lower()).split()
+    words = [w for w in words if w not in {"candidate", "image", "option", "answer", "the", "is"}]
+    if len(words) != 1:
+        return None
+    return {"a": "a", "b": "b", "tie": "tie", "neither": "tie", "equal": "tie"}.get(words[0])
+
+
+class VLMComparator:
+    """A VLM as the pairwise comparator: ``judge(prompt, a, b) -> answer`` sees the comparison
+    prompt and the two candidates (whatever the caller's judge needs: crops, frame paths, ids).
+
+    Answers are read with :func:`parse_decision`; an answer that is none of a / b / tie counts as
+    ``"tie"`` (the prior order stands) and in ``invalid``. ``calls`` counts comparisons."""
+
+    def __init__(self, judge: Callable[[str, Hashable, Hashable], str], query_text: str):
+        if not callable(judge):
+            raise ValueError("judge must be callable: judge(prompt, a, b) -> answer")
+        self.judge = judge
+        self.prompt = comparison_prompt(query_text)
+        self.calls = 0
+        self.invalid = 0
+
+    def __call__(self, a: Hashable, b: Hashable) -> str:
+        self.calls += 1
+        decision = parse_decision(self.judge(self.prompt, a, b))
+        if decision is None:
+            self.invalid += 1
+            return "tie"
+        return decision
+
+
+def pairwise_rerank(result: DualViewResult, comparator_for: Callable[[int], Callable[[int, int], str]]
+                    ) -> tuple[list[list[int]], int]:
+    """Pivot-promote (Algorithm 1) over each query's fused top-M. ``comparator_for(q)`` gives the
+    comparator of query ``q`` (on gallery indices). Returns the reranked gallery indices per query
+    and the total number of comparator calls."""
+    reranked, total = [], 0
+    for q, candidates in enumerate(result.indices.tolist()):
+        order, n_calls = pivot_promote(candidates, comparator_for(q))
+        reranked.append(list(order))
+        total += int(n_calls)
+    return reranked, total

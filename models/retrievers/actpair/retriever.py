@@ -1,0 +1,239 @@
+"""ActPair as a retriever of the trainer (:mod:`models.training.trainer`): the dual encoder over
+a snapshot's frozen features, its training loss, and the builder the registry points to.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from models.backends.encoders import ImageEncoderConfig, TextEncoderConfig
+from models.config import UNKNOWN_NAMED_KEYS, PlainConfig
+from models.facts import EVENTS, Predicate
+from models.retrievers.actpair.model import ActPair, ActPairConfig, action_loss
+from models.retrievers.actpair.pipeline import DualViewResult, dual_view_retrieve
+from models.retrievers.actpair.rewrite import template_rewrite
+from models.retrievers.actpair.vocabulary import (
+    TagVocabulary,
+    build_vocabulary,
+    embed_texts,
+    normalise_tag,
+)
+from models.retrievers.features import FeatureConfig
+from models.training.losses import siglip_loss
+
+# -- the retriever of models.training.trainer -------------------------------------------------------------
+# The embedded towers: sized for the frozen CPU features of the embedded encoders and a CPU.
+EMBEDDED_TOWERS = {"d_embed": 256, "d_model": 256, "n_layers": 2, "n_heads": 4}
+
+
+@dataclass
+class ActPairRetrieverConfig(PlainConfig):
+    """ActPair as a ``models.training.trainer`` retriever: frozen encoders, features, towers, vocabulary."""
+
+    unknown_keys_message = UNKNOWN_NAMED_KEYS
+
+    appearance: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default)
+    text: dict = field(default_factory=dict, metadata={"config": TextEncoderConfig})  # TextEncoderConfig of the text tokens (MiniLM)
+    features: dict = field(default_factory=dict, metadata={"config": FeatureConfig})  # FeatureConfig (n_f^max = 32 observations per track)
+    model: dict = field(default_factory=lambda: dict(EMBEDDED_TOWERS))  # ActPairConfig fields
+    geometry: bool = True                            # append g_t to each observation token
+    tag_top_k: int = 100                             # K most frequent raw action tags kept (Eq. 3)
+    tag_threshold: float = 0.7                       # clustering threshold of the embedded vocabulary
+    # the canonical action vocabulary (TagVocabulary.to_dict()); None: built by the first prepare()
+    # from that snapshot's queries and then kept here, so a checkpoint reloads the same classes
+    vocabulary: dict | None = None
+
+    def __post_init__(self) -> None:
+        derived = sorted({"d_visual", "d_text", "max_visual_tokens", "max_text_tokens"} & set(self.model))
+        if derived:
+            raise ValueError(f"ActPairRetrieverConfig.model: {derived} follow from the encoders; leave them out")
+        if not isinstance(self.tag_top_k, int) or self.tag_top_k < 1:
+            raise ValueError(f"tag_top_k must be a positive integer, got {self.tag_top_k!r}")
+
+
+def query_action_tag(predicates: Sequence[Predicate | dict]) -> str | None:
+    """The raw action tag of a query for the action head: ``"<event> <value>"`` of its first
+    required event in ``models.facts.EVENTS`` order (``"walks left"``); None without one."""
+    events = [(p.name, p.value) if isinstance(p, Predicate) else (p["name"], p["value"]) for p in predicates]
+    events = [(EVENTS.index(n), i, n, v) for i, (n, v) in enumerate(events) if n in EVENTS and v]
+    if not events:
+        return None
+    _, _, name, value = min(events)
+    return normalise_tag(f"{name} {value}")
+
+
+class ActPairRetriever(nn.Module):
+    """ActPair behind the retriever interface of ``models.training.trainer``: the visual tower reads the
+    observation tokens of frozen features, the text tower the frozen text encoder's token states;
+    each query's action label comes from its required events through the canonical vocabulary."""
+
+    kind = "actpair"
+
+    def __init__(self, config: ActPairRetrieverConfig | dict | None = None):
+        super().__init__()
+        from models.backends.encoders import (
+            ImageEncoderConfig,
+            TextEncoderConfig,
+            build_image_encoder,
+            build_text_encoder,
+        )
+        from models.retrievers.features import GEOMETRY_DIM, FeatureConfig
+
+        cfg = config if isinstance(config, ActPairRetrieverConfig) else ActPairRetrieverConfig.from_dict(config)
+        self.config = cfg
+        self.feature_config = FeatureConfig.from_dict(cfg.features)
+        text_config = TextEncoderConfig.from_dict(cfg.text)
+        # frozen encoders: plain attributes, never in the state dict
+        self.appearance_encoder = build_image_encoder(ImageEncoderConfig.from_dict(cfg.appearance))
+        self.text_encoder = build_text_encoder(text_config)
+        d_visual = self.appearance_encoder.dim + (GEOMETRY_DIM if cfg.geometry else 0)
+        max_text = int(getattr(self.text_encoder, "max_length", None) or text_config.max_length)
+        self.model = ActPair(ActPairConfig.from_dict(
+            {**cfg.model, "d_visual": d_visual, "d_text": self.text_encoder.token_dim,
+             "max_visual_tokens": self.feature_config.n_fast_max, "max_text_tokens": max_text}))
+        self.vocabulary = TagVocabulary.from_dict(cfg.vocabulary) if cfg.vocabulary else None
+        if self.vocabulary is not None and len(self.vocabulary.canonical) > self.model.config.n_actions:
+            raise ValueError(f"the vocabulary has {len(self.vocabulary.canonical)} actions, the head "
+                             f"{self.model.config.n_actions}")
+
+    def config_dict(self) -> dict:
+        return self.config.to_dict()
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.bias.device
+
+    def build_action_vocabulary(self, snapshot) -> TagVocabulary:
+        """The canonical action vocabulary of ``snapshot``'s queries (one raw tag per query with
+        an event), at most ``n_actions`` classes; kept on the model and in its config."""
+        tags = [t for t in (query_action_tag(q.predicates) for q in snapshot.queries) if t]
+        if not tags:
+            raise ValueError(f"no query of snapshot {snapshot.split!r} requires an event: no action tags")
+        vocab = build_vocabulary(tags, self.text_encoder, kind="action", top_k=self.config.tag_top_k,
+                                 threshold=self.config.tag_threshold, max_clusters=self.model.config.n_actions)
+        self.vocabulary = vocab
+        self.config.vocabulary = vocab.to_dict()
+        return vocab
+
+    def prepare(self, snapshot, records=None, *, cache_dir: str | None = None):
+        from dataclasses import replace
+
+        from models.retrievers.features import FeatureExtractor
+        from models.retrievers.scout.data import prepare_observations
+
+        if self.vocabulary is None and snapshot.queries:
+            self.build_action_vocabulary(snapshot)
+        fcfg = replace(self.feature_config, cache_dir=cache_dir or self.feature_config.cache_dir)
+        extractor = FeatureExtractor(fcfg, self.appearance_encoder, text=self.text_encoder)
+        return prepare_observations(extractor, snapshot, records, geometry=self.config.geometry)
+
+    def encode_tracks(self, data, records) -> torch.Tensor:
+        """``E_img`` ``[P, d_embed]`` of ``records`` (row order kept)."""
+        from models.retrievers.scout.data import record_rows
+
+        rows = record_rows(data, records)
+        return self.model.encode_tracks(data.tokens[rows].to(self.device), data.mask[rows].to(self.device))
+
+    def encode_queries(self, data, query_ids) -> torch.Tensor:
+        """``E_txt`` ``[Q, d_embed]`` of the queries (row order kept)."""
+        from models.retrievers.scout.data import query_rows
+
+        rows = query_rows(data, query_ids)
+        tokens = torch.from_numpy(data.text.tokens[rows]).to(self.device)       # [Q, L, D]
+        mask = torch.from_numpy(data.text.mask[rows]).to(self.device)           # [Q, L]
+        return self.model.encode_queries(tokens, mask)
+
+    @torch.no_grad()
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        """Any query texts (e.g. rewrites) through the frozen text encoder and the text tower."""
+        enc = self.text_encoder.encode(list(texts))
+        return self.model.encode_queries(torch.from_numpy(enc.tokens).to(self.device),
+                                         torch.from_numpy(enc.mask).to(self.device))
+
+    def score(self, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Cosine similarity ``[Q, P]`` (the retrieval score of Sec. 3.4)."""
+        return q @ v.T
+
+    def action_labels(self, data, query_ids) -> torch.Tensor:
+        """Canonical action index of each query ``[Q]`` (-1: no event, or outside the vocabulary)."""
+        if self.vocabulary is None:
+            raise ValueError("no action vocabulary: prepare() a snapshot with queries first")
+        labels = []
+        for q in query_ids:
+            tag = query_action_tag(data.query_predicates[int(q)])
+            labels.append(self.vocabulary.index(tag) if tag else -1)
+        return torch.tensor(labels, dtype=torch.long, device=self.device)
+
+    def training_loss(self, data, batch, ctx) -> dict:
+        """SigLIP over the batch's (query, clean target) pairs (``models.retrievers.scout.data.contrastive_pairs``
+        leaves out false in-batch negatives) plus ``λ_action`` times the action term; with
+        ``ctx.gather`` and several ranks SigLIP scores the pairs of all ranks together, otherwise
+        each rank scores (and chooses) the pairs of its own groups only."""
+        from models.retrievers.scout.data import contrastive_pairs, no_pair_loss
+        from models.training.batching import GROUP_SIZE
+
+        qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
+        gather = ctx.world_size > 1 and ctx.gather
+        keep = contrastive_pairs(batch, None if gather else qs)              # [B]
+        local = [i for i in range(len(batch.query_ids))[qs] if keep[i]]
+        rank, world = (ctx.rank, ctx.world_size) if gather else (0, 1)
+        n_pairs = int(keep.sum())
+        dropped = (len(batch.query_ids) if gather else len(range(len(batch.query_ids))[qs])) - n_pairs
+        if not local:
+            zero = no_pair_loss(self)
+            if not gather:   # nothing to score here (no rank waits on this one's embeddings)
+                return {"loss": zero, "pairs": 0, "dropped_pairs": dropped}
+            # every local group conflicts with another rank's: no pair of this rank in the gathered batch
+            d = self.model.config.d_embed
+            empty = torch.zeros(0, d, device=self.device, requires_grad=True)
+            sig = siglip_loss(empty, empty, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
+            return {"loss": sig + zero, "siglip": sig.detach(), "pairs": n_pairs, "dropped_pairs": dropped}
+        qids = [batch.query_ids[i] for i in local]
+        img = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])      # [b, E]
+        txt = self.encode_queries(data, qids)                                                # [b, E]
+        sig = siglip_loss(img, txt, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
+        labels = self.action_labels(data, qids)                                              # [b]
+        act = action_loss(self.model.action_logits(img), self.model.action_logits(txt), labels)
+        loss = sig + self.model.config.lambda_action * act["action"]
+        return {"loss": loss, "siglip": sig.detach(), "action": act["action"].detach(), "ce": act["ce"].detach(),
+                "consistency": act["consistency"].detach(), "t": float(self.model.t_prime.detach().exp()),
+                "b": float(self.model.bias.detach()), "pairs": n_pairs, "dropped_pairs": dropped,
+                "labelled_pairs": int((labels >= 0).sum())}
+
+    def optimizer_defaults(self, steps: int) -> dict:
+        """Batching for ``models.training.trainer.train`` (a TrainConfig ``batching`` key wins): groups without
+        noisy-GT variants, since only each group's clean target is read."""
+        return {"batching": {"noisy_gt": False}}
+
+    # -- inference: rewrite and dual-view retrieval ------------------------------------------
+    def rewrite(self, texts: Sequence[str], predicates: Sequence[Sequence[Predicate | dict]],
+                scene_tags: Sequence[str | None] | None = None) -> list[str]:
+        """Template rewrites of queries (:func:`template_rewrite`): each query's predicates, its
+        nearest canonical action tag (:meth:`TagVocabulary.assign` on the frozen text vector) and
+        its scene tag (none by default)."""
+        if len(texts) != len(predicates):
+            raise ValueError(f"{len(texts)} texts but {len(predicates)} predicate lists")
+        scenes = list(scene_tags) if scene_tags is not None else [None] * len(texts)
+        actions = (self.vocabulary.assign(embed_texts(self.text_encoder, list(texts)))
+                   if self.vocabulary is not None and self.vocabulary.centroids and len(texts)
+                   else [None] * len(texts))
+        return [template_rewrite(list(p), action_tag=a, scene_tag=s)
+                for p, a, s in zip(predicates, actions, scenes)]
+
+    @torch.no_grad()
+    def dual_view_search(self, texts: Sequence[str], rewrites: Sequence[str], gallery: torch.Tensor,
+                         top_k: int | None = None, top_m: int | None = None) -> DualViewResult:
+        """Sec. 3.4 over a gallery of track embeddings ``[N, d_embed]``: both views scored with the
+        text tower, the top-K of each united, the mean score, the top-M."""
+        s_orig = self.score(self.encode_texts(texts), gallery.to(self.device))                # [Q, N]
+        s_rew = self.score(self.encode_texts(rewrites), gallery.to(self.device))              # [Q, N]
+        c = self.model.config
+        return dual_view_retrieve(s_orig, s_rew, top_k or c.top_k, top_m or c.top_m)
+
+
+def build_retriever(config: dict | None = None) -> ActPairRetriever:
+    """The factory ``models.training.trainer.MODEL_KINDS["actpair"]`` points to."""
+    return ActPairRetriever(config)

@@ -1,0 +1,172 @@
+"""Second-stage ranking (no Django): ActPair's pivot-promote pairwise reranking, SCOUT's CombSUM
+fusion with its top-20 shortlist, and SCOUT's rerank blend with the attribute-decomposed VLM term.
+
+- ``pivot_promote(candidates, compare)`` follows Algorithm 1 of the ActPair paper: the first
+  candidate is the pivot; every other candidate is compared with it once; those the comparator
+  prefers to the pivot (answer ``"b"``) are reranked recursively and placed first, then the
+  pivot, then the others (answer ``"a"`` or ``"tie"``) in their prior order. The comparator calls
+  are counted, since each one is a multimodal model call.
+- ``combsum(score_lists)``: per query, every retriever's scores are min-max normalised to [0, 1]
+  (a constant row becomes zeros) and summed (DESIGN 5). ``shortlist`` keeps the top 20.
+- ``rerank_blend``: over the shortlist, each signal is min-max normalised per query and the three
+  are mixed with weights 0.2 (fused) / 0.6 (VLM) / 0.2 (ITM). The VLM signal is
+  ``attribute_vlm_score``: ½ holistic P(yes) + ½ the geometric mean of the appearance, action and
+  scene scores (each 0–100), the geometric mean divided by 100 so both halves lie in [0, 1].
+
+Score arrays are NumPy (torch tensors are accepted and converted); results are float64 NumPy.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+ANSWERS = ("a", "b", "tie")
+
+
+# -- pivot-promote (ActPair, Algorithm 1) ---------------------------------------------------------
+def pivot_promote(candidates: Sequence, compare: Callable[[object, object], str]) -> tuple[list, int]:
+    """Rerank ``candidates`` (best first, in the prior order) with a pairwise comparator.
+
+    ``compare(a, b)`` answers ``"a"`` when ``a`` is better supported by the query, ``"b"`` when
+    ``b`` is, ``"tie"`` otherwise; it is always called with the current pivot as ``a``. Returns the
+    reranked list and the number of comparator calls (``M-1`` when the comparator confirms the
+    prior top, at most ``M(M-1)/2``). The paper's tail recursion is unrolled into a loop, so long
+    lists never reach Python's recursion limit.
+    """
+    if not callable(compare):
+        raise ValueError("compare must be a callable compare(a, b) -> 'a' | 'b' | 'tie'")
+    remaining = list(candidates)
+    settled: list = []          # pivot ⊕ worse of every level, innermost level first
+    n_calls = 0
+    while len(remaining) > 1:
+        pivot, better, worse = remaining[0], [], []
+        for other in remaining[1:]:
+            answer = compare(pivot, other)
+            n_calls += 1
+            if answer not in ANSWERS:
+                raise ValueError(f"compare returned {answer!r}; expected one of {ANSWERS}")
+            (better if answer == "b" else worse).append(other)
+        settled = [pivot, *worse, *settled]
+        remaining = better
+    return remaining + settled, n_calls
+
+
+# -- score arrays ---------------------------------------------------------------------------------
+def _scores(x, name: str, ndim: int | None = 2) -> np.ndarray:
+    """``x`` as finite float64 NumPy with ``ndim`` dimensions (any when ``None``)."""
+    if hasattr(x, "detach"):                  # a torch tensor, without importing torch here
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {list(a.shape)}")
+    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        raise ValueError(f"{name} must hold real numbers")
+    a = a.astype(np.float64, copy=False)
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return a
+
+
+def minmax_rows(scores) -> np.ndarray:
+    """Per row, ``(x - min) / (max - min)``; a constant row becomes zeros. ``[Q, N]`` → ``[Q, N]``."""
+    s = _scores(scores, "scores")
+    if s.shape[1] == 0:
+        return s.copy()
+    lo = s.min(axis=1, keepdims=True)                                             # [Q, 1]
+    span = s.max(axis=1, keepdims=True) - lo                                      # [Q, 1]
+    return np.divide(s - lo, span, out=np.zeros_like(s), where=span > 0)          # [Q, N]
+
+
+def combsum(score_lists: Sequence) -> np.ndarray:
+    """CombSUM fusion: each ``[Q, N]`` score array (one per retriever, over the same gallery in the
+    same column order) min-max normalised per query, then summed. Returns ``[Q, N]``."""
+    if isinstance(score_lists, np.ndarray) or hasattr(score_lists, "detach"):
+        score_lists = list(score_lists)       # a stacked [L, Q, N] array is L score lists
+    if len(score_lists) == 0:
+        raise ValueError("combsum needs at least one score list")
+    normalised = [minmax_rows(_scores(s, f"score_lists[{i}]")) for i, s in enumerate(score_lists)]
+    shape = normalised[0].shape
+    for i, n in enumerate(normalised):
+        if n.shape != shape:
+            raise ValueError(f"score_lists[{i}] has shape {list(n.shape)}, expected {list(shape)}")
+    return np.sum(normalised, axis=0)                                             # [Q, N]
+
+
+def shortlist(scores, k: int = 20) -> np.ndarray:
+    """Column indices of the ``k`` best items per query (``[Q, min(k, N)]``), best first, ties
+    broken by the lower index."""
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    s = _scores(scores, "scores")
+    order = np.argsort(-s, axis=1, kind="stable")                                # [Q, N]
+    return order[:, :k]
+
+
+# -- rerank blend (SCOUT 6.2 and 7.1) -------------------------------------------------------------
+@dataclass
+class BlendConfig:
+    shortlist: int = 20     # candidates per query taken from the fused ranking to the rerankers
+    w_fused: float = 0.2    # weight of the min-max normalised fused (CombSUM) score
+    w_vlm: float = 0.6      # weight of the min-max normalised VLM term (attribute_vlm_score)
+    w_itm: float = 0.2      # weight of the min-max normalised ITM (ScoutITM) match probability
+
+    def __post_init__(self):
+        if not isinstance(self.shortlist, int) or self.shortlist < 1:
+            raise ValueError(f"shortlist must be a positive integer, got {self.shortlist!r}")
+        for name in ("w_fused", "w_vlm", "w_itm"):
+            w = getattr(self, name)
+            if not (isinstance(w, int | float) and np.isfinite(w) and w >= 0):
+                raise ValueError(f"{name} must be a finite non-negative number, got {w!r}")
+
+
+def attribute_vlm_score(p_yes, appearance, action, scene) -> np.ndarray:
+    """SCOUT's VLM term: ``½ · P(yes) + ½ · (appearance · action · scene)^(1/3) / 100``.
+
+    ``p_yes`` is the holistic match probability in [0, 1]; the three attribute scores are on
+    0–100 (one VLM call scores all three). Their geometric mean is also on 0–100, so it is divided
+    by 100 to lie in [0, 1] like ``p_yes``: both halves then weigh the same and the term lies in
+    [0, 1]. The geometric mean is conjunctive: a zero on any axis zeroes that half. Arrays of one
+    shape (any), result of that shape."""
+    p, app, act, sce = (_scores(a, name, ndim=None) for a, name in (
+        (p_yes, "p_yes"), (appearance, "appearance"), (action, "action"), (scene, "scene")))
+    if not (p.shape == app.shape == act.shape == sce.shape):
+        raise ValueError("p_yes, appearance, action and scene must have one shape")
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError("p_yes must be probabilities in [0, 1]")
+    for a, name in ((app, "appearance"), (act, "action"), (sce, "scene")):
+        if ((a < 0) | (a > 100)).any():
+            raise ValueError(f"{name} scores must lie in [0, 100]")
+    geometric = np.cbrt(app * act * sce) / 100.0
+    return 0.5 * p + 0.5 * geometric
+
+
+def rerank_blend(fused, vlm, itm, config: BlendConfig | None = None) -> np.ndarray:
+    """Blend the three rerank signals over the shortlist: each ``[Q, M]`` array (columns = the
+    query's shortlisted candidates, in one order for all three) is min-max normalised per query,
+    then ``w_fused · fused + w_vlm · vlm + w_itm · itm``. Returns the blended scores ``[Q, M]``;
+    sort them (descending) for the final ranking."""
+    config = config or BlendConfig()
+    f = minmax_rows(_scores(fused, "fused"))
+    v = minmax_rows(_scores(vlm, "vlm"))
+    i = minmax_rows(_scores(itm, "itm"))
+    if not (f.shape == v.shape == i.shape):
+        raise ValueError(f"fused, vlm and itm must have one shape, got {list(f.shape)}, "
+                         f"{list(v.shape)}, {list(i.shape)}")
+    return config.w_fused * f + config.w_vlm * v + config.w_itm * i               # [Q, M]
+
+
+def fuse_and_rerank(score_lists: Sequence, rerank_scores: Callable[[np.ndarray], tuple],
+                    config: BlendConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The whole SCOUT second stage: CombSUM over the retrievers, a shortlist of
+    ``config.shortlist`` per query, ``rerank_scores(shortlist_ids [Q, M]) -> (vlm, itm)`` (each
+    ``[Q, M]``) from the rerankers, and the blend. Returns (item ids ``[Q, M]`` in the final order,
+    their blended scores ``[Q, M]``); ties keep the fused order."""
+    config = config or BlendConfig()
+    fused = combsum(score_lists)                                                  # [Q, N]
+    ids = shortlist(fused, config.shortlist)                                      # [Q, M]
+    vlm, itm = rerank_scores(ids)
+    blended = rerank_blend(np.take_along_axis(fused, ids, axis=1), vlm, itm, config)
+    order = np.argsort(-blended, axis=1, kind="stable")                           # [Q, M]
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(blended, order, axis=1)

@@ -1,0 +1,373 @@
+"""Training groups, the noisy-GT augmentation and relation-aware batches (paper 3.2, B.3, D.1, D.3).
+
+**Groups.** Every training query ``e_b`` makes a group of four trajectory records (a record is
+``(trajectory id, variant)``; variant 0 is the stored trajectory, ``k >= 1`` its k-th noisy-GT
+variant):
+
+1. the clean ground truth: the query's target trajectory (``SnapshotQuery.target_id``, or its
+   first verified match in its own video when no target is recorded);
+2. a noisy-GT variant of the target when the augmentation is on (the default), else a second
+   matched positive (drawn like slot 3 from what slot 3 left);
+3. a matched raw positive: another trajectory verified to match the query, drawn from its own
+   video when it has one there, else from the verified matches in other videos;
+4. a confirmed negative: a trajectory of the query's own video verified not to match it (the
+   paper's confirmed within-video negatives ``N_b``, 3.2 and D.1).
+
+Group labels come from human-verified relations only: pseudo-labels never enter ``P_b`` or
+``N_b`` (D.2). When the snapshot has no further positive for slots 2-3, the clean record fills
+them again: the group keeps its fixed size and the repeated record counts with its multiplicity
+(DESIGN 4.1). A query without a confirmed within-video negative cannot form a group and is left
+out (counted in ``TrainingPlan.excluded``): a mismatch in another video is no ``N_b``, it can
+only act through the batch terms.
+
+**Noisy GT** (:func:`noisy_gt`, B.3/D.1): remove one contiguous segment of 10-20% of the
+observations, then drop each remaining observation with probability 0.1 (at least one stays); move
+each kept box's centre by up to ±5% of its width and height and scale its width and height by
+factors in [0.9, 1.1]; clip to the image, restoring the original box where clipping leaves a
+degenerate one. The features of a perturbed record must be computed from its own crops, so each
+target gets ``noisy_variants`` variants drawn once with a fixed seed (their features are cached like
+any other record's) and each group draws one of them at random: a finite sample of the paper's
+per-sample augmentation.
+
+**Batch tensors** ``[B, P]`` (``P = 4B`` records in group order) for ``models.training.losses.mask_guided_loss``:
+
+- ``group``: 1 for the group's own three positives, 0 for its negative, -1 elsewhere;
+- ``relation``: 1 for the query's own positives; for a stored record (variant 0), the verified label
+  of (query, trajectory) in the snapshot; for a noisy variant, 1 when it is a variant of the
+  query's own target and ⊥ otherwise (a subset of the observations may lose the evidence a label
+  was given on: D.3 says abstain). Labels never conflict: a group positive is always a match, its
+  negative never one. With ``use_pseudo`` (off by default) the snapshot's pseudo-labels also fill
+  ``relation`` where no verified label exists: training signal for the batch terms only, marked in
+  ``pseudo`` and counted apart from the human-verified core in :meth:`TrainBatch.stats`.
+
+**Relation-aware batching.** Queries are visited in a seeded random order, each once per epoch.
+Each batch starts from the next unvisited query and then fills up to ``link_fraction`` of its
+places with unvisited queries *linked* to those already chosen (a verified binary relation between
+one's query and the other's target, in different videos; links through a verified match are taken
+first), so the cross-video relations the batch terms need land in the same batch; the rest comes
+in order. The plan is a pure function of the seed: batch ``s`` is the same however often the
+plan is rebuilt (a resumed run continues exactly).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from models.config import PlainConfig
+from models.training.snapshot import RelationSnapshotData
+
+GROUP_SIZE = 4
+RecordKey = tuple[int, int]                      # (trajectory id, variant); variant 0: the stored track
+
+
+@dataclass
+class BatchingConfig(PlainConfig):
+    """Groups, the noisy-GT augmentation and batch composition (paper B.3 / D.1 defaults)."""
+
+    noisy_gt: bool = True                        # use a noisy-GT variant as the second record (paper default)
+    noisy_variants: int = 4                      # variants drawn per target (features cached once each)
+    segment_fraction: tuple[float, float] = (0.1, 0.2)  # share of observations in the removed segment
+    drop_probability: float = 0.1                # chance to drop each remaining observation
+    center_jitter: float = 0.05                  # centre shift, up to this fraction of the box size
+    scale_range: tuple[float, float] = (0.9, 1.1)  # width and height scale factors
+    link_fraction: float = 0.5                   # share of a batch filled with linked queries
+    use_pseudo: bool = False                     # pseudo-labels fill the batch relations (never the groups; D.2)
+
+    def __post_init__(self) -> None:
+        self.segment_fraction = tuple(float(v) for v in self.segment_fraction)
+        self.scale_range = tuple(float(v) for v in self.scale_range)
+        problems = []
+        if self.noisy_variants < 1:
+            problems.append(f"noisy_variants must be >= 1, got {self.noisy_variants}")
+        lo, hi = self.segment_fraction
+        if not 0.0 <= lo <= hi < 1.0:
+            problems.append(f"segment_fraction must be 0 <= low <= high < 1, got {self.segment_fraction}")
+        if not 0.0 <= self.drop_probability < 1.0:
+            problems.append(f"drop_probability must be in [0, 1), got {self.drop_probability}")
+        if not 0.0 <= self.center_jitter < 0.5:
+            problems.append(f"center_jitter must be in [0, 0.5), got {self.center_jitter}")
+        if not 0.0 < self.scale_range[0] <= self.scale_range[1]:
+            problems.append(f"scale_range must be 0 < low <= high, got {self.scale_range}")
+        if not 0.0 <= self.link_fraction <= 1.0:
+            problems.append(f"link_fraction must be in [0, 1], got {self.link_fraction}")
+        if problems:
+            raise ValueError("BatchingConfig: " + "; ".join(problems))
+
+
+# -- the noisy-GT augmentation ------------------------------------------------------------------------
+def noisy_gt(frames: np.ndarray, boxes: np.ndarray, width: int, height: int, rng: np.random.Generator,
+             config: BatchingConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A noisy-GT variant of one trajectory (module docstring): ``(frames [m], boxes [m, 4])``, m >= 1."""
+    cfg = config or BatchingConfig()
+    frames = np.asarray(frames, dtype=np.int32).reshape(-1)
+    boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
+    n = len(frames)
+    if n == 0 or len(boxes) != n:
+        raise ValueError(f"need at least one observation and as many boxes as frames, got {n} and {len(boxes)}")
+    if width < 1 or height < 1:
+        raise ValueError(f"bad image size {width}x{height}")
+    # temporal: one contiguous segment of ~10-20%, then independent drops; at least one survives
+    keep = np.ones(n, dtype=bool)
+    if n > 1:
+        length = min(n - 1, max(1, round(rng.uniform(*cfg.segment_fraction) * n)))
+        start = int(rng.integers(0, n - length + 1))
+        keep[start:start + length] = False
+    survivors = np.flatnonzero(keep)
+    dropped = rng.random(survivors.size) < cfg.drop_probability
+    if dropped.all():
+        dropped[int(rng.integers(survivors.size))] = False
+    kept = survivors[~dropped]
+    # spatial: centre jitter and scale per box, clipped; a degenerate result keeps the original box
+    orig = boxes[kept].astype(np.float64)                                               # [m, 4]
+    w, h = orig[:, 2] - orig[:, 0], orig[:, 3] - orig[:, 1]                             # [m]
+    cx = (orig[:, 0] + orig[:, 2]) / 2 + rng.uniform(-cfg.center_jitter, cfg.center_jitter, kept.size) * w
+    cy = (orig[:, 1] + orig[:, 3]) / 2 + rng.uniform(-cfg.center_jitter, cfg.center_jitter, kept.size) * h
+    nw = w * rng.uniform(*cfg.scale_range, kept.size)
+    nh = h * rng.uniform(*cfg.scale_range, kept.size)
+    new = np.stack([cx - nw / 2, cy - nh / 2, cx + nw / 2, cy + nh / 2], axis=1)         # [m, 4]
+    new[:, [0, 2]] = np.clip(new[:, [0, 2]], 0, width)
+    new[:, [1, 3]] = np.clip(new[:, [1, 3]], 0, height)
+    degenerate = (new[:, 2] - new[:, 0] < 1.0) | (new[:, 3] - new[:, 1] < 1.0)           # [m]
+    new[degenerate] = orig[degenerate]
+    return frames[kept], new.astype(np.float32)
+
+
+# -- batches --------------------------------------------------------------------------------------------
+@dataclass
+class Group:
+    """One query's four records and their group labels."""
+
+    query_id: int
+    video_id: int                                # the query's video
+    target_id: int                               # its clean ground-truth trajectory
+    positives: list[int]                         # other verified matches, own video first
+    negatives: list[int]                         # confirmed within-video negatives N_b (human-verified)
+    own_positives: int = 0                       # how many leading positives are in the query's own video
+
+
+@dataclass
+class TrainBatch:
+    """One optimizer step's groups across all ranks (rank-major), with their label tensors."""
+
+    step: int                                    # optimizer step the batch belongs to
+    query_ids: list[int]                         # [B] one query per group
+    query_videos: list[int]                      # [B] the query's video
+    records: list[RecordKey]                     # [P = 4B] records, four per group in group order
+    record_videos: list[int]                     # [P] each record's video
+    group: torch.Tensor                          # [B, P] int8 group labels G in {1, 0, -1}
+    relation: torch.Tensor                       # [B, P] int8 batch relations M in {1, 0, -1}
+    pseudo: torch.Tensor | None = None           # [B, P] bool: entries of M from pseudo-labels (None: none)
+
+    def local_slices(self, rank: int = 0, world_size: int = 1) -> tuple[slice, slice]:
+        """The groups (rows) and records (columns) that ``rank`` encodes."""
+        b = len(self.query_ids)
+        if world_size < 1 or not 0 <= rank < world_size or b % world_size:
+            raise ValueError(f"cannot split {b} groups over rank {rank} of {world_size}")
+        n = b // world_size
+        return slice(rank * n, (rank + 1) * n), slice(rank * n * GROUP_SIZE, (rank + 1) * n * GROUP_SIZE)
+
+    def loss_block(self, rank: int = 0, world_size: int = 1, gather: bool = False) -> tuple[slice, slice]:
+        """The rows and columns of ``group`` / ``relation`` that the mask-guided loss of ``rank``
+        scores: the whole batch when the ranks' embeddings are gathered (``gather`` with several
+        processes), else the rank's own block (:meth:`local_slices`)."""
+        if world_size > 1 and gather:
+            self.local_slices(rank, world_size)                 # the same checks
+            return slice(None), slice(None)
+        return self.local_slices(rank, world_size)
+
+    def stats(self, rows: slice = slice(None), cols: slice = slice(None)) -> dict:
+        """Realized label counts of the batch relations ``M[rows, cols]`` (the labels a loss used:
+        pass :meth:`loss_block`), overall and across videos.
+
+        ``positives`` / ``negatives`` / ``unknown`` and the ``cross_video_*`` counts are the
+        human-verified core; ``pseudo_positives`` / ``pseudo_negatives`` count the pseudo-labels
+        apart. ``t2v_rows`` and ``v2t_cols`` are the rows and positive-record columns the batch
+        terms of DESIGN 4.1 average over (pseudo-labels included, as the loss sees them), and
+        ``*_without_negative`` those of them with no 0: the numerators and denominators of the
+        loss's zero-negative rates, so the rates of several blocks (ranks) can be pooled."""
+        rel = self.relation[rows, cols].numpy()                                        # [b, p]
+        pseudo = (self.pseudo[rows, cols].numpy() if self.pseudo is not None
+                  else np.zeros(rel.shape, dtype=bool))                                # [b, p]
+        cross = (np.asarray(self.query_videos)[rows][:, None]
+                 != np.asarray(self.record_videos)[cols][None, :])                     # [b, p]
+        core = ~pseudo
+        m_pos = rel == 1                                                               # [b, p]
+        in_p_plus = m_pos.any(axis=0)                                                  # [p]
+        b_neg = (rel == 0) & in_p_plus[None, :]                                        # [b, p]
+        t2v_rows = m_pos.any(axis=1)                                                   # [b]
+        return {"positives": int((m_pos & core).sum()), "negatives": int(((rel == 0) & core).sum()),
+                "unknown": int((rel == -1).sum()),
+                "pseudo_positives": int((m_pos & pseudo).sum()), "pseudo_negatives": int(((rel == 0) & pseudo).sum()),
+                "cross_video_positives": int((m_pos & core & cross).sum()),
+                "cross_video_negatives": int(((rel == 0) & core & cross).sum()),
+                "t2v_rows": int(t2v_rows.sum()),
+                "t2v_rows_without_negative": int((t2v_rows & ~b_neg.any(axis=1)).sum()),
+                "v2t_cols": int(in_p_plus.sum()),
+                "v2t_cols_without_negative": int((in_p_plus & ~b_neg.any(axis=0)).sum())}
+
+
+def _seeded(*parts: int) -> np.random.Generator:
+    return np.random.default_rng([int(p) & 0xFFFFFFFF for p in parts])
+
+
+def _draw_positive(own: list[int], cross: list[int], fallback: int, rng: np.random.Generator) -> int:
+    """Take a matched raw positive out of ``own`` (the query's video) or, when it is empty, out of
+    ``cross`` (other videos), uniformly; ``fallback`` (the clean target) when both are empty."""
+    pool = own or cross
+    return pool.pop(int(rng.integers(len(pool)))) if pool else fallback
+
+
+class TrainingPlan:
+    """Groups, noisy-GT variants and the deterministic batch sequence of one training snapshot."""
+
+    def __init__(self, snapshot: RelationSnapshotData, config: BatchingConfig | None = None, *, seed: int = 0):
+        self.config = config or BatchingConfig()
+        self.seed = int(seed)
+        self.snapshot = snapshot
+        matrix, qids, tids = snapshot.matrix(include_pseudo=False)                     # [Q, T] the verified core
+        self._q_index = {q: i for i, q in enumerate(qids)}
+        self._t_index = {t: i for i, t in enumerate(tids)}
+        self._pseudo = np.zeros(matrix.shape, dtype=bool)                              # [Q, T]
+        self._matrix = matrix                                                          # [Q, T] int8 batch relations
+        if self.config.use_pseudo:
+            self._matrix = snapshot.matrix(include_pseudo=True)[0]
+            for r in snapshot.relations:
+                if r.pseudo and r.label != -1:
+                    self._pseudo[self._q_index[r.query_id], self._t_index[r.trajectory_id]] = True
+        self._t_ids = np.asarray(tids, dtype=np.int64)
+        self.track_video = {t.id: t.video_id for t in snapshot.tracks}
+        t_video = np.asarray([self.track_video[t] for t in tids], dtype=np.int64)       # [T]
+        self.groups: list[Group] = []
+        self.excluded: dict[int, str] = {}
+        for q in snapshot.queries:
+            row = matrix[self._q_index[q.id]]                                          # [T]
+            own = t_video == q.video_id
+            target = q.target_id
+            if target is None or target not in self._t_index or row[self._t_index[target]] != 1:
+                own_matches = self._t_ids[(row == 1) & own]
+                if q.target_id is not None:
+                    self.excluded[q.id] = f"its target {q.target_id} is not a verified match"
+                    continue
+                if own_matches.size == 0:
+                    self.excluded[q.id] = "no verified match in its own video"
+                    continue
+                target = int(own_matches[0])
+            own_positives = [int(t) for t in self._t_ids[(row == 1) & own] if t != target]
+            positives = own_positives + [int(t) for t in self._t_ids[(row == 1) & ~own]]
+            negatives = [int(t) for t in self._t_ids[(row == 0) & own]]
+            if not negatives:
+                self.excluded[q.id] = "no confirmed negative in its own video"
+                continue
+            self.groups.append(Group(q.id, q.video_id, int(target), positives, negatives, len(own_positives)))
+        if not self.groups:
+            raise ValueError(f"snapshot {snapshot.split!r}: no query can form a training group "
+                             f"({len(self.excluded)} excluded, e.g. {next(iter(self.excluded.items()), None)})")
+        self._links = self._linked()
+        self._plan: list[list[int]] = []                  # batch -> group indices
+        self._plan_state: tuple | None = None
+
+    # -- variants ------------------------------------------------------------------------------
+    def variant_observations(self) -> dict[RecordKey, tuple[np.ndarray, np.ndarray]]:
+        """The noisy-GT variants of every group target: ``{(track_id, k): (frames, boxes)}``, k >= 1."""
+        if not self.config.noisy_gt:
+            return {}
+        videos = {v.id: v for v in self.snapshot.videos}
+        tracks = {t.id: t for t in self.snapshot.tracks}
+        out = {}
+        for tid in sorted({g.target_id for g in self.groups}):
+            t = tracks[tid]
+            video = videos[t.video_id]
+            for k in range(1, self.config.noisy_variants + 1):
+                out[(tid, k)] = noisy_gt(t.frames, t.boxes, video.width, video.height,
+                                         _seeded(self.seed, 0x6E6F, tid, k), self.config)
+        return out
+
+    # -- links and batch composition -----------------------------------------------------------
+    def _linked(self) -> list[tuple[list[int], list[int]]]:
+        """Per group: (groups linked by a verified cross-video match, by a verified mismatch)."""
+        n = len(self.groups)
+        q_rows = np.asarray([self._q_index[g.query_id] for g in self.groups])
+        t_cols = np.asarray([self._t_index[g.target_id] for g in self.groups])
+        labels = self._matrix[q_rows][:, t_cols]                                       # [G, G] query i, target j
+        videos = np.asarray([g.video_id for g in self.groups])
+        cross = videos[:, None] != videos[None, :]                                     # [G, G]
+        match = ((labels == 1) | (labels.T == 1)) & cross
+        known = ((labels != -1) | (labels.T != -1)) & cross
+        np.fill_diagonal(match, False)
+        np.fill_diagonal(known, False)
+        return [(np.flatnonzero(match[i]).tolist(), np.flatnonzero(known[i] & ~match[i]).tolist()) for i in range(n)]
+
+    def _compose(self, upto: int, batch_size: int) -> None:
+        """Extend the plan to ``upto`` batches (the plan is one seeded sequence from batch 0)."""
+        if self._plan_state is None or self._plan_state[0] != batch_size:
+            self._plan = []
+            self._plan_state = (batch_size, 0, list(_seeded(self.seed, 0x6570, 0).permutation(len(self.groups))),
+                                _seeded(self.seed, 0x6C6B))
+        _, epoch, order, rng = self._plan_state
+        n_link = round(self.config.link_fraction * batch_size)
+        while len(self._plan) < upto:
+            batch: list[int] = []
+            n_linked = 0
+            while len(batch) < batch_size:
+                if not order:                          # a new epoch: every query once more
+                    epoch += 1
+                    order = list(_seeded(self.seed, 0x6570, epoch).permutation(len(self.groups)))
+                candidates: list[int] = []
+                if batch and n_linked < n_link:
+                    pending = set(order) - set(batch)
+                    candidates = sorted({j for i in batch for j in self._links[i][0]} & pending) or \
+                        sorted({j for i in batch for j in self._links[i][1]} & pending)
+                if candidates:
+                    pick = candidates[int(rng.integers(len(candidates)))]
+                    order.remove(pick)
+                    n_linked += 1
+                else:                                  # (a query may repeat across an epoch boundary)
+                    pick = order.pop(0)
+                batch.append(int(pick))
+            self._plan.append(batch)
+        self._plan_state = (batch_size, epoch, order, rng)
+
+    def batch_groups(self, step: int, batch_size: int) -> list[Group]:
+        """The groups of optimizer step ``step`` (deterministic in the seed)."""
+        if step < 0 or batch_size < 1:
+            raise ValueError(f"need step >= 0 and batch_size >= 1, got {step} and {batch_size}")
+        self._compose(step + 1, batch_size)
+        return [self.groups[i] for i in self._plan[step]]
+
+    def batch(self, step: int, batch_size: int) -> TrainBatch:
+        """Records and label tensors of step ``step`` (module docstring)."""
+        groups = self.batch_groups(step, batch_size)
+        rng = _seeded(self.seed, 0x7374, step)
+        records: list[RecordKey] = []
+        for g in groups:
+            own, cross = list(g.positives[:g.own_positives]), list(g.positives[g.own_positives:])
+            raw = _draw_positive(own, cross, g.target_id, rng)
+            if self.config.noisy_gt:
+                second = (g.target_id, int(rng.integers(1, self.config.noisy_variants + 1)))
+            else:
+                second = (_draw_positive(own, cross, g.target_id, rng), 0)
+            negative = g.negatives[int(rng.integers(len(g.negatives)))]
+            records += [(g.target_id, 0), second, (raw, 0), (negative, 0)]
+        b, p = len(groups), len(records)
+        group = torch.full((b, p), -1, dtype=torch.int8)                               # [B, P]
+        relation = torch.full((b, p), -1, dtype=torch.int8)                            # [B, P]
+        pseudo = torch.zeros((b, p), dtype=torch.bool)                                 # [B, P]
+        cols = np.asarray([self._t_index[tid] for tid, _ in records])                  # [P]
+        variant = np.asarray([k for _, k in records])                                  # [P]
+        owner = np.asarray([tid for tid, _ in records])                                # [P]
+        for i, g in enumerate(groups):
+            row = self._matrix[self._q_index[g.query_id]][cols].astype(np.int8)        # [P]
+            row = np.where(variant > 0, -1, row)                                       # variants: ⊥ ...
+            row = np.where(owner == g.target_id, 1, row)                               # ... except own target's
+            from_pseudo = self._pseudo[self._q_index[g.query_id]][cols] & (variant == 0) & (owner != g.target_id)
+            own = slice(i * GROUP_SIZE, (i + 1) * GROUP_SIZE)
+            row[own] = (1, 1, 1, 0)
+            from_pseudo[own] = False                                                   # the group's own: verified
+            relation[i] = torch.from_numpy(row)
+            pseudo[i] = torch.from_numpy(from_pseudo)
+            group[i, own] = torch.tensor((1, 1, 1, 0), dtype=torch.int8)
+        return TrainBatch(step=step, query_ids=[g.query_id for g in groups], query_videos=[g.video_id for g in groups],
+                          records=records, record_videos=[self.track_video[t] for t, _ in records],
+                          group=group, relation=relation, pseudo=pseudo)

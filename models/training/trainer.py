@@ -1,0 +1,563 @@
+"""Training and evaluating retrievers on relation snapshots, whatever the model (DESIGN 2.10, 4).
+
+The retriever interface
+=======================
+
+A trainable retriever is a ``torch.nn.Module`` built from plain data by a builder registered in
+:data:`MODEL_KINDS` (``builder(config: dict) -> module``) that also has:
+
+``prepare(snapshot, records=None, *, cache_dir=None) -> data``
+    Everything frozen the model needs for ``snapshot``: features of every stored trajectory
+    (record ``(track_id, 0)``), of the extra ``records`` (``{(track_id, k): (frames [n] int32,
+    boxes [n, 4] float32 xyxy pixels)}``, the noisy-GT variants of ``models.training.batching``, ``k >= 1``)
+    and of every query. Called once per snapshot; cache on disk under ``cache_dir``.
+``encode_queries(data, query_ids) -> Tensor [Q, d]`` and ``encode_tracks(data, records) -> Tensor [P, d]``
+    Unit embeddings, rows in the order asked, on the model's device, differentiable.
+``score(q, v) -> Tensor [Q, P]``
+    Similarities; rankings use them as they are.
+``training_loss(data, batch, ctx) -> dict``
+    The loss of one :class:`models.training.batching.TrainBatch` (``batch.local_slices(ctx.rank,
+    ctx.world_size)`` says which groups this process encodes; with ``ctx.gather`` the losses of
+    ``models.training.losses`` gather the other ranks' embeddings). Must hold ``"loss"`` (a scalar tensor);
+    any other tensor or float (loss parts, ``zero_neg_row_rate``, ...) is reported per step.
+``config_dict() -> dict``
+    The plain-data config the builder takes (stored in checkpoints).
+
+
+Optional:
+
+``optimizer_defaults(steps) -> dict``
+    The model's own training recipe for a run of ``steps`` steps: values for any of
+    :data:`MODEL_DEFAULTABLE` (e.g. SCOUT's AdamW learning rate, betas and warm-up). The rule: a
+    :class:`TrainConfig` field left at its default value takes the model's value; a field set to
+    any other value is the caller's choice and wins. (So asking for exactly a field's default
+    value cannot override a model's recipe: change the recipe in the model's own config instead.)
+    ``batching`` is merged key by key: keys the caller's ``batching`` dict holds win. The values
+    taken from the model are reported in the result's ``model_defaults``.
+``no_weight_decay() -> set[str]``
+    Names of further parameters to keep out of weight decay (1-D and scalar parameters always are).
+
+
+Frozen submodules (pretrained weights loaded from a path) must have ``requires_grad = False``:
+checkpoints keep only trained parameters and buffers, and the builder reloads the rest.
+
+The trainer
+===========
+
+:func:`train` builds the model, its groups and batches (``models.training.batching``), trains with AdamW
+(matrices decayed; biases, norms, scalars such as ``ℓ``, ``α``, ``t'`` and ``b`` and other 1-D
+parameters not) under a warm-up + cosine schedule, reports per-step loss parts and the realized
+label counts through ``on_step`` (and ``steps.jsonl``), saves a checkpoint (trained weights,
+optimizer, scheduler, every RNG, step, process count) atomically every ``checkpoint_every`` steps
+and at the end, and **resumes** from the checkpoint in ``out_dir``: the batch of step ``s`` is a
+pure function of the seed, so a resumed run does the same steps as an uninterrupted one (on CPU
+with a fixed seed it ends with the same weights). A resume must use the same number of processes
+(each has its own random stream). At the end it evaluates on ``eval_snapshot`` (T2Traj, Traj2T,
+OCVR through ``models.training.metrics``).
+
+The realized counts (positives, negatives, pseudo-labels apart, across videos) and the
+zero-negative row and column rates are those of the labels the mask-guided loss scored
+(``TrainBatch.loss_block``): the whole batch when negatives are gathered, else each rank's own
+block, summed over ranks (the rates are pooled from the ranks' rows and columns, not taken from
+rank 0). The rates replace the loss's own per-rank ones in the record, and are reported only for
+models whose loss reports them.
+
+Several processes: under ``torchrun`` (``WORLD_SIZE > 1``) each rank encodes its share of the
+global batch of ``batch_size`` groups; parameter gradients are averaged over ranks after each
+backward pass, and with ``gather_negatives`` the loss scores all ranks' embeddings together
+(``models.training.distributed``: the result is the gradient of the single-process loss of the whole batch).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from models.config import PlainConfig
+from models.retrievers.registry import RETRIEVERS, ModelKind
+from models.training.batching import BatchingConfig, TrainingPlan
+from models.training.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t
+from models.training.snapshot import RelationSnapshotData
+
+CHECKPOINT = "checkpoint.pt"
+CHECKPOINT_FORMAT = "trajlab-train/v1"
+# The model kinds the trainer builds: the one registry (models.retrievers.registry), under the name
+# callers and tests use. An entry is a ModelKind, or a bare builder (a test's toy retriever).
+MODEL_KINDS: dict[str, ModelKind | Callable[[dict], torch.nn.Module]] = RETRIEVERS
+# TrainConfig fields that shape the sequence of updates: a resumed run must agree on them (and on
+# the number of processes, checked apart).
+RUN_IDENTITY = ("batch_size", "lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "seed",
+                "batching", "model", "gather_negatives")
+# TrainConfig fields a model's optimizer_defaults() may supply (see the module docstring).
+MODEL_DEFAULTABLE = ("lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "batching")
+
+
+@dataclass
+class TrainConfig(PlainConfig):
+    """How to train (defaults: the paper's 4.1 where it gives them)."""
+
+    steps: int = 1000                            # optimizer steps in all (a resumed run counts from its checkpoint)
+    batch_size: int = 32                         # groups per step across all ranks (paper: effective batch 32)
+    lr: float = 5e-5                             # peak learning rate (paper 4.1)
+    betas: tuple[float, float] = (0.9, 0.999)    # AdamW betas
+    weight_decay: float = 0.01                   # AdamW weight decay (matrices only)
+    warmup_steps: int = 0                        # linear warm-up steps before the cosine decay
+    min_lr_ratio: float = 0.0                    # the cosine ends at lr · min_lr_ratio
+    grad_clip: float = 1.0                       # max global gradient norm (0: no clipping)
+    seed: int = 0                                # seeds initialisation, batches, augmentation, dropout
+    checkpoint_every: int = 100                  # steps between checkpoints (one is always saved at the end)
+    eval_at_end: bool = True                     # evaluate on eval_snapshot when training ends
+    device: str = "auto"                         # "auto" | "cpu" | "cuda[:N]"
+    distributed: str = "auto"                    # "auto": torchrun's env vars when WORLD_SIZE > 1; "off"
+    gather_negatives: bool = True                # with several ranks, score all ranks' embeddings together
+    cache_dir: str | None = None                 # frozen-feature cache; None: <out_dir>/feature_cache
+    batching: dict = field(default_factory=dict, metadata={"config": BatchingConfig})  # BatchingConfig settings
+    model: dict = field(default_factory=dict)    # the model kind's config
+
+    def __post_init__(self) -> None:
+        problems = []
+        try:
+            self.betas = tuple(float(b) for b in self.betas)
+        except (TypeError, ValueError):
+            self.betas = ()
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            problems.append("betas must be two numbers in [0, 1)")
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
+            problems.append("steps, batch_size and checkpoint_every must be >= 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)) or self.weight_decay < 0:
+            problems.append("lr must be a positive number and weight_decay >= 0")
+        if self.warmup_steps < 0 or not 0.0 <= self.min_lr_ratio <= 1.0 or self.grad_clip < 0:
+            problems.append("warmup_steps >= 0, min_lr_ratio in [0, 1] and grad_clip >= 0 are required")
+        if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
+            problems.append(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {self.device!r}")
+        if self.distributed not in ("auto", "off"):
+            problems.append(f"distributed must be 'auto' or 'off', got {self.distributed!r}")
+        if problems:
+            raise ValueError("TrainConfig: " + "; ".join(problems))
+
+
+@dataclass
+class StepContext:
+    """What a model's ``training_loss`` knows about the step and the processes."""
+
+    step: int                                    # 0-based optimizer step
+    rank: int = 0                                # this process
+    world_size: int = 1                          # processes in all
+    gather: bool = False                         # score all ranks' embeddings together
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+
+# -- models ---------------------------------------------------------------------------------------------
+def build_model(model_kind: str, model_config: dict | None = None) -> torch.nn.Module:
+    """The model of a registered kind (see :data:`MODEL_KINDS`)."""
+    entry = MODEL_KINDS.get(model_kind)
+    if entry is None:
+        raise ValueError(f"unknown model kind {model_kind!r}; known: {', '.join(sorted(MODEL_KINDS))}")
+    builder = entry.build if isinstance(entry, ModelKind) else entry
+    model = builder(dict(model_config or {}))
+    for name in ("prepare", "encode_queries", "encode_tracks", "score", "training_loss", "config_dict"):
+        if not callable(getattr(model, name, None)):
+            raise TypeError(f"model kind {model_kind!r} has no {name}() (see the interface in models.training.trainer)")
+    return model
+
+
+def trained_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Trained parameters and persistent buffers (frozen pretrained weights are left out)."""
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    params = {n for n, _ in model.named_parameters()}
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items() if k in trainable or k not in params}
+
+
+def load_trained_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    missing_trained = sorted(set(missing) & trainable)
+    if missing_trained or unexpected:
+        raise ValueError(f"checkpoint does not fit the model: missing {missing_trained[:5]}, unexpected {unexpected[:5]}")
+
+
+def load_model(out_dir: str | os.PathLike, *, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
+    """The trained model in ``out_dir`` (from its checkpoint) and the checkpoint's metadata."""
+    path = Path(out_dir) / CHECKPOINT
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    model = build_model(ckpt["model_kind"], ckpt["model_config"])
+    load_trained_state(model, ckpt["model"])
+    model.to(_device(device)).eval()
+    meta = {k: ckpt[k] for k in ("model_kind", "model_config", "train_config", "snapshot_sha256", "step")}
+    return model, meta
+
+
+def resolve_config(config: TrainConfig, model: torch.nn.Module) -> tuple[TrainConfig, dict]:
+    """``config`` completed with the model's ``optimizer_defaults(steps)`` (rule in the module
+    docstring) and the values taken from the model."""
+    supply = getattr(model, "optimizer_defaults", None)
+    if not callable(supply):
+        return config, {}
+    offered = dict(supply(config.steps))
+    unknown = sorted(set(offered) - set(MODEL_DEFAULTABLE))
+    if unknown:
+        raise ValueError(f"{type(model).__name__}.optimizer_defaults() gives {unknown}; a model may supply "
+                         f"{', '.join(MODEL_DEFAULTABLE)}")
+    defaults = TrainConfig()
+    taken = {}
+    for name, value in offered.items():
+        if name == "batching":
+            merged = {**value, **config.batching}
+            if merged != config.batching:
+                taken[name] = {k: v for k, v in value.items() if k not in config.batching}
+        elif getattr(config, name) == getattr(defaults, name):
+            taken[name] = value
+    if not taken:
+        return config, {}
+    changes = {k: ({**v, **config.batching} if k == "batching" else v) for k, v in taken.items()}
+    return TrainConfig.from_dict(config.as_dict() | changes), taken
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW parameter groups of the trained parameters: weight decay on matrices (and larger
+    tensors) only. Biases, norm weights, scalars (``ℓ``, ``α``, SigLIP's ``t'`` and ``b``), readout
+    tokens and other 1-D parameters are not decayed, nor parameters the model names in an optional
+    ``no_weight_decay()``: decay would pull them towards 0 (a logit scale of 1, a closed gate)."""
+    exempt = set(model.no_weight_decay()) if callable(getattr(model, "no_weight_decay", None)) else set()
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim < 2 or name in exempt else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _device(name: str, local_rank: int = 0) -> torch.device:
+    if name == "auto":
+        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} asked for, but CUDA is not available")
+    return torch.device(name)
+
+
+# -- evaluation -----------------------------------------------------------------------------------------
+@torch.inference_mode()
+def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, data=None, *,
+                   cache_dir: str | None = None, chunk: int = 256) -> tuple[np.ndarray, np.ndarray, object]:
+    """Unit query and trajectory embeddings ``[E, d]``, ``[T, d]`` of a snapshot (model in eval mode)."""
+    was_training = model.training
+    model.eval()
+    try:
+        data = data if data is not None else model.prepare(snapshot, None, cache_dir=cache_dir)
+        qids = [q.id for q in snapshot.queries]
+        records = [(t.id, 0) for t in snapshot.tracks]
+        q = [model.encode_queries(data, qids[i:i + chunk]).float().cpu() for i in range(0, len(qids), chunk)]
+        v = [model.encode_tracks(data, records[i:i + chunk]).float().cpu() for i in range(0, len(records), chunk)]
+    finally:
+        model.train(was_training)
+    return torch.cat(q).numpy(), torch.cat(v).numpy(), data
+
+
+def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, data=None,
+             cache_dir: str | None = None) -> dict:
+    """T2Traj, Traj2T and OCVR of ``model`` on ``snapshot`` (verified binary labels only; pseudo-labels
+    never count), and the random T2Traj baseline (:func:`random_baseline`; its ``R@1`` is the
+    ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``)."""
+    q, v, data = embed_snapshot(model, snapshot, data, cache_dir=cache_dir)
+    with torch.inference_mode():
+        sim = model.score(torch.from_numpy(q).to(_model_device(model)),
+                          torch.from_numpy(v).to(_model_device(model))).float().cpu().numpy()  # [E, T]
+    return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
+
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    return next(iter(model.parameters())).device
+
+
+def _protocols(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
+    relation, _, _ = snapshot.matrix(include_pseudo=False)                          # [E, T]
+    track_video = np.asarray([t.video_id for t in snapshot.tracks], np.int64)      # [T]
+    query_video = np.asarray([q.video_id for q in snapshot.queries], np.int64)     # [E]
+    return {"t2traj": evaluate_t2traj(sim, relation, track_video, query_video),
+            "traj2t": evaluate_traj2t(sim, relation, track_video, query_video),
+            "ocvr": evaluate_ocvr(sim, relation, track_video, query_video)}
+
+
+def random_baseline(snapshot: RelationSnapshotData) -> dict:
+    """The random T2Traj baseline (percent) over the queries T2Traj scores (those with a verified
+    match in their video's pool).
+
+    ``R@k`` and ``mAP`` are DESIGN 4.3's random baseline: a uniformly random ranking of the video's
+    whole frozen pool (``|pool(V_e)|`` trajectories) with one relevant item, so
+    ``R@1 = mean_e 1/|pool(V_e)|`` (``evaluate_t2traj``'s ``random_R@1``), ``R@k = mean_e
+    min(k, |pool|)/|pool|`` and ``mAP = mean_e H_|pool| / |pool|`` (``H_n`` the harmonic number).
+
+    ``labelled_R@k`` and ``labelled_mAP`` are the exact expectations of ``evaluate_t2traj``'s own
+    figures under a uniformly random ranking, given the labels: ⊥ items leave the gallery, so a
+    query ranks its ``N`` binary-labelled pool items of which ``R`` are relevant,
+    ``E[R@k] = 1 - C(N-R, k) / C(N, k)`` and ``E[AP] = H_N / N + (R - 1)(N - H_N) / (N (N - 1))``
+    (the chance term of each relevant item's own rank plus that of each other relevant item ranked
+    above it). They equal the contract figures when every pool item is labelled and one matches.
+    """
+    relation, _, _ = snapshot.matrix(include_pseudo=False)
+    track_video = np.asarray([t.video_id for t in snapshot.tracks])
+    ks = (1, 3, 5, 10)
+    out = {f"R@{k}": [] for k in ks} | {"mAP": []} | {f"labelled_R@{k}": [] for k in ks} | {"labelled_mAP": []}
+
+    def harmonic(n: int) -> float:
+        return sum(1.0 / j for j in range(1, n + 1))
+
+    for i, q in enumerate(snapshot.queries):
+        row = relation[i][track_video == q.video_id]
+        pool, n, r = len(row), int((row != -1).sum()), int((row == 1).sum())
+        if r == 0:
+            continue
+        for k in ks:
+            out[f"R@{k}"].append(min(k, pool) / pool)
+            out[f"labelled_R@{k}"].append(1.0 - (math.comb(n - r, k) / math.comb(n, k) if k <= n else 0.0))
+        out["mAP"].append(harmonic(pool) / pool)
+        h = harmonic(n)
+        out["labelled_mAP"].append(h / n + ((r - 1) * (n - h) / (n * (n - 1)) if n > 1 else 0.0))
+    n_queries = len(out["mAP"])
+    return {k: (100.0 * float(np.mean(v)) if v else math.nan) for k, v in out.items()} | {"n_queries": n_queries}
+
+
+# -- training ------------------------------------------------------------------------------------------
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> dict:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def _set_rng_state(state: dict) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _schedule(config: TrainConfig) -> Callable[[int], float]:
+    def factor(step: int) -> float:
+        if step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        span = max(1, config.steps - config.warmup_steps)
+        progress = min(1.0, (step - config.warmup_steps) / span)
+        return config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return factor
+
+
+def _save_atomic(obj: dict, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _plain(value):
+    if isinstance(value, torch.Tensor):
+        value = value.detach().float().item() if value.numel() == 1 else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _setup_processes(config: TrainConfig) -> tuple[int, int, int]:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if config.distributed == "off" or world <= 1:
+        return 0, 1, 0
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if not dist.is_initialized():
+        use_cuda = config.device != "cpu" and torch.cuda.is_available()
+        if use_cuda:
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return dist.get_rank(), dist.get_world_size(), local_rank
+
+
+def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig | dict, out_dir: str | os.PathLike, *,
+          eval_snapshot: RelationSnapshotData | None = None, on_step: Callable[[dict], None] | None = None,
+          should_stop: Callable[[], bool] | None = None) -> dict:
+    """Train ``model_kind`` on ``snapshot`` into ``out_dir`` (the module docstring), resuming from a
+    checkpoint there. Returns (and writes to ``result.json``) the run's summary: status
+    (``"finished"`` or ``"stopped"`` when ``should_stop()`` said so), steps done, the last step's
+    record, label totals, the settings taken from the model's recipe (``model_defaults``) and the
+    evaluation on ``eval_snapshot``."""
+    cfg = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config)
+    snapshot.validate()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rank, world, local_rank = _setup_processes(cfg)
+    if cfg.batch_size % world:
+        raise ValueError(f"batch_size {cfg.batch_size} must be a multiple of the {world} processes")
+    device = _device(cfg.device, local_rank)
+    snapshot_sha = snapshot.content_sha256()
+    cache_dir = cfg.cache_dir or str(out / "feature_cache")
+
+    ckpt_path = out / CHECKPOINT
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.is_file() else None
+    if ckpt is not None:
+        _check_resume(ckpt, model_kind, cfg, snapshot_sha, world)    # before any expensive work
+
+    _seed_everything(cfg.seed)                                      # same initial weights on every rank
+    model = build_model(model_kind, cfg.model)
+    model.to(device)
+    torch.manual_seed(cfg.seed * 1009 + rank)                       # per-rank dropout stream
+    run_cfg, model_defaults = resolve_config(cfg, model)            # the model's recipe where cfg left defaults
+    plan = TrainingPlan(snapshot, BatchingConfig.from_dict(run_cfg.batching), seed=cfg.seed)
+    data = model.prepare(snapshot, plan.variant_observations(), cache_dir=cache_dir)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameter_groups(model, run_cfg.weight_decay), lr=run_cfg.lr, betas=run_cfg.betas)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(run_cfg))
+
+    start = 0
+    if ckpt is not None:
+        load_trained_state(model, ckpt["model"])
+        try:
+            optimizer.load_state_dict(ckpt["optimizer"])
+        except ValueError as exc:
+            raise ValueError(f"the checkpoint's optimizer state does not fit this trainer's parameter groups "
+                             f"({exc}); it was written by an older trainer: use a new folder") from None
+        scheduler.load_state_dict(ckpt["scheduler"])
+        _set_rng_state(ckpt["rng"][rank])
+        start = int(ckpt["step"])
+        del ckpt
+    log_path = out / "steps.jsonl"
+    if rank == 0:                                                   # drop records past the checkpoint
+        kept = [line for line in (log_path.read_text().splitlines() if log_path.is_file() else [])
+                if line.strip() and json.loads(line)["step"] <= start]
+        log_path.write_text("".join(line + "\n" for line in kept))
+
+    def save(step: int) -> None:
+        states = [None] * world
+        if world > 1:
+            dist.all_gather_object(states, _rng_state())
+        else:
+            states = [_rng_state()]
+        if rank == 0:
+            _save_atomic({"format": CHECKPOINT_FORMAT, "step": step, "model_kind": model_kind, "world_size": world,
+                          "model_config": model.config_dict(), "train_config": cfg.as_dict(),
+                          "snapshot_sha256": snapshot_sha, "model": trained_state(model),
+                          "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": states},
+                         ckpt_path)
+        if world > 1:
+            dist.barrier()
+
+    totals = {"positives": 0, "negatives": 0, "pseudo_positives": 0, "pseudo_negatives": 0, "cross_video_positives": 0,
+              "cross_video_negatives": 0}
+    rates = {"zero_neg_row_rate": [], "zero_neg_col_rate": []}
+    record: dict = {}
+    status, began = "finished", time.perf_counter()
+    model.train()
+    step = start
+    while step < cfg.steps:
+        tick = time.perf_counter()
+        batch = plan.batch(step, cfg.batch_size)
+        ctx = StepContext(step=step, rank=rank, world_size=world, gather=cfg.gather_negatives, device=device)
+        parts = model.training_loss(data, batch, ctx)
+        loss = parts["loss"]
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"step {step}: the loss is {float(loss)}")
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        if world > 1:
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+                p.grad /= world
+        if cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        counts = _realized_counts(batch, rank, world, cfg.gather_negatives, device)
+        pooled = {"zero_neg_row_rate": _ratio(counts["t2v_rows_without_negative"], counts["t2v_rows"]),
+                  "zero_neg_col_rate": _ratio(counts["v2t_cols_without_negative"], counts["v2t_cols"])}
+        record = {"step": step, "lr": lr, **{k: _plain(v) for k, v in parts.items()}, **counts,
+                  **{k: v for k, v in pooled.items() if k in parts},
+                  "seconds": round(time.perf_counter() - tick, 4)}
+        for k in totals:
+            totals[k] += counts[k]
+        for k in rates:
+            if record.get(k) is not None:
+                rates[k].append(record[k])
+        if rank == 0:
+            with open(log_path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            if on_step is not None:
+                on_step(record)
+        stop = bool(should_stop()) if should_stop is not None else False
+        if world > 1:
+            flag = torch.tensor([int(stop)], device=device if dist.get_backend() == "nccl" else "cpu")
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stop = bool(flag.item())
+        if stop and step < cfg.steps:
+            status = "stopped"
+            save(step)
+            break
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            save(step)
+
+    metrics = None
+    if status == "finished" and cfg.eval_at_end and eval_snapshot is not None:
+        metrics = evaluate(model, eval_snapshot, cache_dir=cache_dir)
+    result = {"status": status, "model_kind": model_kind, "step": step, "steps": cfg.steps, "resumed_from": start,
+              "snapshot_sha256": snapshot_sha, "n_groups": len(plan.groups), "excluded_queries": len(plan.excluded),
+              "last": record, "totals": totals,
+              "mean_zero_neg_row_rate": float(np.mean(rates["zero_neg_row_rate"])) if rates["zero_neg_row_rate"] else None,
+              "mean_zero_neg_col_rate": float(np.mean(rates["zero_neg_col_rate"])) if rates["zero_neg_col_rate"] else None,
+              "model_defaults": model_defaults,
+              "seconds": round(time.perf_counter() - began, 2), "world_size": world, "device": str(device),
+              "metrics": metrics, "checkpoint": str(ckpt_path)}
+    if rank == 0:
+        (out / "result.json").write_text(json.dumps(result, indent=2, default=_plain) + "\n")
+    return result
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _realized_counts(batch, rank: int, world: int, gather: bool, device: torch.device) -> dict:
+    """Label counts of the block of the batch mask this rank's loss scored, summed over ranks when
+    the blocks differ (no gathering); with gathering every rank scored the whole batch."""
+    counts = batch.stats(*batch.loss_block(rank, world, gather))
+    if world > 1 and not gather:
+        keys = sorted(counts)
+        on = device if dist.get_backend() == "nccl" else torch.device("cpu")
+        summed = torch.tensor([counts[k] for k in keys], dtype=torch.int64, device=on)     # [n_counts]
+        dist.all_reduce(summed, op=dist.ReduceOp.SUM)
+        counts = dict(zip(keys, summed.tolist()))
+    return counts
+
+
+def _check_resume(ckpt: dict, model_kind: str, cfg: TrainConfig, snapshot_sha: str, world: int) -> None:
+    if ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"the checkpoint's format {ckpt.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    problems = []
+    if ckpt["model_kind"] != model_kind:
+        problems.append(f"model kind {ckpt['model_kind']!r} != {model_kind!r}")
+    if ckpt["snapshot_sha256"] != snapshot_sha:
+        problems.append("it was trained on another snapshot")
+    before_world = int(ckpt.get("world_size", len(ckpt.get("rng") or [None])))
+    if before_world != world:
+        problems.append(f"processes: {before_world} != {world} (each process has its own random stream)")
+    defaults = TrainConfig().as_dict()
+    before = {k: ckpt["train_config"].get(k, defaults[k]) for k in RUN_IDENTITY}   # fields added later: defaults
+    before["betas"] = list(before["betas"])                   # as_dict's JSON form (older checkpoints hold a tuple)
+    now = cfg.as_dict()
+    problems += [f"{k}: {before[k]!r} != {now[k]!r}" for k in RUN_IDENTITY if before[k] != now[k]]
+    if problems:
+        raise ValueError("out_dir holds a checkpoint of a different run; use a new folder ("
+                         + "; ".join(problems) + ")")
