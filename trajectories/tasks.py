@@ -8,6 +8,7 @@ from celery import shared_task
 from common.errors import ApplicationError
 from common.models import Job
 from trajectories.models import ProposalRun
+from trajectories.services.ingestion import video_import_job_execute
 from trajectories.services.proposals import proposal_run_execute
 
 logger = logging.getLogger(__name__)
@@ -31,8 +32,6 @@ def proposal_run_task(self, run_id: int) -> dict:
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def video_import_task(self, job_id: int) -> dict:
     """Import a large upload that the API staged (see ``video_upload_import``)."""
-    from trajectories.services.ingestion import video_import_job_execute
-
     if not Job.objects.filter(pk=job_id).exists():
         logger.warning("import job %s no longer exists; nothing to do", job_id)
         return {"job": job_id, "status": "missing"}

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
-from common.jobs.runs import RunOutcome, RunReporter, run_execute
+from common.jobs.runs import RunOutcome, RunReporter, run_enqueue, run_execute
 from common.jobs.services import job_create
 from models.training.trainer import build_model, evaluate, load_model, random_baseline
 from workers.models import EvaluationRun, RunStatus, TrainingRun
@@ -74,9 +74,7 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
-            from workers.tasks import evaluation_run_task
-
-            transaction.on_commit(lambda: evaluation_run_task.apply_async(args=[run.pk], queue="gpu"))
+            run_enqueue(run=run)
     return run, True
 
 

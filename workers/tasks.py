@@ -1,14 +1,17 @@
 """Celery tasks of the workers app: training and evaluation runs. Thin wrappers that load the run
 and call one service; the services are idempotent and training resumes from its last checkpoint,
 so a task re-delivered after its worker died (``acks_late``, ``reject_on_worker_lost``) continues
-where the last attempt stopped. The services queue them on the ``gpu`` queue."""
+where the last attempt stopped. The services queue them on the ``gpu`` queue by name
+(``common.jobs.runs.run_enqueue``), so they never import this module."""
 from __future__ import annotations
 
 import logging
 
 from celery import shared_task
 
+from workers.evaluation import evaluation_run_execute
 from workers.models import EvaluationRun, TrainingRun
+from workers.training import training_run_execute
 
 logger = logging.getLogger(__name__)
 
@@ -16,8 +19,6 @@ logger = logging.getLogger(__name__)
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def training_run_task(self, run_id: int) -> dict:
     """Train one run (``workers.training.training_run_execute``)."""
-    from workers.training import training_run_execute
-
     run = TrainingRun.objects.filter(pk=run_id).first()
     if run is None:
         logger.warning("training run %s no longer exists; nothing to do", run_id)
@@ -29,8 +30,6 @@ def training_run_task(self, run_id: int) -> dict:
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def evaluation_run_task(self, run_id: int) -> dict:
     """Evaluate one run (``workers.evaluation.evaluation_run_execute``)."""
-    from workers.evaluation import evaluation_run_execute
-
     run = EvaluationRun.objects.filter(pk=run_id).first()
     if run is None:
         logger.warning("evaluation run %s no longer exists; nothing to do", run_id)

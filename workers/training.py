@@ -53,7 +53,14 @@ from django.utils import timezone
 
 from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
-from common.jobs.runs import RunCancelled, RunOutcome, RunReporter, run_cancel, run_execute
+from common.jobs.runs import (
+    RunCancelled,
+    RunOutcome,
+    RunReporter,
+    run_cancel,
+    run_enqueue,
+    run_execute,
+)
 from common.jobs.services import JobReporter, job_create
 from common.models import TERMINAL
 from models.config import PlainConfig
@@ -177,9 +184,7 @@ def training_run_create(*, snapshot, model_kind: str, config: dict | None = None
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
-            from workers.tasks import training_run_task
-
-            transaction.on_commit(lambda: training_run_task.apply_async(args=[run.pk], queue="gpu"))
+            run_enqueue(run=run)
     return run
 
 

@@ -14,6 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.errors import ApplicationError
+from models.backends.llm import build_llm, resolve_llm_settings
+from models.backends.llm.base import GenerationBudget
+from models.backends.llm.openai_chat import EndpointError
+from models.backends.vlm import build_describer as build
+from models.backends.vlm import resolve_describer_settings
+from models.backends.vlm.base import DescribeBudget, DescribeRequest
 from models.facts import Description, Fact, Predicate, QueryProposal
 
 DEFAULT_DESCRIBER = {"name": "heuristic"}
@@ -31,7 +37,6 @@ class RunSettings:
 def _endpoint_errors(call):
     """Run ``call``; an unreachable model endpoint becomes a 503-style ``backend_unavailable``
     error with the endpoint's message (the run's job fails with it and can be started again)."""
-    from models.backends.llm.openai_chat import EndpointError
 
     try:
         return call()
@@ -66,7 +71,6 @@ class DescriberAdapter:
 
     def describe(self, *, video_path: str, frames: np.ndarray, boxes: np.ndarray, n_frames: int,
                  fps: float | None = None, trajectory_id: int | None = None) -> Described:
-        from models.backends.vlm.base import DescribeRequest
 
         request = DescribeRequest(video_path=video_path, frames=frames, boxes=boxes, budget=self.budget,
                                   fps=fps, trajectory_id=trajectory_id)
@@ -84,15 +88,12 @@ def describer_settings(backend: dict | None, budget: dict | None) -> RunSettings
     """Check that the describer can be built and its budget is valid; the run's record."""
     adapter = build_describer(backend, budget)
     name, settings = _split(backend, DEFAULT_DESCRIBER)
-    from models.backends.vlm import resolve_describer_settings
 
     return RunSettings(backend={"name": name, **resolve_describer_settings(name, settings)},
                        budget=adapter.budget.to_dict(), prompt_version="", prompt_sha256="")
 
 
 def build_describer(backend: dict | None, budget: dict | None) -> DescriberAdapter:
-    from models.backends.vlm import build_describer as build
-    from models.backends.vlm.base import DescribeBudget
 
     name, settings = _split(backend, DEFAULT_DESCRIBER)
     try:
@@ -132,8 +133,6 @@ class WriterAdapter:
 
 
 def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
-    from models.backends.llm import build_llm
-    from models.backends.llm.base import GenerationBudget
 
     name, settings = _split(backend, DEFAULT_WRITER)
     try:
@@ -145,7 +144,6 @@ def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
 def writer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
     adapter = build_writer(backend, budget)
     name, settings = _split(backend, DEFAULT_WRITER)
-    from models.backends.llm import resolve_llm_settings
 
     return RunSettings(backend={"name": name, **resolve_llm_settings(name, settings)}, budget=adapter.budget.to_dict(),
                        prompt_version="", prompt_sha256="")

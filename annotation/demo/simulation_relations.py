@@ -27,8 +27,22 @@ from collections.abc import Callable
 import numpy as np
 
 from accounts.roles import Role
+from annotation.benchmark.services.descriptions import (
+    description_run_create,
+    description_run_execute,
+)
+from annotation.benchmark.services.mining import (
+    completeness_report,
+    completion_pairs_queue,
+    mining_run_create,
+    mining_run_execute,
+)
+from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
+from annotation.benchmark.services.runs import model_run_execute
+from annotation.benchmark.services.snapshots import relation_snapshot_create
 from annotation.curation.selectors import adjudication_queue
-from annotation.curation.services.claims import work_item_claim_next
+from annotation.curation.services.claims import assignment_release, work_item_claim_next
+from annotation.curation.services.pools import pool_freeze
 from annotation.curation.services.votes import adjudication_cast, vote_cast
 from annotation.curation.stages import description, pair, relation
 from annotation.demo.simulation import (
@@ -37,10 +51,13 @@ from annotation.demo.simulation import (
     ANNOTATOR_NAME,
     SceneTruth,
     _simulated_users,
+    simulate_annotators,
     video_ground_truth,
 )
-from annotation.models import CrossPair, PoolMember, WorkItem
-from trajectories.models import Video
+from annotation.models import CandidatePool, CrossPair, PoolMember, WorkItem
+from common.errors import ApplicationError
+from common.models import RunStatus
+from trajectories.models import ProposalRun, Video
 
 CHECKED = ("upper_colour", "lower_colour", "walks", "speed", "stands", "enters", "leaves")
 STAGES = (WorkItem.Stage.DESCRIPTION, WorkItem.Stage.RELATION, WorkItem.Stage.PAIR)
@@ -154,8 +171,6 @@ def simulate_relation_review(*, n_annotators: int = 3, accuracy: float = 0.95, a
                 item = WorkItem.objects.select_related("description", "query", "pair__query").get(pk=seat.item_id)
                 if not truth.has_truth(item):
                     counts["skipped"] += 1
-                    from annotation.curation.services.claims import assignment_release
-
                     assignment_release(assignment=seat)
                     blocked.add((user.pk, s))
                     continue
@@ -187,29 +202,21 @@ def simulate_relation_review(*, n_annotators: int = 3, accuracy: float = 0.95, a
     return counts
 
 
+def _run_now(run, execute) -> dict:
+    """Run a model run inline through its lifecycle (it ends succeeded, with its job, as a worker's
+    would); its counts, or an ApplicationError with the reason it failed."""
+    run, counts = model_run_execute(run=run, execute=execute)
+    if run.status != RunStatus.SUCCEEDED:
+        raise ApplicationError(f"{type(run).__name__} {run.pk} {run.status}: {run.error}", code="run_failed")
+    return counts
+
+
 def simulated_benchmark_build(*, seed: int = 0, accuracy: float = 0.95, created_by=None,
                               progress: Callable[[str], None] | None = None) -> dict:
     """Take the rendered videos from review to relation snapshots with the embedded defaults and
     simulated people: curation votes, pool freezing, descriptions, queries, relation rows, mining
     and pair review per split, completion of dev/test, then one snapshot per split. Videos without
     ground truth (or whose runs are still running) are left as they are. Returns what it did."""
-    from annotation.benchmark.services.descriptions import (
-        description_run_create,
-        description_run_execute,
-    )
-    from annotation.benchmark.services.mining import (
-        completeness_report,
-        completion_pairs_queue,
-        mining_run_create,
-        mining_run_execute,
-    )
-    from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
-    from annotation.benchmark.services.snapshots import relation_snapshot_create
-    from annotation.curation.services.pools import pool_freeze
-    from annotation.demo.simulation import simulate_annotators
-    from annotation.models import CandidatePool
-    from common.errors import ApplicationError
-    from trajectories.models import ProposalRun
 
     def say(message: str) -> None:
         if progress is not None:
@@ -234,17 +241,18 @@ def simulated_benchmark_build(*, seed: int = 0, accuracy: float = 0.95, created_
     pools = [p for p in pools if not p.descriptions.exists()]
     out["pools"] = len(pools)
     if pools:
-        out["descriptions"] = description_run_execute(run=description_run_create(pools=pools, created_by=created_by,
-                                                                                 queue=False))
+        out["descriptions"] = _run_now(description_run_create(pools=pools, created_by=created_by, queue=False),
+                                       description_run_execute)
         out["description_review"] = simulate_relation_review(accuracy=accuracy, seed=seed,
                                                               stage=WorkItem.Stage.DESCRIPTION)
-        out["queries"] = generation_run_execute(run=generation_run_create(pools=pools, created_by=created_by,
-                                                                          queue=False))
+        out["queries"] = _run_now(generation_run_create(pools=pools, created_by=created_by, queue=False),
+                                  generation_run_execute)
         out["relation_review"] = simulate_relation_review(accuracy=accuracy, seed=seed, stage=WorkItem.Stage.RELATION)
     say("descriptions, queries and relation rows reviewed")
     out["mining"] = {}
     for split in ("train", "dev", "test"):
-        out["mining"][split] = mining_run_execute(run=mining_run_create(split=split, created_by=created_by, queue=False))
+        out["mining"][split] = _run_now(mining_run_create(split=split, created_by=created_by, queue=False),
+                                        mining_run_execute)
     simulate_relation_review(accuracy=accuracy, seed=seed, stage=WorkItem.Stage.PAIR)
     for split in ("dev", "test"):
         completion_pairs_queue(split=split)

@@ -17,9 +17,12 @@ through that shape, so it imports nothing above ``common``:
   task continues where the last delivery stopped.
 - :func:`run_cancel`: a queued run is cancelled at once; a running one gets ``cancel_requested``
   and stops at its next progress report (training: at its next step, after a checkpoint).
+- :func:`run_enqueue`: how every run is queued, the first time and on a retry: its task is sent by
+  name after commit, ``celery.current_app.send_task(run.task_name, args=[run.pk],
+  queue=job.queue)``, so services never import their app's tasks (the tasks import the services);
+  a broker that refuses the message fails the run with that reason.
 - :func:`run_retry`: a failed or cancelled run is queued again, on the same row with a fresh Job
-  (``retries`` counts it); the task is sent by name after commit,
-  ``celery.current_app.send_task(run.task_name, args=[run.pk], queue=job.queue)``.
+  (``retries`` counts it).
 - :func:`job_run` finds the run of a Job through the reverse one-to-one relations from Job to
   the concrete ``QueuedRun`` subclasses (``Job._meta.related_objects``).
 """
@@ -218,9 +221,29 @@ def run_retry(*, run: QueuedRun, by=None) -> QueuedRun:
         if hasattr(run, "updated_at"):
             fields.append("updated_at")
         run.save(update_fields=fields)
-        task_name, queue, pk = run.task_name, run.job.queue, run.pk
-        transaction.on_commit(lambda: current_app.send_task(task_name, args=[pk], queue=queue))
+        run_enqueue(run=run)
     return run
+
+
+def run_enqueue(*, run: QueuedRun) -> None:
+    """Send ``run``'s task (``run.task_name`` with its primary key, on its Job's queue) once the
+    current transaction commits. A broker that cannot take the message fails the run and its Job
+    with that reason, so no run waits as ``queued`` for a message that was never sent."""
+    if not run.task_name:
+        raise ValueError(f"{type(run).__name__} names no task to queue")
+    model, pk, task_name = type(run), run.pk, run.task_name
+    queue = run.job.queue if run.job_id is not None else "cpu"
+
+    def send() -> None:
+        try:
+            current_app.send_task(task_name, args=[pk], queue=queue)
+        except Exception as exc:  # the broker is down or refuses the message
+            logger.exception("could not queue %s %s", model.__name__, pk)
+            run_fail(run=model.objects.select_related("job").get(pk=pk), error=(
+                f"could not queue the run: the task broker refused it ({type(exc).__name__}: {exc}); "
+                "queue it again once the broker is back"))
+
+    transaction.on_commit(send)
 
 
 def queued_run_models() -> list[type[QueuedRun]]:

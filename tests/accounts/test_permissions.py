@@ -84,8 +84,7 @@ def endpoints(r):
 @pytest.mark.parametrize("role", [*ROLE_NAMES, None])
 def test_each_endpoint_admits_exactly_its_roles(role, records, make_user, client_for, monkeypatch):
     # Queuing work is not under test here.
-    monkeypatch.setattr("trajectories.tasks.proposal_run_task.apply_async", lambda *a, **k: None)
-    monkeypatch.setattr("annotation.tasks.mining_run_task.apply_async", lambda *a, **k: None)
+    monkeypatch.setattr("common.jobs.runs.current_app.send_task", lambda *a, **k: None)
     user = make_user(role) if role else make_user()
     client = client_for(user)
     anonymous = client_for(None)

@@ -197,12 +197,12 @@ def test_a_run_whose_worker_keeps_dying_is_failed(media_root, tmp_path):
 
 def test_a_broker_that_refuses_the_message_fails_the_run_visibly(media_root, tmp_path, monkeypatch,
                                                                  django_capture_on_commit_callbacks):
-    from trajectories.tasks import proposal_run_task
+    from common.jobs import runs
 
     def refuse(*args, **kwargs):
         raise ConnectionError("connection refused")
 
-    monkeypatch.setattr(proposal_run_task, "apply_async", refuse)
+    monkeypatch.setattr(runs.current_app, "send_task", refuse)
     video = _video(write_video(tmp_path / "b.mp4", n_frames=12, size=(160, 120)))
     config = proposal_config_create(name="hog", backend="hog-bytetrack", categories=["person"])
     with django_capture_on_commit_callbacks(execute=True):

@@ -27,10 +27,10 @@ def test_train_inline_from_a_config_file(snapshots, var_dir, tmp_path):
 
 
 def test_train_queued(snapshots, monkeypatch, django_capture_on_commit_callbacks):
-    from workers import tasks
+    from common.jobs import runs
 
     sent = []
-    monkeypatch.setattr(tasks.training_run_task, "apply_async", lambda args=None, **options: sent.append((args, options)))
+    monkeypatch.setattr(runs.current_app, "send_task", lambda name, args=None, **options: sent.append((args, options)))
     out = io.StringIO()
     with django_capture_on_commit_callbacks(execute=True):
         call_command("train", "--snapshot", str(snapshots["train"].pk), "--model", "scout", "--config",

@@ -14,12 +14,11 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued_tasks(monkeypatch):
     """What the services hand to Celery: (task name, args, options)."""
-    from workers import tasks
+    from common.jobs import runs
 
     sent = []
-    for task in (tasks.training_run_task, tasks.evaluation_run_task):
-        monkeypatch.setattr(task, "apply_async",
-                            lambda args=None, _name=task.name, **options: sent.append((_name, args, options)))
+    monkeypatch.setattr(runs.current_app, "send_task",
+                        lambda name, args=None, **options: sent.append((name, args, options)))
     return sent
 
 

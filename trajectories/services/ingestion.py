@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
@@ -143,6 +144,7 @@ def _remove(path: Path) -> None:
 
 
 STAGING_MAX_AGE_S = 24 * 3600
+VIDEO_IMPORT_TASK = "trajectories.tasks.video_import_task"   # takes the job's primary key
 
 
 def staging_sweep(*, max_age_s: float = STAGING_MAX_AGE_S) -> int:
@@ -201,9 +203,8 @@ def video_upload_import(*, uploaded_file, source: str, split_group: str | None =
         with transaction.atomic():
             job = job_create(kind="video_import", queue="cpu", created_by=created_by,
                              params={**params, "staging": str(staging.relative_to(settings.MEDIA_ROOT))})
-            from trajectories.tasks import video_import_task
-
-            transaction.on_commit(lambda: video_import_task.apply_async(args=[job.pk], queue="cpu"))
+            # A bare job (no run row): its task is sent by name, as runs are (``run_enqueue``).
+            transaction.on_commit(lambda: current_app.send_task(VIDEO_IMPORT_TASK, args=[job.pk], queue="cpu"))
         queued = True
         return UploadResult(job=job)
     finally:

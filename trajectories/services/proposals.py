@@ -14,7 +14,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
-from common.jobs.runs import RunOutcome, run_execute, run_fail
+from common.jobs.runs import RunOutcome, run_enqueue, run_execute, run_fail
 from common.jobs.services import job_create
 from models.backends.tracking import (
     BACKENDS,
@@ -167,21 +167,8 @@ def proposal_run_create(*, video: Video, config: ProposalConfig, created_by=None
         run.error = ""
         run.save(update_fields=["job", "status", "error"])
         if enqueue:
-            transaction.on_commit(lambda: _send(run.pk, queue))
+            run_enqueue(run=run)
     return run, True
-
-
-def _send(run_id: int, queue: str) -> None:
-    """Hand the run to the broker; if the broker cannot take it, say so on the run and its job."""
-    from trajectories.tasks import proposal_run_task
-
-    try:
-        proposal_run_task.apply_async(args=[run_id], queue=queue)
-    except Exception as exc:  # the broker is down or refuses the message
-        logger.exception("could not queue proposal run %s", run_id)
-        run = ProposalRun.objects.select_related("job").get(pk=run_id)
-        _fail(run, f"could not queue the run: the task broker refused it ({type(exc).__name__}: {exc}); "
-                            "queue it again once the broker is back")
 
 
 def _tracker_for(config: ProposalConfig):

@@ -45,13 +45,7 @@ def description_run_create(*, pools: list[CandidatePool], backend: dict | None =
     frozen_pools_check(pools, purpose="describe")
     return model_run_record(model=DescriptionRun, kind="description_run", pools=pools,
                             settings=backends.describer_settings(backend, budget), created_by=created_by,
-                            task=_task if queue else None)
-
-
-def _task():
-    from annotation.tasks import description_run_task
-
-    return description_run_task
+                            queue=queue)
 
 
 def _member_record(member: PoolMember) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,11 @@ from annotation.models import (
     WorkItem,
 )
 from common.errors import ApplicationError
+from common.jobs.runs import run_enqueue
 from common.jobs.services import JobReporter, job_create
+from models.backends.encoders.text import build_text_encoder
+from models.curation.mining import MiningConfig
+from models.curation.mining_search import mine
 
 logger = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
@@ -58,7 +62,6 @@ def mining_run_create(*, split: str, config: dict | None = None, writer: dict | 
                       queue: bool = True) -> MiningRun:
     """Record and queue a mining run of ``split``. ``config``: ``models.curation.mining.MiningConfig``
     fields plus ``easy_review_rate`` (fraction of easy negatives sent to review, default 0.2)."""
-    from models.curation.mining import MiningConfig
 
     if split not in SPLITS:
         raise ApplicationError(f"split must be one of {SPLITS}", code="invalid_split")
@@ -80,9 +83,7 @@ def mining_run_create(*, split: str, config: dict | None = None, writer: dict | 
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
-            from annotation.tasks import mining_run_task
-
-            transaction.on_commit(lambda: mining_run_task.delay(run.pk))
+            run_enqueue(run=run)
     return run
 
 
@@ -104,9 +105,6 @@ def _trajectory_texts(members: list[PoolMember]) -> tuple[list[str], dict[int, l
 
 def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -> dict:
     """Mine, record and route the pairs of ``run``; idempotent (pairs and items are unique)."""
-    from models.backends.encoders.text import build_text_encoder
-    from models.curation.mining import MiningConfig
-    from models.curation.mining_search import mine
 
     queries, members = split_members(run.split)
     if not queries or not members:

@@ -20,13 +20,20 @@ from django.utils import timezone
 from annotation.benchmark.services.descriptions import approved_facts
 from annotation.models import CrossPair, Description, PseudoLabelRule, Relation
 from common.errors import ApplicationError, ConflictError
+from models.curation.calibration import (
+    Calibration,
+    EasyNegativeRule,
+    apply_rule,
+    calibrate,
+    min_audit_size,
+    rule_select,
+)
 
 # models.curation.calibration (and the FAISS miner it imports) loads on first use, not with the web routes.
 
 
 def pseudo_rule_declare(*, rule: dict, declared_bound: float, created_by=None) -> PseudoLabelRule:
     """Freeze a rule and its declared error bound (400 ``invalid_rule``; 409 on a taken name)."""
-    from models.curation.calibration import EasyNegativeRule
 
     try:
         frozen = EasyNegativeRule.from_dict(rule)
@@ -66,7 +73,6 @@ def _columns(pairs):
 
 
 def _frozen(rule_row: PseudoLabelRule):
-    from models.curation.calibration import EasyNegativeRule
 
     rule = EasyNegativeRule.from_dict(rule_row.rule)
     if rule.rule_hash() != rule_row.rule_sha256:
@@ -79,7 +85,6 @@ def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
     """Audit the rule on the dev split's mined pairs and accept or refuse it, once. Refused: a rule
     calibrated before (409 ``rule_calibrated``), too few audited pairs for the declared bound
     (409 ``audit_too_small``). Locks the rule row."""
-    from models.curation.calibration import calibrate, min_audit_size, rule_select
 
     with transaction.atomic():
         rule_row = PseudoLabelRule.objects.select_for_update().get(pk=rule_row.pk)
@@ -118,7 +123,6 @@ def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
     if rule_row.calibrated_at is None or not rule_row.accepted:
         raise ConflictError(f"rule {rule_row.name!r} is not calibrated and accepted; it labels nothing",
                             code="rule_not_accepted", extra={"calibration": rule_row.calibration})
-    from models.curation.calibration import Calibration, apply_rule
 
     rule = _frozen(rule_row)
     calibration = Calibration.from_dict(rule_row.calibration)

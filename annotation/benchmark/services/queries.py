@@ -49,13 +49,7 @@ def generation_run_create(*, pools: list[CandidatePool], backend: dict | None = 
     frozen_pools_check(pools, purpose="write queries for")
     return model_run_record(model=GenerationRun, kind="generation_run", pools=pools,
                             settings=backends.writer_settings(backend, budget), created_by=created_by,
-                            task=_task if queue else None)
-
-
-def _task():
-    from annotation.tasks import generation_run_task
-
-    return generation_run_task
+                            queue=queue)
 
 
 def _pool_facts(pool: CandidatePool) -> dict[int, list]:

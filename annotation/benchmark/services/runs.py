@@ -8,6 +8,7 @@ from django.db import transaction
 from annotation.benchmark.backends import RunSettings
 from annotation.models import CandidatePool
 from common.errors import ApplicationError, ConflictError
+from common.jobs.runs import RunOutcome, run_enqueue, run_execute
 from common.jobs.services import job_create
 
 
@@ -27,9 +28,9 @@ def frozen_pools_check(pools: list[CandidatePool], *, purpose: str) -> None:
 
 
 def model_run_record(*, model, kind: str, pools: list[CandidatePool], settings: RunSettings, created_by,
-                     task: Callable[[], object] | None):
-    """Create the run row and its ``kind`` job in one transaction; queue ``task().delay(run.pk)``
-    after commit when ``task`` is given (it returns the Celery task, imported late)."""
+                     queue: bool):
+    """Create the run row and its ``kind`` job in one transaction; with ``queue``, its task is sent
+    after commit (``common.jobs.runs.run_enqueue``)."""
     with transaction.atomic():
         job = job_create(kind=kind, params={"pools": [p.pk for p in pools]}, created_by=created_by)
         run = model.objects.create(backend=settings.backend, prompt_version=settings.prompt_version,
@@ -38,6 +39,20 @@ def model_run_record(*, model, kind: str, pools: list[CandidatePool], settings: 
         run.pools.set(pools)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
-        if task is not None:
-            transaction.on_commit(lambda: task().delay(run.pk))
+        if queue:
+            run_enqueue(run=run)
     return run
+
+
+def model_run_execute(*, run, execute: Callable[..., dict], echo=None) -> tuple[object, dict]:
+    """Run a describer, query-writer or mining run's service ``execute(run=, reporter=)`` through
+    the run lifecycle (``common.jobs.runs.run_execute``), in a task or inline; returns the run as it
+    ended and the counts the service reported (empty when it did not finish)."""
+    counts: dict = {}
+
+    def body(run, reporter) -> RunOutcome:
+        counts.update(execute(run=run, reporter=reporter))
+        return RunOutcome(result=counts, message=", ".join(f"{k} {v}" for k, v in counts.items()
+                                                           if isinstance(v, int))[:500] or "done")
+
+    return run_execute(run, body, echo=echo), counts

@@ -29,6 +29,7 @@ from models.training.snapshot import (
     SnapshotTrack,
     SnapshotVideo,
 )
+from trajectories.models import Video
 
 
 def snapshot_root() -> Path:
@@ -40,7 +41,6 @@ def snapshot_data_build(*, split: str) -> tuple[RelationSnapshotData, dict]:
     queries, members = split_members(split)
     pools = {m.pool_id: m.pool for m in members}
     video_ids = sorted({p.video_id for p in pools.values()})
-    from trajectories.models import Video
 
     videos = {v.pk: v for v in Video.objects.filter(pk__in=video_ids)}
     pool_of_video = {p.video_id: p for p in pools.values()}

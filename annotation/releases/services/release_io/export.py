@@ -31,6 +31,7 @@ from annotation.releases.services.release_io.tables import (
     Table,
     canonical_json,
 )
+from trajectories.models import Video
 
 FORMAT = "trajlab-release/1"
 ROW_GROUP = 50_000                               # rows per Parquet row group at most
@@ -187,7 +188,6 @@ def _write_mot(folder: Path, scope: ReleaseScope) -> int:
 
 
 def _copy_media(folder: Path, scope: ReleaseScope) -> None:
-    from trajectories.models import Video
 
     for path in Video.objects.filter(id__in=scope.videos).order_by("id").values_list("path", flat=True):
         source = Path(settings.MEDIA_ROOT) / path

@@ -25,6 +25,8 @@ from annotation.curation.stages.base import ReviewStage
 from annotation.models import Description, DescriptionVersion, ReviewPolicy
 from annotation.releases.services.audits import audit_stats
 from annotation.releases.services.release_io.tables import ReleaseScope
+from models.backends.llm.prompts import task_prompt
+from models.backends.vlm.prompts import describe_prompt
 
 SOFTWARE = ("django", "djangorestframework", "numpy", "scipy", "pyarrow", "torch", "opencv-python-headless",
             "transformers", "sentence-transformers", "faiss-cpu", "open_clip_torch", "celery")
@@ -126,10 +128,8 @@ def _prompt(kind: str, version: str) -> dict | None:
     run's ``backend``)."""
     try:
         if kind == "describe":
-            from models.backends.vlm.prompts import describe_prompt
 
             return asdict(describe_prompt(version))
-        from models.backends.llm.prompts import task_prompt
 
         return asdict(task_prompt(kind, version))
     except (ValueError, TypeError):
