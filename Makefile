@@ -54,7 +54,10 @@ frontend-test: $(UI_DEPS)
 ## The web UI's API types (frontend/app/src/api/schema.gen.ts), generated from the OpenAPI schema
 ## that Django serves at /api/schema/: regenerate after changing a serializer or an endpoint.
 API_SCHEMA := var/api/openapi.json
-API_SCHEMA_CMD = mkdir -p $(dir $(API_SCHEMA)) && DJANGO_SECRET_KEY=api-schema-only $(PY) manage.py spectacular \
+# The schema is generated in the embedded mode whatever the shell exports: a server database
+# changes integer formats, and the committed types must not depend on where they were made.
+API_SCHEMA_CMD = mkdir -p $(dir $(API_SCHEMA)) && env -u DATABASE_URL -u CELERY_BROKER_URL \
+	DJANGO_SECRET_KEY=api-schema-only TRAJLAB_VAR_DIR=$(CURDIR)/var/api $(PY) manage.py spectacular \
 	--format openapi-json --validate --file $(API_SCHEMA)
 
 api-types: $(STAMP) $(UI_DEPS)

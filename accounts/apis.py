@@ -1,4 +1,3 @@
-from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -6,8 +5,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import user_roles
-from accounts.services import token_for
-from common.errors import ApplicationError
+from accounts.services import token_obtain
+from accounts.throttling import LoginLockoutThrottle
 
 
 class MeApi(APIView):
@@ -27,12 +26,17 @@ class MeApi(APIView):
 class TokenApi(APIView):
     """Exchange a username and password for an API token (``Authorization: Token <key>``)."""
 
+    # The current key while it is valid, a fresh one once it expired or with ``rotate``
+    # (accounts.services.token_obtain); a username or address with too
+    # many wrong passwords is locked out for a while: 429 with Retry-After (accounts.throttling).
     permission_classes = [AllowAny]
     authentication_classes: list = []
+    throttle_classes = [LoginLockoutThrottle]
 
     class InputSerializer(serializers.Serializer):
         username = serializers.CharField()
         password = serializers.CharField(style={"input_type": "password"})
+        rotate = serializers.BooleanField(default=False, help_text="issue a fresh key; the old one stops working")
 
     class OutputSerializer(serializers.Serializer):
         token = serializers.CharField()
@@ -41,7 +45,5 @@ class TokenApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = authenticate(request, **data.validated_data)
-        if user is None:
-            raise ApplicationError("wrong username or password", code="bad_credentials", status_code=401)
-        return Response(self.OutputSerializer({"token": token_for(user=user)}).data)
+        token = token_obtain(request=request, **data.validated_data)
+        return Response(self.OutputSerializer({"token": token}).data)

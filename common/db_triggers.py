@@ -4,6 +4,11 @@ Migrations build their operation with :func:`trigger_operation`, or from the thr
 (:func:`immutable_rows`, :func:`sealed_rows`, :func:`sealed_children`, joined with ``+``).
 PostgreSQL and SQLite are the supported databases (production and embedded mode); anything else
 is refused when migrating.
+
+Row triggers miss two writes: PostgreSQL's ``TRUNCATE`` fires no row trigger, so every protected
+table also gets :func:`truncate_refused`; SQLite's ``INSERT OR REPLACE`` deletes the row it
+replaces without firing delete triggers unless the connection sets ``PRAGMA recursive_triggers``,
+which ``config/settings.py`` sets on every connection (then the delete triggers refuse it).
 """
 from __future__ import annotations
 
@@ -129,3 +134,24 @@ def sealed_children(table: str, *, name: str, parent: str, fk: str, message: str
                            _sqlite(f"{name}_no_delete", "DELETE", table, message, sealed("OLD"))]},
         drop={"postgresql": _pg_drop(fn, table),
               "sqlite": [f"DROP TRIGGER IF EXISTS {name}_{s}" for s in ("no_insert", "no_update", "no_delete")]})
+
+
+def truncate_refused(table: str, *, name: str, message: str, protected: str = "TRUE") -> Triggers:
+    """``TRUNCATE`` of ``table`` (also through ``CASCADE``) is refused on PostgreSQL while a row of it
+    matches ``protected`` (an SQL condition over the row ``t``; every row by default).
+
+    A statement-level trigger: row triggers never see a truncate. SQLite has no ``TRUNCATE``; its
+    ``DELETE FROM`` fires the row triggers.
+    """
+    fn = f"{name}_no_truncate"
+    body = f"""BEGIN
+        IF EXISTS (SELECT 1 FROM {table} t WHERE {protected}) THEN
+            RAISE EXCEPTION '{message}: {table} cannot be truncated' USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        RETURN NULL;
+    END"""
+    return Triggers(
+        create={"postgresql": [_pg_function(fn, body), f"CREATE TRIGGER {fn} BEFORE TRUNCATE ON {table} "
+                                                        f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"],
+                "sqlite": []},
+        drop={"postgresql": _pg_drop(fn, table), "sqlite": []})

@@ -1,15 +1,41 @@
+"""Query-string parameters and the bounds of every integer the API accepts.
+
+An integer input is bounded where it enters: ids to the database's ``bigint`` range, seeds to
+32 bits, counts and durations to the maxima named here, so an out-of-range number is a 400 naming
+the field, never a database overflow (a 500) later.
+"""
+from rest_framework import serializers
+
 from common.errors import ApplicationError
 
+ID_MAX = 2**63 - 1           # a bigint primary key
+SEED_MAX = 2**32 - 1         # seeds: what every RNG we feed takes
+LEASE_SECONDS_MAX = 7 * 24 * 3600   # a claimed item or sample stays reserved at most a week
+TIME_SPENT_MS_MAX = 24 * 3600 * 1000  # reviewer time on one item: at most a day
 
-def int_param(request, name: str, default=None):
-    """An optional integer query parameter; anything else is a 400 naming the parameter."""
+
+def id_field(**kwargs) -> serializers.IntegerField:
+    """An id input (a filter or a body field): a positive bigint."""
+    return serializers.IntegerField(min_value=1, max_value=ID_MAX, **kwargs)
+
+
+def seed_field(**kwargs) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=0, max_value=SEED_MAX, **kwargs)
+
+
+def int_param(request, name: str, default=None, *, min_value: int = -ID_MAX - 1, max_value: int = ID_MAX):
+    """An optional integer query parameter within ``[min_value, max_value]`` (by default the
+    database's bigint range); anything else is a 400 naming the parameter."""
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ApplicationError(f"{name} must be an integer, got {raw!r}", code="invalid_parameter") from None
+    if not min_value <= value <= max_value:
+        raise ApplicationError(f"{name} must be between {min_value} and {max_value}", code="invalid_parameter")
+    return value
 
 
 def query_filters(serializer_class, request) -> dict:

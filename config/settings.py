@@ -31,14 +31,16 @@ VAR_DIR = Path(os.environ.get("TRAJLAB_VAR_DIR", BASE_DIR / "var")).resolve()
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Embedded mode: no DATABASE_URL, or a SQLite one. Anything else is a deployment.
 EMBEDDED = os.environ.get("DATABASE_URL", "sqlite").startswith("sqlite")
+TRAJLAB_EMBEDDED_SECRET_KEY = "trajlab-embedded-insecure-key"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not EMBEDDED:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DATABASE_URL points at a server database")
-    SECRET_KEY = "trajlab-embedded-insecure-key"  # embedded (demo) mode only
-ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
+    SECRET_KEY = TRAJLAB_EMBEDDED_SECRET_KEY  # embedded (demo) mode only; `serve` keeps it on loopback
+# Tests add "testserver" themselves (Django's test environment does).
+ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -60,6 +62,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "common.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -86,6 +89,37 @@ TEMPLATES = [
     },
 ]
 
+# --- Transport security (see README "Security") -------------------------------------------------
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto: trust it to say the request was https.
+if env_bool("TRAJLAB_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("TRAJLAB_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("TRAJLAB_SECURE_COOKIES", False)
+SECURE_HSTS_SECONDS = env_int("TRAJLAB_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("TRAJLAB_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("TRAJLAB_HSTS_PRELOAD", False)
+# No inline script anywhere (the API docs load theirs from a URL); styles may be inline because
+# the API docs' renderers inject them. An empty TRAJLAB_CSP turns the header off.
+TRAJLAB_CSP = os.environ.get(
+    "TRAJLAB_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "font-src 'self' data:; connect-src 'self'; media-src 'self' blob:; worker-src 'self' blob:; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+
+# --- Sign-in throttling and API tokens (accounts.throttling, accounts.authentication) -----------
+TRAJLAB_LOGIN_MAX_FAILURES = env_int("TRAJLAB_LOGIN_MAX_FAILURES", 10)
+TRAJLAB_LOGIN_FAILURE_WINDOW_S = env_int("TRAJLAB_LOGIN_FAILURE_WINDOW_S", 15 * 60)
+TRAJLAB_LOGIN_LOCKOUT_S = env_int("TRAJLAB_LOGIN_LOCKOUT_S", 15 * 60)
+TRAJLAB_TOKEN_LIFETIME_HOURS = env_int("TRAJLAB_TOKEN_LIFETIME_HOURS", 7 * 24)
+# The lockout counters need a cache that every web process shares: Redis when CACHE_URL is set
+# (redis://…), else this process's memory (enough for `serve`, one web process).
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "trajlab"}
+}
+
 # --- Database -----------------------------------------------------------------------------
 DATABASES = {
     "default": dj_database_url.parse(
@@ -96,10 +130,12 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL lets the web server read while the worker writes; the timeout waits out a writer. A
     # transaction takes the write lock when it begins (IMMEDIATE): one that began as a reader could
-    # not wait for it later and would fail at once with "database is locked".
+    # not wait for it later and would fail at once with "database is locked". Recursive triggers make
+    # the delete half of an INSERT OR REPLACE fire the delete triggers, which refuse to replace an
+    # immutable row (SQLite skips them otherwise).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 30, "transaction_mode": "IMMEDIATE",
-         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON;"}
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -140,14 +176,20 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ExpiringTokenAuthentication",
     ],
     # Every view names its permissions explicitly; this default only guards a forgotten one.
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_SCHEMA_CLASS": "common.schema.TrajlabAutoSchema",
     "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
+    # JSON with a size and nesting limit (common.parsers); forms and uploads as DRF parses them.
+    "DEFAULT_PARSER_CLASSES": ["common.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # Proxies in front of the server whose X-Forwarded-For is trusted for the client's address
+    # (sign-in lockout per address); 0: use the connection's address.
+    "NUM_PROXIES": env_int("TRAJLAB_NUM_PROXIES", 0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trajlab API",
@@ -188,6 +230,21 @@ CELERY_TASK_EAGER_PROPAGATES = True
 TRAJLAB_OPEN_VIDEOS = env_int("TRAJLAB_OPEN_VIDEOS", 8)
 TRAJLAB_FRAME_CACHE_MB = env_int("TRAJLAB_FRAME_CACHE_MB", 64)
 TRAJLAB_SHARED_DATA = Path(os.environ.get("TRAJLAB_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
+
+
+def env_paths(name: str, default: list[Path]) -> list[str]:
+    value = os.environ.get(name)
+    return [str(default_path) for default_path in default] if value in (None, "") else \
+        [p for p in value.split(os.pathsep) if p]
+
+
+# What the server reads and calls on a manager's say-so (common/reach.py): model files and folders
+# (checkpoints, model configs, model_path) only under these roots, videos imported through the API
+# only under these (and MEDIA_ROOT, where uploads are staged), OpenAI-compatible endpoints only on these hosts (or host:port).
+TRAJLAB_MODEL_ROOTS = env_paths("TRAJLAB_MODEL_ROOTS", [VAR_DIR / "models", TRAJLAB_SHARED_DATA])
+TRAJLAB_IMPORT_ROOTS = env_paths("TRAJLAB_IMPORT_ROOTS", [TRAJLAB_SHARED_DATA])
+TRAJLAB_ENDPOINT_ALLOWLIST = [h.strip() for h in os.environ.get(
+    "TRAJLAB_ENDPOINT_ALLOWLIST", "127.0.0.1,localhost,::1").split(",") if h.strip()]
 
 for _d in (VAR_DIR, MEDIA_ROOT, MEDIA_ROOT / "tmp"):
     _d.mkdir(parents=True, exist_ok=True)

@@ -6,12 +6,39 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from accounts.roles import Role
 from accounts.services import user_create
 
 ROLE_NAMES = [r.value for r in Role]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache, so sign-in failures of earlier tests (all from
+    127.0.0.1) never lock a later test out."""
+    cache.clear()
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_past_truncate_triggers():
+    """Transactional tests empty the test database with ``TRUNCATE``, which the database refuses on
+    tables holding protected rows (common/db_triggers.py ``truncate_refused``). The flush turns
+    triggers off for its own transaction (``session_replication_role``, a superuser's setting that
+    the test database's user has and an application's should not)."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    flush = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self, sql_list):
+        flush(self, ["SET LOCAL session_replication_role = replica", *sql_list])
+
+    DatabaseOperations.execute_sql_flush = execute_sql_flush
+    yield
+    DatabaseOperations.execute_sql_flush = flush
 
 
 @pytest.fixture

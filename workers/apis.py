@@ -8,7 +8,7 @@ from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import paginate
-from common.params import int_param, query_filters
+from common.params import id_field, int_param, query_filters
 from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.search import search
@@ -72,7 +72,7 @@ class TrainingRunListApi(ManagerWritesApi):
     class FilterSerializer(serializers.Serializer):
         status = serializers.CharField(required=False, max_length=16)
         model_kind = serializers.CharField(required=False, max_length=32)
-        snapshot = serializers.IntegerField(required=False, min_value=1)
+        snapshot = id_field(required=False)
 
     class InputSerializer(serializers.Serializer):
         snapshot = serializers.PrimaryKeyRelatedField(queryset=RelationSnapshot.objects.all(),
@@ -80,7 +80,9 @@ class TrainingRunListApi(ManagerWritesApi):
         model_kind = serializers.CharField(max_length=32, help_text="vtrajembed, scout or actpair")
         config = serializers.JSONField(required=False, default=dict,
                                        help_text="TrainConfig keys (steps, batch_size, lr, seed, checkpoint_every, "
-                                                 "batching, model, ...) plus nproc_per_node and launcher")
+                                                 "batching, model, ...) plus nproc_per_node and launcher; steps, "
+                                                 "warmup_steps and checkpoint_every at most 10000000, batch_size at "
+                                                 "most 65536, seed in 0..4294967295")
         eval_snapshot = serializers.PrimaryKeyRelatedField(
             queryset=RelationSnapshot.objects.all(), required=False, allow_null=True,
             help_text="evaluated at the end; default: the training snapshot")
@@ -137,8 +139,8 @@ class EvaluationRunOutputSerializer(serializers.ModelSerializer):
 class EvaluationRunListApi(ManagerWritesApi):
     class FilterSerializer(serializers.Serializer):
         kind = serializers.CharField(required=False, max_length=16)
-        training_run = serializers.IntegerField(required=False, min_value=1)
-        snapshot = serializers.IntegerField(required=False, min_value=1)
+        training_run = id_field(required=False)
+        snapshot = id_field(required=False)
 
     class InputSerializer(serializers.Serializer):
         snapshot = serializers.PrimaryKeyRelatedField(queryset=RelationSnapshot.objects.all(),

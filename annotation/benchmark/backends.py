@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.errors import ApplicationError
+from common.reach import endpoint_allowed, model_file_within
 from models.backends.llm import build_llm, resolve_llm_settings
 from models.backends.llm.base import GenerationBudget
 from models.backends.llm.openai_chat import EndpointError
@@ -45,10 +46,16 @@ def _endpoint_errors(call):
 
 
 def _split(backend: dict | None, default: dict) -> tuple[str, dict]:
+    """The backend's name and settings; a model folder outside ``TRAJLAB_MODEL_ROOTS`` or an
+    endpoint off ``TRAJLAB_ENDPOINT_ALLOWLIST`` is refused here, before anything is read or called."""
     backend = dict(backend or default)
     name = backend.pop("name", None)
     if not isinstance(name, str) or not name:
         raise ApplicationError("backend settings need a 'name'", code="invalid_backend")
+    if isinstance(backend.get("model_path"), str):
+        model_file_within(backend["model_path"], what="model_path")
+    if isinstance(backend.get("base_url"), str):
+        endpoint_allowed(backend["base_url"], what="base_url")
     return name, backend
 
 

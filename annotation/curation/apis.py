@@ -29,9 +29,10 @@ from annotation.models import (
     WorkItem,
 )
 from common.pagination import paginate
-from common.params import int_param
+from common.params import TIME_SPENT_MS_MAX, int_param
 from trajectories.models import ProposalRun
 
+ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 IsAnnotator = roles_required(Role.ANNOTATOR)
 IsAdjudicator = roles_required(Role.ADJUDICATOR)
 
@@ -137,7 +138,8 @@ class ItemApi(APIView):
     def get(self, request, item_id: int):
         return Response(_assignment_body(selectors.assignment_for_annotator(annotator=request.user, item_id=item_id)))
 
-    @extend_schema(responses={204: None}, summary="Give back an item you have not voted on (skip)")
+    @extend_schema(responses={204: None, 404: ERROR, 409: ERROR},
+                   summary="Give back an item you have not voted on (skip); an item that is closed keeps its seats")
     def delete(self, request, item_id: int):
         assignment_release(assignment=selectors.assignment_for_annotator(annotator=request.user, item_id=item_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -149,7 +151,8 @@ class VoteApi(APIView):
     class InputSerializer(serializers.Serializer):
         label = serializers.ChoiceField(choices=sorted(ALL_LABELS), help_text="one of the item's labels")
         reasons = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
-        time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+        time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0,
+                                                 max_value=TIME_SPENT_MS_MAX)
         client_request_id = serializers.UUIDField(required=False, allow_null=True,
                                                   help_text="repeat a submission with the same id safely")
         correction = serializers.DictField(required=False, allow_null=True,

@@ -44,7 +44,8 @@ from annotation.releases.services.releases import (
     release_verify,
 )
 from common.pagination import paginate
-from common.params import query_filters
+from common.params import LEASE_SECONDS_MAX, TIME_SPENT_MS_MAX, query_filters, seed_field
+from common.reach import RelativePathField
 from common.schema import PlainChoiceField
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
@@ -108,9 +109,10 @@ class AuditListApi(APIView):
                                             help_text="accepted records drawn uniformly, per kind")
         n_difficult = serializers.IntegerField(min_value=0, max_value=MAX_SAMPLE, default=20,
                                                help_text="disputed, adjudicated or low-agreement records, per kind")
-        seed = serializers.IntegerField(default=0)
+        seed = seed_field(default=0)
         kinds = serializers.ListField(child=PlainChoiceField(choices=AUDIT_KINDS), required=False, allow_empty=False)
-        lease_seconds = serializers.IntegerField(min_value=10, default=900)
+        lease_seconds = serializers.IntegerField(min_value=10, max_value=LEASE_SECONDS_MAX, default=900,
+                                                 help_text="how long a claimed sample stays reserved")
 
     @extend_schema(parameters=[FilterSerializer], responses=AuditOutputSerializer(many=True),
                    summary="Audits of accepted records (managers and auditors)")
@@ -159,7 +161,8 @@ class AuditJudgmentApi(APIView):
         error_type = serializers.ChoiceField(choices=["", *ALL_ERROR_TYPES], required=False, default="",
                                              help_text="required with an error: one of the sample's error_types")
         note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-        time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+        time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0,
+                                                 max_value=TIME_SPENT_MS_MAX)
 
     @extend_schema(request=InputSerializer, responses={201: AuditJudgmentOutputSerializer, 400: ERROR, 404: ERROR,
                                                        409: ERROR},
@@ -203,6 +206,7 @@ class ReleaseFileOutputSerializer(serializers.Serializer):
 
 
 class ReleaseOutputSerializer(serializers.ModelSerializer):
+    path = RelativePathField()
     origin = PlainChoiceField(choices=Release.Origin.choices, read_only=True,
                               help_text="exported here, or imported from a release folder")
 

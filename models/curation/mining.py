@@ -94,6 +94,10 @@ POTENTIAL, HARD, EASY, RANDOM = range(4)
 
 
 # -- configuration -------------------------------------------------------------------------------
+MAX_BUDGET = 100_000   # per-query budget of any stratum
+MAX_SEED = 2**32 - 1   # seeds are 32-bit
+
+
 @dataclass(frozen=True)
 class MiningConfig(PlainConfig):
     """Everything that decides which pairs a mining run returns (``chunk`` does not)."""
@@ -119,10 +123,11 @@ class MiningConfig(PlainConfig):
             raise ValueError(f"{len(self.encoders)} encoders but {len(self.weights)} weights")
         if not all(np.isfinite(w) and w > 0 for w in self.weights) or abs(sum(self.weights) - 1) > 1e-6:
             raise ValueError(f"weights must be positive and sum to 1, got {self.weights}")
-        for name in ("potential_k", "hard_k", "easy_k", "random_k", "seed"):
+        for name, high in (("potential_k", MAX_BUDGET), ("hard_k", MAX_BUDGET), ("easy_k", MAX_BUDGET),
+                           ("random_k", MAX_BUDGET), ("seed", MAX_SEED)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value <= high:
+                raise ValueError(f"{name} must be an integer in 0..{high}, got {value!r}")
         for name in ("potential_min", "hard_min", "easy_max"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and -1.0 <= value <= 1.0):

@@ -99,6 +99,9 @@ RUN_IDENTITY = ("batch_size", "lr", "betas", "weight_decay", "warmup_steps", "mi
                 "batching", "model", "gather_negatives")
 # TrainConfig fields a model's optimizer_defaults() may supply (see the module docstring).
 MODEL_DEFAULTABLE = ("lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "batching")
+MAX_STEPS = 10_000_000       # steps, warmup_steps and checkpoint_every: at most this many
+MAX_BATCH_SIZE = 65_536      # groups per step
+MAX_SEED = 2**32 - 1         # seeds are 32-bit (numpy's and every backend's RNG take them)
 
 
 @dataclass
@@ -133,6 +136,11 @@ class TrainConfig(PlainConfig):
             problems.append("betas must be two numbers in [0, 1)")
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
             problems.append("steps, batch_size and checkpoint_every must be >= 1")
+        if max(self.steps, self.checkpoint_every, self.warmup_steps) > MAX_STEPS or self.batch_size > MAX_BATCH_SIZE:
+            problems.append(f"steps, warmup_steps and checkpoint_every must be <= {MAX_STEPS} and batch_size <= "
+                            f"{MAX_BATCH_SIZE}")
+        if not 0 <= self.seed <= MAX_SEED:
+            problems.append(f"seed must be in 0..{MAX_SEED}")
         if not (self.lr > 0 and math.isfinite(self.lr)) or self.weight_decay < 0:
             problems.append("lr must be a positive number and weight_decay >= 0")
         if self.warmup_steps < 0 or not 0.0 <= self.min_lr_ratio <= 1.0 or self.grad_clip < 0:

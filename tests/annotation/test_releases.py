@@ -54,7 +54,7 @@ from annotation.releases.services.release_io.check import (
 )
 from annotation.releases.services.release_io.export import file_sha256
 from annotation.releases.services.releases import release_create, release_import, release_verify
-from common.errors import ConflictError
+from common.errors import ApplicationError, ConflictError
 from models.demo.scene import GroundTruth
 from models.training.snapshot import RelationSnapshotData
 from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
@@ -386,3 +386,72 @@ def test_release_reads_by_role(db, built, client_for, make_user):
     assert annotator.get(f"/api/releases/{release.pk}/verify/").status_code == 403
     assert client_for(None).get("/api/releases/").status_code in (401, 403)
     assert Audit.objects.filter(pk=built["audit"].pk).exists()
+
+
+def _open_pair_item(scope, annotator) -> WorkItem:
+    """A cross-video pair of the release with the writer's proposal, queued for a widened panel and
+    holding one annotator's vote: still open."""
+    from annotation.models import CrossPair, Query, Vote
+    from trajectories.models import Trajectory
+
+    query = Query.objects.filter(pool_id__in=scope.current_pools, status=Query.Status.ACCEPTED).order_by("id").first()
+    paired = CrossPair.objects.filter(query=query).values("trajectory_id")
+    trajectory = (Trajectory.objects.filter(run_id__in=scope.runs).exclude(run__video_id=query.video_id)
+                  .exclude(pk__in=paired).order_by("id").first())
+    proposal = {"label": 1, "predicates": [], "evidence": ["secret-evidence"], "reason": "writer-says-match"}
+    pair = CrossPair.objects.create(query=query, trajectory=trajectory, stratum="potential_match",
+                                    strata=["potential_match"], provenance=[], similarity=0.9, proposal=proposal,
+                                    review=CrossPair.Review.QUEUED)
+    item = WorkItem.objects.create(stage=WorkItem.Stage.PAIR, video_id=query.video_id, pair=pair, panel_size=2,
+                                   required_votes=2, prelabels={"proposal": proposal})
+    Vote.objects.create(item=item, annotator=annotator, label="match", time_spent_ms=1000)
+    return item
+
+
+def test_a_release_withholds_the_votes_prelabels_and_proposals_of_open_items(db, built, make_user):
+    from annotation.releases.services.release_io.tables import ReleaseScope
+
+    item = _open_pair_item(ReleaseScope.of(["dev", "test"]), make_user("annotator"))
+    release = release_create(name="withheld", version="1.0.0", splits=["dev", "test"], created_by=built["manager"])
+    folder = Path(release.path)
+    assert item.pk not in {r["item_id"] for r in iter_records(folder, "votes")}
+    row = next(r for r in iter_records(folder, "work_items") if r["id"] == item.pk)
+    assert row["state"] == "open" and row["prelabels"] == {} and row["disputed"] == []
+    pair = next(r for r in iter_records(folder, "cross_pairs") if r["id"] == item.pair_id)
+    assert pair["proposal"] == {}
+    text = "".join(p.read_text(encoding="utf-8") for p in (folder / "data").glob("*.jsonl"))
+    assert "writer-says-match" not in text and "secret-evidence" not in text
+    withheld = json.loads((folder / "statistics.json").read_text())["withheld"]
+    assert withheld["pair"] == {"open_items": 1, "votes": 1, "prelabels": 1, "proposals": 1}
+    assert release.stats["withheld"] == withheld
+    assert all(v["votes"] == 0 for stage, v in withheld.items() if stage != "pair")
+    assert not check_references(folder)[0]
+    # the agreement figures read only the votes published
+    assert release.stats["reviewer_time"]["pair"]["votes"] == built["release"].stats["reviewer_time"]["pair"]["votes"]
+
+
+def test_version_components_are_bounded(db, built):
+    client = APIClient()
+    client.force_authenticate(built["manager"])
+    for version in ("99999999999999999999.0.0", "1.1000001.0", "1.0.10000000"):
+        with pytest.raises(ApplicationError) as refused:
+            release_create(name="demo", version=version, splits=["dev"], created_by=built["manager"])
+        assert refused.value.code == "invalid_version" and refused.value.status_code == 400, version
+        r = client.post("/api/releases/", {"name": "demo", "version": version, "splits": ["dev"]}, format="json")
+        assert r.status_code == 400 and r.json()["code"] == "invalid_version", r.content
+        assert "1000000" in r.json()["message"]
+    assert not Release.objects.filter(name="demo").exclude(pk=built["release"].pk).exists()
+
+
+def test_release_and_snapshot_output_shows_no_server_path(db, built):
+    client = APIClient()
+    client.force_authenticate(built["manager"])
+    release, snapshot = built["release"], built["snapshot"]
+    assert Path(release.path).is_absolute()                     # what is stored stays as it was
+    for url in ("/api/releases/", f"/api/releases/{release.pk}/", "/api/snapshots/",
+                f"/api/snapshots/{snapshot.pk}/"):
+        r = client.get(url)
+        assert r.status_code == 200, r.content
+        assert str(built["root"]) not in r.content.decode(), url
+    assert client.get(f"/api/releases/{release.pk}/").json()["path"] == "releases/demo/1.0.0"
+    assert not client.get(f"/api/snapshots/{snapshot.pk}/").json()["path"].startswith("/")

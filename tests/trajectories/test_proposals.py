@@ -22,6 +22,13 @@ from trajectories.services.splits import splits_assign
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def model_root(settings, tmp_path):
+    """The test's folder is a model root (``TRAJLAB_MODEL_ROOTS``), so its tiny SAM 2 may be read."""
+    settings.TRAJLAB_MODEL_ROOTS = [str(tmp_path)]
+    return tmp_path
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     spec = demo_scenes(0)[0]
@@ -70,7 +77,7 @@ def test_hog_bytetrack_run_on_a_rendered_scene(media_root, rendered):
     assert same.pk == config.pk and ProposalConfig.objects.count() == 1
 
 
-def test_sam2_run_with_a_tiny_model_through_the_real_loader(media_root, tmp_path):
+def test_sam2_run_with_a_tiny_model_through_the_real_loader(media_root, tmp_path, model_root):
     model_config, checkpoint = build_tiny_sam2(tmp_path / "sam2")
     video = _video(write_video(tmp_path / "moving.mp4", n_frames=24, size=(160, 120)), source="sam2-cam")
     config = proposal_config_create(
@@ -108,7 +115,7 @@ def test_bad_tracker_settings_and_categories_are_refused(db):
     assert ProposalConfig.objects.count() == 0
 
 
-def test_changed_checkpoint_fails_the_run_clearly(media_root, tmp_path):
+def test_changed_checkpoint_fails_the_run_clearly(media_root, tmp_path, model_root):
     model_config, checkpoint = build_tiny_sam2(tmp_path / "sam2")
     video = _video(write_video(tmp_path / "v.mp4", n_frames=12, size=(160, 120)))
     config = proposal_config_create(name="s", backend="sam2", categories=["moving object"],
@@ -170,7 +177,7 @@ def test_settings_that_cannot_mean_anything_are_refused(db, kwargs, message):
     assert ProposalConfig.objects.count() == 0
 
 
-def test_sam2_setting_of_the_wrong_type_is_a_clear_error(tmp_path, db):
+def test_sam2_setting_of_the_wrong_type_is_a_clear_error(tmp_path, db, model_root):
     model_config, checkpoint = build_tiny_sam2(tmp_path / "sam2")
     with pytest.raises(ApplicationError) as err:
         proposal_config_create(name="s", backend="sam2", categories=["person"], checkpoint_path=str(checkpoint),

@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from common.errors import ApplicationError
 from common.jobs.services import job_create, job_fail, job_start, job_succeed
 from common.models import Job
+from common.reach import import_roots, path_within
 from models.media.video import VideoError, VideoInfo, content_sha256, list_frame_files, probe_video
 from trajectories.models import Source, SplitGroup, Video
 
@@ -54,8 +55,12 @@ def split_group_get_or_create(*, name: str) -> SplitGroup:
 
 def video_import(*, path: str | os.PathLike, source: str, split_group: str | None = None,
                  name: str | None = None, fps: float | None = None, created_by=None,
-                 move: bool = False, metadata: dict | None = None) -> ImportResult:
+                 move: bool = False, metadata: dict | None = None,
+                 roots: list[Path] | None = None) -> ImportResult:
     """Import one video file or folder of frames.
+
+    ``roots``: the folders the path must lie under (400 ``path_outside_roots`` otherwise); the API's
+    imports pass :func:`common.reach.import_roots`, the operator's own ``import_videos`` command none.
 
     ``split_group`` defaults to the source name (all clips of one recording share a split).
     ``move`` moves the input instead of copying it (used for streamed uploads).
@@ -63,6 +68,8 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
     input; nothing is written in that case. Content already imported returns the existing video.
     """
     path = Path(path)
+    if roots is not None:
+        path_within(path, roots=roots, what="video path")
     name = name or (path.stem if path.is_file() else path.name)
     split_group = split_group or source
     for label, value, limit in (("name", name, 255), ("source", source, 200), ("split group", split_group, 200)):
@@ -199,7 +206,8 @@ def video_upload_import(*, uploaded_file, source: str, split_group: str | None =
                 for chunk in uploaded_file.chunks():
                     out.write(chunk)
         if uploaded_file.size <= settings.TRAJLAB_SYNC_IMPORT_BYTES:
-            return UploadResult(result=video_import(path=staging, created_by=created_by, move=True, **params))
+            return UploadResult(result=video_import(path=staging, created_by=created_by, move=True,
+                                                    roots=import_roots(), **params))
         with transaction.atomic():
             job = job_create(kind="video_import", queue="cpu", created_by=created_by,
                              params={**params, "staging": str(staging.relative_to(settings.MEDIA_ROOT))})
@@ -225,7 +233,7 @@ def video_import_job_execute(*, job_id: int) -> Job:
         if not staging.exists():
             raise ApplicationError(f"the staged upload {staging.name} is gone; upload it again",
                                    code="staging_missing")
-        result = video_import(path=staging, created_by=user, move=True, **params)
+        result = video_import(path=staging, created_by=user, move=True, roots=import_roots(), **params)
     except ApplicationError as exc:
         return job_fail(job=job, error=exc.message)
     finally:

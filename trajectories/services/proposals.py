@@ -16,6 +16,7 @@ from django.utils import timezone
 from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, run_enqueue, run_execute, run_fail
 from common.jobs.services import job_create
+from common.reach import model_file_within
 from models.backends.tracking import (
     BACKENDS,
     FILE_SETTINGS,
@@ -95,6 +96,8 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
         resolved = resolve_tracker_settings(
             backend, categories=categories, checkpoint_path=checkpoint_path, model_config_path=model_config_path,
             anchor_policy=anchor_policy, detector_settings=detector_settings, tracker_settings=tracker_settings)
+        for key, what in (("checkpoint", "checkpoint_path"), ("model_config", "model_config_path")):
+            model_file_within(str(resolved.get(key) or ""), what=what)  # nothing outside the roots is hashed
         digests = _file_digests(resolved)
     except TrackerConfigError as exc:
         code = "checkpoint_missing" if "not found" in str(exc) else "invalid_tracker_settings"

@@ -25,7 +25,7 @@ from annotation.models import (
 )
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import paginate
-from common.params import query_filters
+from common.params import id_field, query_filters
 from common.schema import PlainChoiceField
 
 
@@ -122,9 +122,9 @@ class DescriptionListApi(APIView):
     permission_classes = [IsStaffMember]
 
     class FilterSerializer(serializers.Serializer):
-        pool = serializers.IntegerField(required=False)
-        video = serializers.IntegerField(required=False)
-        trajectory = serializers.IntegerField(required=False)
+        pool = id_field(required=False)
+        video = id_field(required=False)
+        trajectory = id_field(required=False)
         status = serializers.ChoiceField(choices=Description.Status.choices, required=False)
 
     @extend_schema(parameters=[FilterSerializer], responses=DescriptionOutputSerializer(many=True),

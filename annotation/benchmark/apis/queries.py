@@ -29,7 +29,7 @@ from annotation.models import (
     Query,
 )
 from common.pagination import paginate
-from common.params import query_filters
+from common.params import id_field, query_filters
 from common.schema import PlainChoiceField
 
 
@@ -97,8 +97,8 @@ class QueryListApi(APIView):
     permission_classes = [IsStaffMember]
 
     class FilterSerializer(serializers.Serializer):
-        video = serializers.IntegerField(required=False)
-        pool = serializers.IntegerField(required=False)
+        video = id_field(required=False)
+        pool = id_field(required=False)
         status = serializers.ChoiceField(choices=Query.Status.choices, required=False)
         split = serializers.ChoiceField(choices=SPLITS, required=False)
 

@@ -30,7 +30,7 @@ from annotation.models import (
 )
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import paginate
-from common.params import query_filters
+from common.params import id_field, query_filters
 from common.schema import PlainChoiceField
 
 
@@ -52,8 +52,8 @@ class RelationListApi(APIView):
     permission_classes = [IsStaffMember]
 
     class FilterSerializer(serializers.Serializer):
-        query = serializers.IntegerField(required=False)
-        trajectory = serializers.IntegerField(required=False)
+        query = id_field(required=False)
+        trajectory = id_field(required=False)
         label = serializers.ChoiceField(choices=[1, 0, -1], required=False, help_text="1, 0 or -1 (⊥)")
         stratum = serializers.CharField(required=False, max_length=24)
         pseudo = serializers.BooleanField(required=False, allow_null=True, default=None)
@@ -132,8 +132,8 @@ class CrossPairListApi(APIView):
     permission_classes = [IsStaffMember]
 
     class FilterSerializer(serializers.Serializer):
-        query = serializers.IntegerField(required=False)
-        trajectory = serializers.IntegerField(required=False)
+        query = id_field(required=False)
+        trajectory = id_field(required=False)
         stratum = serializers.CharField(required=False, max_length=24)
         review = serializers.ChoiceField(choices=CrossPair.Review.choices, required=False)
 

@@ -21,11 +21,13 @@ from annotation.models import (
 )
 from common.pagination import paginate
 from common.params import query_filters
+from common.reach import RelativePathField
 from common.schema import PlainChoiceField
 
 
 # -- snapshots -----------------------------------------------------------------------------------------
 class SnapshotOutputSerializer(serializers.ModelSerializer):
+    path = RelativePathField()
     class Meta:
         model = RelationSnapshot
         fields = ["id", "split", "name", "content_sha256", "path", "pool_versions", "counts", "complete",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
@@ -37,18 +38,22 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
     if stage is not None and stage not in WorkItem.Stage.values:
         raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
-    current = active_assignment(annotator=annotator, stage=stage)
-    if current is not None:
-        return current
-    policy = review_policy_get()
-    # First pass: skip items another claim is holding (annotators spread over the queue). Second
-    # pass: wait for those rows, so the last free seats are not reported as "no work".
-    for skip_locked in (True, False):
-        for item_id in _free_candidates(annotator, stage):
-            claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
-            if claimed is not None:
-                return claimed
-    return None
+    with transaction.atomic():
+        # One claim per annotator at a time: the annotator's user row is locked, so a second,
+        # simultaneous claim waits here and then finds the seat the first one took.
+        get_user_model().objects.select_for_update().filter(pk=annotator.pk).exists()
+        current = active_assignment(annotator=annotator, stage=stage)
+        if current is not None:
+            return current
+        policy = review_policy_get()
+        # First pass: skip items another claim is holding (annotators spread over the queue).
+        # Second pass: wait for those rows, so the last free seats are not reported as "no work".
+        for skip_locked in (True, False):
+            for item_id in _free_candidates(annotator, stage):
+                claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
+                if claimed is not None:
+                    return claimed
+        return None
 
 
 def _free_candidates(annotator, stage: str | None):
@@ -114,8 +119,19 @@ def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool
 
 
 def assignment_release(*, assignment: Assignment) -> None:
-    """Give an unvoted seat back (the annotator skips the item); a voted seat stays."""
-    if assignment.completed_at is not None:
-        raise ApplicationError("this item has your vote already; a vote cannot be withdrawn", code="already_voted",
-                               status_code=409)
-    assignment.delete()
+    """Give an unvoted seat on an open item back (the annotator skips the item). A voted seat, and
+    any seat of a closed item, stays: it is part of the item's record (409).
+
+    Locks the item row, so a decision cannot close the item between the check and the delete."""
+    with transaction.atomic():
+        item = WorkItem.objects.select_for_update().get(pk=assignment.item_id)
+        seat = Assignment.objects.filter(pk=assignment.pk).first()
+        if seat is None:
+            return  # given back already (a retried request)
+        if seat.completed_at is not None:
+            raise ApplicationError("this item has your vote already; a vote cannot be withdrawn",
+                                   code="already_voted", status_code=409)
+        if item.state != WorkItem.State.OPEN:
+            raise ApplicationError(f"this item is {item.state}; its seats are kept with its record",
+                                   code="item_closed", status_code=409)
+        seat.delete()

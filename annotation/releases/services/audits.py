@@ -52,6 +52,7 @@ from annotation.models import (
 )
 from annotation.models.releases import AUDIT_ERROR_TYPES, AUDIT_KINDS, AUDIT_VERDICTS
 from common.errors import ApplicationError, ConflictError, NotFoundError
+from common.params import LEASE_SECONDS_MAX, SEED_MAX
 from models.curation.calibration import clopper_pearson_upper
 
 MAX_SAMPLE = 10_000        # records per kind and stratum one audit may ask for
@@ -184,8 +185,10 @@ def audit_create(*, split: str, n_random: int, n_difficult: int, seed: int = 0, 
             raise ApplicationError(f"{name} must be an integer in 0..{MAX_SAMPLE}", code="invalid_size")
     if n_random + n_difficult == 0:
         raise ApplicationError("an audit needs n_random or n_difficult above zero", code="invalid_size")
-    if lease_seconds < 10:
-        raise ApplicationError("lease_seconds must be at least 10", code="invalid_lease")
+    for name, value, low, high, code in (("lease_seconds", lease_seconds, 10, LEASE_SECONDS_MAX, "invalid_lease"),
+                                         ("seed", seed, 0, SEED_MAX, "invalid_seed")):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ApplicationError(f"{name} must be an integer in {low}..{high}", code=code)
     rng = np.random.default_rng([int(seed) & (2**63 - 1), 7])
     population: dict[str, dict] = {}
     drawn: list[tuple[str, str, dict]] = []          # (kind, stratum, record)

@@ -58,17 +58,24 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 DEFAULT_LICENSE = "CC-BY-4.0"
 MISSING_LISTED = 200
+MAX_VERSION_PART = 10 ** 6                       # each of MAJOR, MINOR, PATCH at most
 
 
 def release_root() -> Path:
     return Path(settings.VAR_DIR) / "releases"
 
 
-def _version(text: str) -> tuple[int, int, int]:
+def _version(text: str, *, bounded: bool = True) -> tuple[int, int, int]:
+    """``MAJOR.MINOR.PATCH`` as numbers; ``bounded``: each at most ``MAX_VERSION_PART`` (a version
+    recorded before the bound existed is read unbounded, so a new one can still be compared to it)."""
     match = VERSION_RE.match(text or "")
     if match is None:
         raise ApplicationError(f"version {text!r} must be MAJOR.MINOR.PATCH, e.g. 1.0.0", code="invalid_version")
-    return tuple(int(x) for x in match.groups())
+    number = tuple(int(x) for x in match.groups())
+    if bounded and max(number) > MAX_VERSION_PART:
+        raise ApplicationError(f"version {text!r} has a component over {MAX_VERSION_PART}; a later version could "
+                               "never follow it", code="invalid_version", extra={"max_component": MAX_VERSION_PART})
+    return number
 
 
 def _parent_ref(parent: Release | None) -> dict:
@@ -105,7 +112,7 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
                             code="release_exists")
     if parent is None:
         parent = Release.objects.filter(name=name).order_by("-created_at", "-id").first()
-    if parent is not None and parent.name == name and _version(parent.version) >= number:
+    if parent is not None and parent.name == name and _version(parent.version, bounded=False) >= number:
         raise ConflictError(f"version {version} must come after its parent's {parent.version}",
                             code="version_not_after_parent")
     incomplete = release_incomplete_splits(splits=splits)
@@ -172,7 +179,7 @@ def release_meta(release: Release) -> ReleaseMeta:
     return ReleaseMeta(name=release.name, version=release.version, description=release.description,
                        license=release.license, splits=list(release.splits), created_at=release.created_at,
                        parent=dict(release.parent_ref), media_included=release.media_included,
-                       config=release.config, changes=release.changes)
+                       config=release.config, changes=release.changes, withheld=release.stats.get("withheld", {}))
 
 
 def release_rewrite(*, release: Release, folder: Path, progress: Callable[[str], None] | None = None

@@ -1,6 +1,7 @@
 """Start the web server and one Celery worker together (the embedded mode of ``make demo``)."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import subprocess
@@ -8,13 +9,22 @@ import sys
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 DEMO_LOGINS = "manager / annotator1..3 / adjudicator / auditor (password: trajlab-demo)"
 
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+def _is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost may resolve to anything
+        return False
 
 
 class Command(BaseCommand):
@@ -26,6 +36,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="do not start a worker")
 
     def handle(self, *args, host, port, no_worker, **options):
+        if not _is_loopback(host) and settings.SECRET_KEY == settings.TRAJLAB_EMBEDDED_SECRET_KEY:
+            raise CommandError(
+                f"refusing to serve on {host}: the embedded secret key is public, so anyone who can reach "
+                "this address could forge sessions. Set DJANGO_SECRET_KEY to a long random value "
+                "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'), or serve on 127.0.0.1.")
         worker = None
         if not no_worker:
             worker = subprocess.Popen(
@@ -44,7 +59,8 @@ class Command(BaseCommand):
         # worker below is always stopped with it.
         signal.signal(signal.SIGTERM, _interrupt)
         try:
-            call_command("runserver", f"{host}:{port}", "--insecure", "--noreload", "--skip-checks")
+            # --nostatic: config.urls serves /static/ (common.static), where a traversal is a 404.
+            call_command("runserver", f"{host}:{port}", "--nostatic", "--noreload", "--skip-checks")
         finally:
             if worker is not None and worker.poll() is None:
                 worker.send_signal(signal.SIGTERM)

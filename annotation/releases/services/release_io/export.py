@@ -56,6 +56,9 @@ class ReleaseMeta:
     media_included: bool = False                 # copy the video files into media/
     config: dict = field(default_factory=dict)   # the construction configuration
     changes: dict | None = None                  # against the parent; None: computed from parent_folder
+    withheld: dict | None = None                 # stats["withheld"] as published ({}: none, published before
+                                                 # it was counted); None: counted here (only the instance
+                                                 # that withheld them can count them)
 
 
 @dataclass
@@ -232,6 +235,11 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
         _copy_media(folder, scope)
         say("media copied")
     stats = release_statistics(scope)
+    if meta.withheld == {}:
+        del stats["withheld"]
+    elif meta.withheld is not None:
+        stats["withheld"] = {stage: {k: meta.withheld[stage][k] for k in counts_of}
+                             for stage, counts_of in stats["withheld"].items()}
     changes = meta.changes
     if changes is None:
         changes = diff_indexes(parent_folder / INDEX, folder / INDEX, limit=0)["tables"] if parent_folder else {}

@@ -22,9 +22,10 @@ from annotation.benchmark.services.mining import completeness_report
 from annotation.curation.services.agreement import stage_agreement_report
 from annotation.curation.stages import STAGES
 from annotation.curation.stages.base import ReviewStage
-from annotation.models import Description, DescriptionVersion, ReviewPolicy
+from annotation.models import Description, DescriptionVersion, ReviewPolicy, Vote
 from annotation.releases.services.audits import audit_stats
 from annotation.releases.services.release_io.tables import ReleaseScope
+from common.reach import relative_path
 from models.backends.llm.prompts import task_prompt
 from models.backends.vlm.prompts import describe_prompt
 
@@ -69,9 +70,24 @@ def _reviewer_time(scope: ReleaseScope, stage: ReviewStage) -> dict:
             "seconds_per_accepted_item": seconds / n_accepted if n_accepted and totals["timed"] else None}
 
 
+def _withheld(scope: ReleaseScope) -> dict:
+    """Per stage, what open items keep out of the release: their votes, pre-labels and proposals."""
+    out = {}
+    for stage in STAGES:
+        items = scope.open_items().filter(stage=stage.name)
+        out[stage.name] = {
+            "open_items": items.count(),
+            "votes": Vote.objects.filter(item__in=items.values("pk")).count(),
+            "prelabels": items.exclude(prelabels={}).count(),
+            "proposals": items.filter(pair__isnull=False).exclude(pair__proposal={}).count(),
+        }
+    return out
+
+
 def release_statistics(scope: ReleaseScope) -> dict:
     """Audits, pre-adjudication agreement, three-vote distributions, corrections, query rejection
-    reasons, reviewer time per accepted item, relation counts and completeness of the release."""
+    reasons, reviewer time per accepted item, relation counts, completeness of the release, and
+    per stage what open items withheld."""
     agreement = {s.name: _agreement(scope, s) for s in STAGES}
     relations = scope.queryset("relations")
     counts = [dict(split=split, label=label, source=source, stratum=stratum, pseudo=pseudo, n=n)
@@ -118,6 +134,7 @@ def release_statistics(scope: ReleaseScope) -> dict:
         "reviewer_time": {s.name: _reviewer_time(scope, s) for s in STAGES},
         "relations": counts,
         "completeness": completeness,
+        "withheld": _withheld(scope),
     })
 
 
@@ -163,6 +180,11 @@ def construction_config(scope: ReleaseScope) -> dict:
         "id", "backend", "prompt_version", "prompt_sha256", "budget"))
     writers = list(scope.queryset("generation_runs").order_by("id").values(
         "id", "backend", "prompt_version", "prompt_sha256", "budget"))
+    for config in configs:  # paths relative to the server's folders: a release never shows its layout
+        config.update({k: relative_path(config[k]) for k in ("checkpoint_path", "model_config_path")})
+    for run in describers + writers:
+        if (run["backend"] or {}).get("model_path"):
+            run["backend"] = {**run["backend"], "model_path": relative_path(run["backend"]["model_path"])}
     mining = list(scope.queryset("mining_runs").order_by("id").values("id", "split", "config"))
     prompts = {v: _prompt("describe", v) for v in sorted({r["prompt_version"] for r in describers})}
     prompts |= {v: _prompt("queries", v) for v in sorted({r["prompt_version"] for r in writers})}

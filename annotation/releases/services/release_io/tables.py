@@ -11,15 +11,17 @@ split groups, every frozen pool version of those videos and the proposal runs th
 their trajectories, so every usability vote resolves), descriptions and their versions, queries of
 every status, relations (``⊥`` and pseudo-labels included, tagged), mined pairs with strata and
 provenance, the review items and votes of all of these, the split's mining runs, the pseudo-label
-rules, and the split's audits. People appear under pseudonyms (``reviewer-0001``, by account id).
-Left out: account details, job rows, claims (seats), appearance descriptors (recomputable from the
-video and the boxes), client request ids.
+rules, and the split's audits. Only decided work is published: an item still open keeps its votes,
+pre-labels, disputed candidates and its pair's proposal out (counted in the statistics as withheld).
+People appear under pseudonyms (``reviewer-0001``, by account id). Left out: account details, job
+rows, claims (seats), appearance descriptors (recomputable from the video and the boxes), client
+request ids.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +30,7 @@ from django.db.models import Q, QuerySet
 
 from annotation.benchmark.services.mining import SPLITS
 from annotation.benchmark.services.queries import benchmark_videos
+from annotation.curation.stages.base import CLOSED_STATES
 from annotation.models import (
     Audit,
     AuditJudgment,
@@ -339,8 +342,9 @@ class ReleaseScope:
                 | Q(stage=WorkItem.Stage.DESCRIPTION, description__description__pool_id__in=P)
                 | Q(stage=WorkItem.Stage.RELATION, query__pool_id__in=P)
                 | Q(stage=WorkItem.Stage.PAIR, pair__query__pool_id__in=P, pair__trajectory__run_id__in=R)),
-            "votes": lambda: Vote.objects.filter(item__in=items.values("pk")),
-            "relation_judgments": lambda: RelationJudgment.objects.filter(vote__item__in=items.values("pk")),
+            "votes": lambda: Vote.objects.filter(item__in=items.filter(state__in=CLOSED_STATES).values("pk")),
+            "relation_judgments": lambda: RelationJudgment.objects.filter(
+                vote__item__in=items.filter(state__in=CLOSED_STATES).values("pk")),
             "relations": lambda: Relation.objects.filter(query__pool_id__in=P, trajectory__run_id__in=R),
             "audits": lambda: Audit.objects.filter(split__in=self.splits),
             "audit_samples": lambda: AuditSample.objects.filter(audit__split__in=self.splits).filter(
@@ -392,9 +396,29 @@ class ReleaseScope:
         paths = [c.path for c in table.columns]
         key_paths = [table.columns[table.names.index(k)].path for k in table.key]
         kinds = [c.kind for c in table.columns]
+        withhold = self._withholding(table)
         qs = self.queryset(table.name).order_by(*key_paths).values_list(*paths)
         for row in qs.iterator(chunk_size=CHUNK):
-            yield tuple(export_value(kind, value, self, table.name) for kind, value in zip(kinds, row))
+            yield tuple(export_value(kind, value, self, table.name) for kind, value in zip(kinds, withhold(row)))
+
+    def open_items(self) -> QuerySet:
+        """The release's review items still open (collecting votes or awaiting adjudication)."""
+        return self.queryset("work_items").exclude(state__in=CLOSED_STATES)
+
+    def _withholding(self, table: Table) -> Callable[[tuple], tuple]:
+        """What an open item shows its reviewers stays out of a release: its pre-labels and disputed
+        candidates, and the writer's proposal of its pair (its votes are out of ``queryset``)."""
+        if table.name == "work_items":
+            state, blank = table.names.index("state"), {table.names.index("prelabels"): {},
+                                                       table.names.index("disputed"): []}
+            return lambda row: row if row[state] in CLOSED_STATES else \
+                tuple(blank.get(i, value) for i, value in enumerate(row))
+        if table.name == "cross_pairs":
+            pairs = set(self.open_items().filter(stage=WorkItem.Stage.PAIR).values_list("pair_id", flat=True))
+            key, proposal = table.names.index("id"), table.names.index("proposal")
+            return lambda row: row if row[key] not in pairs else \
+                tuple({} if i == proposal else value for i, value in enumerate(row))
+        return lambda row: row
 
     def _fact_rows(self) -> Iterator[tuple]:
         approved = (Description.objects.filter(pool_id__in=self.pools, status=Description.Status.APPROVED,

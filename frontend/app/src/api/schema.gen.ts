@@ -861,7 +861,7 @@ export interface paths {
         get: operations["review_items_retrieve"];
         put?: never;
         post?: never;
-        /** Give back an item you have not voted on (skip) */
+        /** Give back an item you have not voted on (skip); an item that is closed keeps its seats */
         delete: operations["review_items_destroy"];
         options?: never;
         head?: never;
@@ -1422,10 +1422,16 @@ export interface components {
              * @default 20
              */
             n_difficult: number;
-            /** @default 0 */
+            /**
+             * Format: int64
+             * @default 0
+             */
             seed: number;
             kinds?: string[];
-            /** @default 900 */
+            /**
+             * @description how long a claimed sample stays reserved
+             * @default 900
+             */
             lease_seconds: number;
         };
         AuditOutput: {
@@ -2277,7 +2283,8 @@ export interface components {
             readonly origin: string;
             /** @description the video files are part of the release */
             media_included?: boolean;
-            path: string;
+            /** @description relative to the server's data folder (VAR_DIR or MEDIA_ROOT) */
+            readonly path: string;
             manifest_sha256: string;
             /** @description rows per table */
             counts?: unknown;
@@ -2355,7 +2362,8 @@ export interface components {
             readonly origin: string;
             /** @description the video files are part of the release */
             media_included?: boolean;
-            path: string;
+            /** @description relative to the server's data folder (VAR_DIR or MEDIA_ROOT) */
+            readonly path: string;
             manifest_sha256: string;
             /** @description rows per table */
             counts?: unknown;
@@ -2480,7 +2488,8 @@ export interface components {
             split: string;
             name?: string;
             content_sha256: string;
-            path: string;
+            /** @description relative to the server's data folder (VAR_DIR or MEDIA_ROOT) */
+            readonly path: string;
             /** @description {video id: pool version} */
             pool_versions: unknown;
             /** @description by label, source and stratum; zero-negative row and column rates */
@@ -2513,7 +2522,8 @@ export interface components {
             split: string;
             name?: string;
             content_sha256: string;
-            path: string;
+            /** @description relative to the server's data folder (VAR_DIR or MEDIA_ROOT) */
+            readonly path: string;
             /** @description {video id: pool version} */
             pool_versions: unknown;
             /** @description by label, source and stratum; zero-negative row and column rates */
@@ -2660,6 +2670,11 @@ export interface components {
         TokenInputRequest: {
             username: string;
             password: string;
+            /**
+             * @description issue a fresh key; the old one stops working
+             * @default false
+             */
+            rotate: boolean;
         };
         TokenOutput: {
             token: string;
@@ -2717,7 +2732,7 @@ export interface components {
             snapshot: number;
             /** @description vtrajembed, scout or actpair */
             model_kind: string;
-            /** @description TrainConfig keys (steps, batch_size, lr, seed, checkpoint_every, batching, model, ...) plus nproc_per_node and launcher */
+            /** @description TrainConfig keys (steps, batch_size, lr, seed, checkpoint_every, batching, model, ...) plus nproc_per_node and launcher; steps, warmup_steps and checkpoint_every at most 10000000, batch_size at most 65536, seed in 0..4294967295 */
             config?: unknown;
             /** @description evaluated at the end; default: the training snapshot */
             eval_snapshot?: number | null;
@@ -4703,6 +4718,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
             };
         };
     };
