@@ -53,7 +53,7 @@ class AgreementRows:
     seconds: np.ndarray          # float64, nan where no time was recorded
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReviewStage:
     name: str
     labels: tuple[Label, ...]
@@ -66,8 +66,8 @@ class ReviewStage:
     rule: Callable[[WorkItem], tuple[str, str]]
     on_closed: Callable[[WorkItem], None]
     read_target: Callable[..., dict | None]
-    agreement_rows: Callable[[QuerySet], AgreementRows]
-    categories: tuple[str, ...]              # agreement categories (the labels, or a row's 1/0/⊥)
+    agreement_rows: Callable[[QuerySet], AgreementRows] | None = None  # default: one unit per item
+    categories: tuple[str, ...] = ()         # agreement categories (default: the labels; a row's 1/0/⊥)
     agreement_panel: int                     # panel votes per unit that make a full panel
     accepted: tuple[str, ...]                # decisions that make an item's record part of the benchmark
     accepted_where: Q = field(default_factory=Q)  # what else an accepted item's record needs
@@ -77,6 +77,13 @@ class ReviewStage:
     widened_panel: int | None = None         # seats after a dispute widens the panel
     not_adjudicated: tuple[str, ...] = ()    # labels an adjudicator may not give
     majority_rule: bool = False              # decided by ``annotation.rules.decide`` (bulk audit applies)
+
+    def __post_init__(self) -> None:
+        # A stage whose votes are labels counts agreement over them, one unit per item.
+        if not self.categories:
+            object.__setattr__(self, "categories", self.label_values)
+        if self.agreement_rows is None:
+            object.__setattr__(self, "agreement_rows", label_rows(self.label_values))
 
     @property
     def label_values(self) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from django.db.models import Max
 from rest_framework import serializers
 
 from annotation.benchmark.services.descriptions import description_correction_create
-from annotation.curation.stages.base import Label, ReviewStage, label_rows, nothing_after_vote
+from annotation.curation.stages.base import Label, ReviewStage, nothing_after_vote
 from annotation.models import Description, DescriptionVersion, Vote, WorkItem
 from annotation.rules import (
     APPROVED,
@@ -143,7 +143,5 @@ def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> d
 STAGE = ReviewStage(
     name="description", labels=LABELS, decisive=DECISIVE, reasons=REASONS, panel=3, required=2, from_policy=True,
     check=_check, after_vote=nothing_after_vote, rule=_rule, on_closed=_on_closed, read_target=read_target,
-    target_key="description", target_serializer=DescriptionTargetSerializer,
-    agreement_rows=label_rows(tuple(label.value for label in LABELS)),
-    categories=tuple(label.value for label in LABELS), agreement_panel=3, not_adjudicated=(MINOR,),
-    accepted=(USABLE,))
+    target_key="description", target_serializer=DescriptionTargetSerializer, agreement_panel=3,
+    not_adjudicated=(MINOR,), accepted=(USABLE,))

@@ -8,7 +8,6 @@ from annotation.curation.stages.base import (
     Label,
     ReviewStage,
     label_only_check,
-    label_rows,
     majority_outcome,
     nothing_after_vote,
     nothing_on_closed,
@@ -46,6 +45,5 @@ def rule(item: WorkItem) -> tuple[str, str]:
 STAGE = ReviewStage(
     name="identity", labels=LABELS, decisive=DECISIVE, reasons=REASONS, panel=3, required=2, from_policy=True,
     check=label_only_check("identity"), after_vote=nothing_after_vote, rule=rule, on_closed=nothing_on_closed,
-    read_target=trajectory_target, agreement_rows=label_rows(tuple(label.value for label in LABELS)),
-    categories=tuple(label.value for label in LABELS), agreement_panel=3, majority_rule=True,
+    read_target=trajectory_target, agreement_panel=3, majority_rule=True,
     accepted=DECISIVE)

@@ -18,7 +18,6 @@ from annotation.curation.stages.base import (
     ModelProposalSerializer,
     PredicateSerializer,
     ReviewStage,
-    label_rows,
     model_proposal,
     nothing_after_vote,
 )
@@ -132,6 +131,5 @@ def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> d
 STAGE = ReviewStage(
     name="pair", labels=LABELS, decisive=DECISIVE, reasons=REASONS, panel=1, required=1, widened_panel=2,
     check=_check_pair, after_vote=nothing_after_vote, rule=_pair_rule, on_closed=_on_pair_closed,
-    read_target=read_target, target_key="pair", target_serializer=PairTargetSerializer,
-    agreement_rows=label_rows(tuple(label.value for label in LABELS)),
-    categories=tuple(label.value for label in LABELS), agreement_panel=2, accepted=DECISIVE)
+    read_target=read_target, target_key="pair", target_serializer=PairTargetSerializer, agreement_panel=2,
+    accepted=DECISIVE)
