@@ -1,5 +1,6 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.parsers import FormParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -7,6 +8,8 @@ from rest_framework.views import APIView
 from accounts.roles import user_roles
 from accounts.services import token_obtain
 from accounts.throttling import LoginLockoutThrottle
+from common.parsers import BoundedJSONParser
+from common.schema import ERROR
 
 
 class MeApi(APIView):
@@ -32,6 +35,7 @@ class TokenApi(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
     throttle_classes = [LoginLockoutThrottle]
+    parser_classes = [BoundedJSONParser, FormParser]
 
     class InputSerializer(serializers.Serializer):
         username = serializers.CharField()
@@ -41,7 +45,8 @@ class TokenApi(APIView):
     class OutputSerializer(serializers.Serializer):
         token = serializers.CharField()
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer, summary="Obtain an API token")
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 401: ERROR},
+                   summary="Obtain an API token (401 bad_credentials for a wrong username or password)")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

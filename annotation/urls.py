@@ -2,15 +2,30 @@
 releases. Paths and names are part of the API contract."""
 from django.urls import path
 
-from annotation.benchmark.apis import descriptions, pseudolabels, queries, relations, snapshots
+from annotation.benchmark.apis import (
+    descriptions,
+    pseudolabels,
+    queries,
+    relations,
+    snapshots,
+    tube_captions,
+)
 from annotation.curation import apis as curation
+from annotation.curation import search_apis as search
+from annotation.curation import seat_apis as seats
 from annotation.releases import apis as releases
 
 urlpatterns = [
     path("review/items/", curation.ReviewItemsCreateApi.as_view(), name="review-items-create"),
+    path("review/items/search/", search.WorkItemSearchApi.as_view(), name="review-item-search"),
     path("review/next/", curation.NextItemApi.as_view(), name="review-next"),
     path("review/items/<int:item_id>/", curation.ItemApi.as_view(), name="review-item"),
     path("review/items/<int:item_id>/votes/", curation.VoteApi.as_view(), name="review-vote"),
+    path("review/items/<int:item_id>/skip/", curation.SkipApi.as_view(), name="review-skip"),
+    path("review/seats/", seats.SeatBoardApi.as_view(), name="review-seats"),
+    path("review/items/<int:item_id>/seats/<int:seat>/release/", seats.SeatReleaseApi.as_view(), name="seat-release"),
+    path("review/items/<int:item_id>/seats/<int:seat>/reassign/", seats.SeatReassignApi.as_view(),
+         name="seat-reassign"),
     path("review/summary/", curation.ReviewSummaryApi.as_view(), name="review-summary"),
     path("review/agreement/", curation.AgreementApi.as_view(), name="review-agreement"),
     path("review/stages/", curation.ReviewStagesApi.as_view(), name="review-stages"),
@@ -22,6 +37,8 @@ urlpatterns = [
     path("description-runs/<int:run_id>/", descriptions.DescriptionRunDetailApi.as_view(), name="description-run-detail"),
     path("descriptions/", descriptions.DescriptionListApi.as_view(), name="description-list"),
     path("descriptions/<int:description_id>/", descriptions.DescriptionDetailApi.as_view(), name="description-detail"),
+    path("tube-match-reports/<int:report_id>/captions/", tube_captions.TubeCaptionsProposeApi.as_view(),
+         name="tube-captions-propose"),
     path("generation-runs/", queries.GenerationRunListApi.as_view(), name="generation-run-list"),
     path("generation-runs/<int:run_id>/", queries.GenerationRunDetailApi.as_view(), name="generation-run-detail"),
     path("queries/", queries.QueryListApi.as_view(), name="query-list"),
@@ -51,7 +68,10 @@ urlpatterns += [
     path("audits/<int:audit_id>/stats/", releases.AuditStatsApi.as_view(), name="audit-stats"),
     path("audits/<int:audit_id>/samples/", releases.AuditSamplesApi.as_view(), name="audit-samples"),
     path("releases/", releases.ReleaseListApi.as_view(), name="release-list"),
+    path("releases/preflight/", releases.ReleasePreflightApi.as_view(), name="release-preflight"),
     path("releases/<int:release_id>/", releases.ReleaseDetailApi.as_view(), name="release-detail"),
+    path("releases/<int:release_id>/download/", releases.ReleaseDownloadApi.as_view(), name="release-download"),
+    path("releases/<int:release_id>/SHA256SUMS", releases.ReleaseChecksumsApi.as_view(), name="release-checksums"),
     path("releases/<int:release_id>/diff/<int:other_id>/", releases.ReleaseDiffApi.as_view(), name="release-diff"),
     path("releases/<int:release_id>/verify/", releases.ReleaseVerifyApi.as_view(), name="release-verify"),
 ]

@@ -39,8 +39,8 @@ def int_param(request, name: str, default=None, *, min_value: int = -ID_MAX - 1,
 
 
 def query_filters(serializer_class, request) -> dict:
-    """Query-string filters validated by ``serializer_class`` (a 400 on bad values); absent or empty
-    ones are left out."""
-    data = serializer_class(data={k: v for k, v in request.query_params.items() if v != ""})
+    """Query-string filters validated by ``serializer_class``: a 400 on bad values, an empty one
+    included (``?split=`` is not a split; leave a filter out to not filter), as the schema says."""
+    data = serializer_class(data=dict(request.query_params.items()))
     data.is_valid(raise_exception=True)
     return {k: v for k, v in data.validated_data.items() if v is not None}

@@ -71,6 +71,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+if os.environ.get("TRAJLAB_SERVER_TIMING", "").strip().lower() in {"1", "true", "yes", "on"}:
+    # Benchmarks: each response says its server time and query count (common.timing).
+    MIDDLEWARE.insert(0, "common.timing.ServerTimingMiddleware")
+
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 
@@ -183,8 +187,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "common.schema.TrajlabAutoSchema",
     "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
     # JSON with a size and nesting limit (common.parsers); forms and uploads as DRF parses them.
-    "DEFAULT_PARSER_CLASSES": ["common.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    # JSON bodies only; the views that take uploads (videos, track imports) and the token endpoint
+    # (scripts post forms to it) declare the form parsers they read.
+    "DEFAULT_PARSER_CLASSES": ["common.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     # Proxies in front of the server whose X-Forwarded-For is trusted for the client's address

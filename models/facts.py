@@ -31,6 +31,9 @@ EVENTS = ("walks", "stands", "enters", "leaves", "crosses", "occluded_by", "pass
 # contradicts (see predicates_label).
 SINGLE_VALUED = frozenset({"upper_colour", "lower_colour", "speed", "size", "category", "walks"})
 SCOPES = ("whole", "interval")
+# Events that cannot hold at the same time as each other: where one is known, the other does not
+# hold (a person standing still is not walking in any direction).
+EXCLUSIVE_EVENTS = {"walks": ("stands",), "stands": ("walks",)}
 
 
 class InvalidOutput(ValueError):
@@ -226,28 +229,85 @@ def parse_query(text: str | dict, facts: list[Fact]) -> QueryProposal:
     return query
 
 
-def predicate_support(p: Predicate | dict, facts: list[Fact], *, covered: tuple[int, int] | None = None) -> int:
+# Words that make an attribute value several values at once ("red and white", "striped"): such a
+# value neither supports nor contradicts one colour.
+_MULTI_VALUE_WORDS = ("multi", "striped", "stripes", "checked", "plaid", "patterned", "pattern", "mixed", "various")
+_MULTI_VALUE_SEPARATORS = (" and ", "/", ",", "&", " with ", "-and-")
+
+
+def is_multi_valued(value: str) -> bool:
+    """Whether an attribute value names several values at once (multi-coloured, patterned)."""
+    v = f" {value.strip().lower()} "
+    return any(sep in v for sep in _MULTI_VALUE_SEPARATORS) or any(w in v for w in _MULTI_VALUE_WORDS)
+
+
+def _intersect(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return (max(a[0], b[0]), min(a[1], b[1]))
+
+
+def _union_covers(facts: list[Fact], span: tuple[int, int]) -> bool:
+    """Whether the facts' intervals together cover ``span`` (half-open) without a gap."""
+    reach = span[0]
+    for f in sorted(facts, key=lambda f: f.start_frame):
+        if f.start_frame > reach:
+            break
+        reach = max(reach, f.end_frame)
+    return reach >= span[1]
+
+
+def predicate_support(p: Predicate | dict, facts: list[Fact], *, covered: tuple[int, int] | None = None,
+                      interval: tuple[int, int] | None = None) -> int:
     """1 supported, 0 contradicted, -1 unknown for one predicate against one trajectory's facts.
 
-    Supported: a known fact with the same name and value. Contradicted: for a single-valued
-    attribute, a known fact of that name with another value and no supporting fact; for an event,
-    absence counts only when ``covered`` (the trajectory's observed interval) is given and the
-    describer reported every event of that kind over it (``known`` facts of the same name exist,
-    none with the value).
+    ``covered`` is the trajectory's observed interval and ``interval`` the predicate's temporal
+    scope when the query gives one (both half-open frame intervals); the *relevant interval* is
+    their intersection (the trajectory's whole span when neither is given).
+
+    Supported: a known fact with the same name and value (overlapping ``interval`` when given).
+    Contradicted, for a single-valued attribute: the known facts of that name say one other value,
+    not a multi-coloured or patterned one (:func:`is_multi_valued`), and they hold over the relevant
+    interval: a ``whole``-scope fact when nothing is given, else facts whose intervals overlap it
+    and, for ``interval``-scope facts, cover it (with the facts of an exclusive event: standing
+    covers the intervals where a walker walks in no direction). Two different values (a changing attribute) or a
+    multi-coloured one establish no mismatch. For an event, absence counts only when ``covered`` is
+    given, the relevant interval lies within it, and the describer's facts of that name (``known``,
+    none with the value) cover the relevant interval. Otherwise ``-1`` (Appendix E.3.1: omitted,
+    uncertain, changing or partly observed properties do not establish a mismatch).
     """
     name, value = (p.name, p.value) if isinstance(p, Predicate) else (p["name"], p["value"])
     same = [f for f in facts if f.name == name and f.known]
+    if interval is not None:
+        same = [f for f in same if f.start_frame < interval[1] and interval[0] < f.end_frame]
     if any(f.value == value for f in same):
         return 1
-    if same and (name in SINGLE_VALUED or covered is not None):
-        return 0
-    return -1
+    if not same:
+        return -1
+    relevant = _intersect(covered, interval)
+    if relevant is not None and relevant[1] <= relevant[0]:
+        return -1                                    # the trajectory is not observed when the predicate applies
+    if name in SINGLE_VALUED:
+        values = {f.value for f in same}
+        if len(values) > 1 or any(is_multi_valued(v) for v in values):
+            return -1                                # a changing or multi-coloured attribute
+        if relevant is None:
+            return 0 if any(f.scope == "whole" for f in same) else -1
+        if any(f.scope == "whole" for f in same) and interval is None:
+            return 0                                 # a whole-trajectory value holds over all of it
+        exclusive = [f for f in facts if f.known and f.name in EXCLUSIVE_EVENTS.get(name, ())]
+        return 0 if _union_covers(same + exclusive, relevant) else -1
+    if covered is None or relevant is None:
+        return -1
+    if interval is not None and not (covered[0] <= interval[0] and interval[1] <= covered[1]):
+        return -1                                    # part of the predicate's interval was never observed
+    return 0 if _union_covers(same, relevant) else -1
 
 
 def predicates_label(predicates: list[Predicate | dict], facts: list[Fact], *,
-                     covered: tuple[int, int] | None = None) -> int:
+                     covered: tuple[int, int] | None = None, interval: tuple[int, int] | None = None) -> int:
     """The automatic label of a query (its predicates) against a trajectory: 1, 0 or -1 (⊥)."""
-    support = [predicate_support(p, facts, covered=covered) for p in predicates]
+    support = [predicate_support(p, facts, covered=covered, interval=interval) for p in predicates]
     if support and all(s == 1 for s in support):
         return 1
     if any(s == 0 for s in support):

@@ -12,8 +12,9 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember
 from common.jobs.apis import JobSummaryOutputSerializer
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import int_param
+from common.schema import ERROR, PlainChoiceField
 from models.backends.tracking import BACKENDS
 from trajectories import selectors
 from trajectories.models import (
@@ -30,7 +31,8 @@ from trajectories.services.ingestion import video_upload_import
 from trajectories.services.proposals import proposal_config_create, proposal_run_create
 from trajectories.services.splits import split_group_set_split, splits_assign
 
-JPEG = {(200, "image/jpeg"): OpenApiResponse(OpenApiTypes.BINARY, description="JPEG image")}
+JPEG = {(200, "image/jpeg"): OpenApiResponse(OpenApiTypes.BINARY, description="JPEG image"),
+        422: OpenApiResponse(ERROR, description="the video file cannot be decoded at that frame (decode_failed)")}
 MAX_SIZE_PARAM = OpenApiParameter("max_size", int, description="longest side in pixels (downscaled, never upscaled)")
 
 
@@ -72,6 +74,8 @@ class VideoOutputSerializer(serializers.ModelSerializer):
 
 class SourceListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     @extend_schema(responses=SourceOutputSerializer(many=True), summary="List source recordings")
     def get(self, request):
@@ -80,6 +84,8 @@ class SourceListApi(APIView):
 
 class SplitGroupListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     @extend_schema(responses=SplitGroupOutputSerializer(many=True), summary="List split groups")
     def get(self, request):
@@ -125,6 +131,7 @@ class SplitAssignApi(APIView):
 
 class VideoListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
     parser_classes = [MultiPartParser, FormParser]
 
     def get_permissions(self):
@@ -194,6 +201,8 @@ class ProposalConfigOutputSerializer(serializers.ModelSerializer):
 
 
 class ProposalConfigListApi(APIView):
+    pagination_class = Page
+
     def get_permissions(self):
         return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
 
@@ -222,14 +231,18 @@ class ProposalConfigListApi(APIView):
 
 class ProposalRunOutputSerializer(serializers.ModelSerializer):
     job = JobSummaryOutputSerializer(allow_null=True)
+    kind = PlainChoiceField(choices=ProposalRun.Kind.choices, read_only=True,
+                            help_text="tracked: a tracker ran; imported: tracks or tubes read from a file")
 
     class Meta:
         model = ProposalRun
-        fields = ["id", "video", "config", "status", "trajectory_count", "duplicate_count", "error", "stats",
+        fields = ["id", "video", "config", "kind", "status", "trajectory_count", "duplicate_count", "error", "stats",
                   "job", "created_at", "finished_at"]
 
 
 class ProposalRunListApi(APIView):
+    pagination_class = Page
+
     def get_permissions(self):
         return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
 
@@ -290,6 +303,8 @@ class TrajectoryDetailOutputSerializer(TrajectoryOutputSerializer):
 
 class TrajectoryListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     @extend_schema(parameters=[OpenApiParameter("video", int), OpenApiParameter("run", int)],
                    responses=TrajectoryOutputSerializer(many=True), summary="List trajectories (no observations)")
@@ -365,6 +380,8 @@ class DuplicateCandidateOutputSerializer(serializers.ModelSerializer):
 
 
 class DuplicateCandidateListApi(APIView):
+    pagination_class = Page
+
     def get_permissions(self):
         return [IsManager()] if self.request.method == "POST" else [IsStaffMember()]
 

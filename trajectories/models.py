@@ -121,7 +121,9 @@ class ProposalConfig(models.Model):
 
     class Backend(models.TextChoices):
         HOG_BYTETRACK = "hog-bytetrack"
+        DNN_BYTETRACK = "dnn-bytetrack"
         SAM2 = "sam2"
+        IMPORTED = "imported"   # tracks read from a file (a TrackImport), not run here
 
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField()
@@ -153,6 +155,11 @@ class ProposalRun(QueuedRun):
     task_name = "trajectories.tasks.proposal_run_task"
     job_kind = "proposal_run"
 
+    class Kind(models.TextChoices):
+        TRACKED = "tracked"     # a tracker ran on the video
+        IMPORTED = "imported"   # existing tracks or tubes were read from a file (its TrackImport)
+
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TRACKED)
     video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="proposal_runs")
     config = models.ForeignKey(ProposalConfig, on_delete=models.PROTECT, related_name="runs")
     trajectory_count = models.PositiveIntegerField(default=0)
@@ -162,6 +169,61 @@ class ProposalRun(QueuedRun):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["video", "config"], name="proposal_run_once_per_config")]
+
+    @property
+    def source_verified(self) -> bool:
+        """An imported run whose source vouches for its tracks: no usability or duplicate review."""
+        record = getattr(self, "track_import", None)
+        return record is not None and record.review == TrackImport.Review.SOURCE_VERIFIED
+
+    @property
+    def annotated_tubes(self) -> bool:
+        """An imported run of annotated tubes (D.1): supervision to match proposals against, not
+        candidates to review."""
+        record = getattr(self, "track_import", None)
+        return record is not None and record.purpose == TrackImport.Purpose.TUBES
+
+
+class TrackImport(models.Model):
+    """Where an imported run's tracks came from: the file, its format and SHA-256, and how they are
+    reviewed (``reviewed``: the usual usability and duplicate review; ``source_verified``: retained
+    as the source gives them, with the reason stored)."""
+
+    class Format(models.TextChoices):
+        MOT = "mot"
+        JSON = "json"
+        CSV = "csv"
+
+    class Review(models.TextChoices):
+        REVIEWED = "reviewed"
+        SOURCE_VERIFIED = "source_verified"
+
+    class Purpose(models.TextChoices):
+        PROPOSALS = "proposals"   # candidate trajectories, reviewed like a tracker's
+        TUBES = "tubes"           # annotated tubes (D.1) that proposals are matched against
+
+    run = models.OneToOneField(ProposalRun, on_delete=models.CASCADE, related_name="track_import")
+    format = models.CharField(max_length=8, choices=Format.choices)
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.PROPOSALS)
+    source = models.CharField(max_length=500, help_text="where the file came from (a sequence, data set or tool)")
+    file_name = models.CharField(max_length=255)
+    file_sha256 = models.CharField(max_length=64)
+    review = models.CharField(max_length=16, choices=Review.choices, default=Review.REVIEWED)
+    review_reason = models.TextField(blank=True, help_text="why the source's tracks need no review")
+    options = models.JSONField(default=dict, blank=True, help_text="how the file was read (gt, frame_base, clip)")
+    counts = models.JSONField(default=dict, blank=True, help_text="rows read, skipped and clipped")
+    captions = models.JSONField(default=dict, blank=True, help_text="track id → the source's caption")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(file_sha256__regex=r"^[0-9a-f]{64}$"), name="track_import_sha256_hex"),
+            models.CheckConstraint(condition=Q(review="reviewed") | ~Q(review_reason=""),
+                                   name="track_import_source_verified_has_reason"),
+            models.CheckConstraint(condition=Q(format__in=["mot", "json", "csv"]), name="track_import_format_known"),
+        ]
 
 
 class Trajectory(models.Model):
@@ -246,4 +308,26 @@ class DuplicateCandidate(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["trajectory_a", "trajectory_b"], name="duplicate_pair_unique"),
             models.CheckConstraint(condition=Q(trajectory_a__lt=F("trajectory_b")), name="duplicate_pair_ordered"),
+        ]
+
+
+class TubeMatchReport(models.Model):
+    """Proposals of one run matched against one video's annotated tubes (seed D.1): per tube
+    ``matched`` / ``ambiguous`` / ``unmatched``, its identity-checked raw positives and low-overlap
+    negative candidates, with the overlap figures of every pair (``models.curation.tube_matching``)."""
+
+    video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="tube_match_reports")
+    tubes_run = models.ForeignKey(ProposalRun, on_delete=models.CASCADE, related_name="tube_reports_as_tubes")
+    proposals_run = models.ForeignKey(ProposalRun, on_delete=models.CASCADE, related_name="tube_reports")
+    config = models.JSONField(help_text="tau, min_coverage, min_mean_iou, tau_safe")
+    counts = models.JSONField(help_text="tubes matched, ambiguous and unmatched")
+    report = models.JSONField(help_text="per tube outcome and per pair overlap")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["video_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tubes_run", "proposals_run"], name="tube_match_report_once_per_runs"),
+            models.CheckConstraint(condition=~Q(tubes_run=F("proposals_run")), name="tube_match_report_two_runs"),
         ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from trajectories import apis
+from trajectories import apis, import_apis
 
 urlpatterns = [
     path("sources/", apis.SourceListApi.as_view(), name="source-list"),
@@ -21,4 +21,8 @@ urlpatterns = [
     path("trajectories/<int:trajectory_id>/marked/<int:index>.jpg", apis.TrajectoryMarkedFrameApi.as_view(),
          name="trajectory-marked-frame"),
     path("duplicate-candidates/", apis.DuplicateCandidateListApi.as_view(), name="duplicate-candidate-list"),
+    path("track-imports/", import_apis.TrackImportListApi.as_view(), name="track-import-list"),
+    path("tube-match-reports/", import_apis.TubeMatchReportListApi.as_view(), name="tube-match-report-list"),
+    path("tube-match-reports/<int:report_id>/", import_apis.TubeMatchReportDetailApi.as_view(),
+         name="tube-match-report-detail"),
 ]

@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.jobs.apis import JobSummaryOutputSerializer
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import id_field, int_param, query_filters
 from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, RunStatus, TrainingRun
@@ -69,6 +69,8 @@ class TrainingRunDetailOutputSerializer(TrainingRunOutputSerializer):
 
 
 class TrainingRunListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class FilterSerializer(serializers.Serializer):
         status = serializers.CharField(required=False, max_length=16)
         model_kind = serializers.CharField(required=False, max_length=32)
@@ -137,6 +139,8 @@ class EvaluationRunOutputSerializer(serializers.ModelSerializer):
 
 
 class EvaluationRunListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class FilterSerializer(serializers.Serializer):
         kind = serializers.CharField(required=False, max_length=16)
         training_run = id_field(required=False)

@@ -13,7 +13,12 @@ Blinding lives here, as in ``annotation.curation.selectors``:
 - the describer's raw outputs are for managers only;
 - a pair's second reviewer never sees the writer's proposal, in review or in the list (it would
   tell what the first reviewer said); what a reviewer is shown of an item is its stage's
-  ``read_target`` (``annotation.curation.stages``).
+  ``read_target`` (``annotation.curation.stages``);
+- a person seated on an open relation row or pair reads none of what its stage's ``blinds`` hides
+  (``annotation.curation.stages.seated_blind``), whatever their roles: of the queries of the row's
+  family, the row's labels, sources and evidence, the ratings, the relations and the mined pairs'
+  proposals and labels; of the pair's family, the relation and the pair's proposal and label.
+  The hidden relations are left out of the relation list, the rest reads as not recorded (null).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from django.db.models import (
     Case,
     Exists,
     F,
+    IntegerField,
     JSONField,
     OuterRef,
     Q,
@@ -34,6 +40,7 @@ from django.db.models import (
 
 from accounts.roles import Role, user_has_role
 from annotation.benchmark.services.descriptions import approved_facts
+from annotation.curation.stages import seated_blind
 from annotation.curation.stages.pair import STAGE as PAIR
 from annotation.models import (
     CrossPair,
@@ -163,9 +170,16 @@ def generation_run_get(*, run_id: int) -> GenerationRun:
     return _get(generation_run_list(), run_id, "generation run")
 
 
-def query_list(*, video_id: int | None = None, status: str | None = None, split: str | None = None,
-               pool_id: int | None = None) -> QuerySet[Query]:
-    qs = Query.objects.order_by("video_id", "id")
+def query_list(*, viewer, video_id: int | None = None, status: str | None = None, split: str | None = None,
+               pool_id: int | None = None, text: str | None = None) -> QuerySet[Query]:
+    """Queries with ``visible_ratings``: the first reviewer's ratings, null where ``viewer`` is
+    seated on a row of the query's family (see the module docstring)."""
+    blind = seated_blind(viewer)
+    ratings = F("ratings")
+    if blind.queries:
+        ratings = Case(When(pk__in=sorted(blind.queries), then=Value(None, output_field=JSONField())),
+                       default=F("ratings"), output_field=JSONField())
+    qs = Query.objects.annotate(visible_ratings=ratings).order_by("video_id", "id")
     if video_id is not None:
         qs = qs.filter(video_id=video_id)
     if status:
@@ -174,22 +188,27 @@ def query_list(*, video_id: int | None = None, status: str | None = None, split:
         qs = qs.filter(video__split_group__split=split)
     if pool_id is not None:
         qs = qs.filter(pool_id=pool_id)
+    if text:
+        qs = qs.filter(text__icontains=text.strip())
     return qs
 
 
-def query_get(*, query_id: int) -> Query:
-    return _get(query_list(), query_id, "query")
+def query_get(*, query_id: int, viewer) -> Query:
+    return _get(query_list(viewer=viewer), query_id, "query")
 
 
 def query_detail(*, query_id: int, viewer) -> Query:
     """One query with its within-video relation row attached (``row``: one entry per member of
     its pool, ``label`` ``None`` where nothing is recorded yet; ``source`` and ``evidence`` left
-    out for a blind reader), ``revised_by_id``, and ``visible_raw_output`` (the writer's raw text,
+    out for a blind reader; ``label``, ``source`` and ``evidence`` null for a reader seated on a row
+    of the query's family), ``revised_by_id``, and ``visible_raw_output`` (the writer's raw text,
     managers only)."""
-    query = query_get(query_id=query_id)
+    query = query_get(query_id=query_id, viewer=viewer)
+    seated = seated_blind(viewer)
     members = list(PoolMember.objects.filter(pool_id=query.pool_id).order_by("trajectory_id")
                    .values_list("trajectory_id", flat=True))
-    recorded = {r.trajectory_id: r for r in Relation.objects.filter(query=query, trajectory_id__in=members)}
+    recorded = {r.trajectory_id: r for r in Relation.objects.filter(query=query, trajectory_id__in=members)
+                if not seated.hides(query.pk, r.trajectory_id)}
     row = [{"trajectory": tid, "label": recorded[tid].label if tid in recorded else None,
             "source": recorded[tid].source if tid in recorded else None,
             "evidence": recorded[tid].evidence if tid in recorded else None} for tid in members]
@@ -202,10 +221,15 @@ def query_detail(*, query_id: int, viewer) -> Query:
 
 
 # -- relations and mining --------------------------------------------------------------------------
-def relation_list(*, query_id: int | None = None, trajectory_id: int | None = None, label: int | None = None,
-                  stratum: str | None = None, pseudo: bool | None = None, split: str | None = None
-                  ) -> QuerySet[Relation]:
+def relation_list(*, viewer, query_id: int | None = None, trajectory_id: int | None = None,
+                  label: int | None = None, stratum: str | None = None, pseudo: bool | None = None,
+                  split: str | None = None, video_id: int | None = None) -> QuerySet[Relation]:
+    """Recorded relations, without those ``viewer`` is blind to while seated (see the module
+    docstring)."""
     qs = Relation.objects.order_by("query_id", "trajectory_id")
+    blind = seated_blind(viewer)
+    if blind:
+        qs = qs.exclude(blind.relation_filter())
     if query_id is not None:
         qs = qs.filter(query_id=query_id)
     if trajectory_id is not None:
@@ -218,6 +242,8 @@ def relation_list(*, query_id: int | None = None, trajectory_id: int | None = No
         qs = qs.filter(pseudo=pseudo)
     if split:
         qs = qs.filter(query__video__split_group__split=split)
+    if video_id is not None:                     # the query's video or the trajectory's
+        qs = qs.filter(Q(query__video_id=video_id) | Q(trajectory__video_id=video_id))
     return qs
 
 
@@ -229,18 +255,24 @@ def mining_run_get(*, run_id: int) -> MiningRun:
     return _get(mining_run_list(), run_id, "mining run")
 
 
-def cross_pair_list(*, query_id: int | None = None, stratum: str | None = None, review: str | None = None,
-                    trajectory_id: int | None = None) -> QuerySet[CrossPair]:
+def cross_pair_list(*, viewer, query_id: int | None = None, stratum: str | None = None,
+                    review: str | None = None, trajectory_id: int | None = None) -> QuerySet[CrossPair]:
     """Mined pairs with their final label (``label``: the recorded relation, ``None`` while
     unreviewed); stratum and label stay separate fields. ``visible_proposal`` is the writer's
     proposal, ``None`` while the pair waits for its second review: that review is blind to it
-    (see the module docstring), and this list is open to its reviewer."""
+    (see the module docstring), and this list is open to its reviewer. Both read as ``None``
+    where ``viewer`` is seated on a row or pair that hides them."""
     final = Relation.objects.filter(query_id=OuterRef("query_id"), trajectory_id=OuterRef("trajectory_id"))
     second_review = WorkItem.objects.filter(PAIR.awaiting_second_review(), pair_id=OuterRef("pk"))
+    hidden = [When(Exists(second_review), then=Value(None, output_field=JSONField()))]
+    label = Subquery(final.values("label")[:1])
+    blind = seated_blind(viewer)
+    if blind:
+        hidden.insert(0, When(blind.relation_filter(), then=Value(None, output_field=JSONField())))
+        label = Case(When(blind.relation_filter(), then=Value(None)), default=label, output_field=IntegerField())
     qs = CrossPair.objects.annotate(
-        label=Subquery(final.values("label")[:1]),
-        visible_proposal=Case(When(Exists(second_review), then=Value(None, output_field=JSONField())),
-                              default=F("proposal"), output_field=JSONField()),
+        label=label,
+        visible_proposal=Case(*hidden, default=F("proposal"), output_field=JSONField()),
     ).order_by("query_id", "trajectory_id")
     if query_id is not None:
         qs = qs.filter(query_id=query_id)

@@ -28,7 +28,7 @@ from annotation.models import (
     Vote,
     WorkItem,
 )
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import TIME_SPENT_MS_MAX, int_param
 from trajectories.models import ProposalRun
 
@@ -96,6 +96,16 @@ class OwnVoteSerializer(serializers.ModelSerializer):
         return {str(j.trajectory_id): j.label for j in vote.judgments.all()}
 
 
+class UpcomingSerializer(serializers.Serializer):
+    """The item a claim would likely give next (not reserved): enough to fetch its first frames."""
+
+    item = serializers.IntegerField()
+    stage = serializers.CharField()
+    video = serializers.IntegerField()
+    trajectories = serializers.ListField(child=serializers.IntegerField(),
+                                         help_text="the trajectories its target shows (empty for a relation row)")
+
+
 class AssignmentOutputSerializer(serializers.Serializer):
     """An annotator's view of an item: the target, the labels, their lease and their own vote."""
 
@@ -105,10 +115,15 @@ class AssignmentOutputSerializer(serializers.Serializer):
     target = TargetSerializer(source="item")
     lease_expires_at = serializers.DateTimeField()
     my_vote = OwnVoteSerializer(allow_null=True)
+    upcoming = UpcomingSerializer(allow_null=True, required=False, default=None,
+                                  help_text="after a claim: the item likely to come next, for fetching ahead")
 
 
 def _assignment_body(seat: Assignment) -> dict:
-    seat.my_vote = selectors.own_vote(annotator=seat.annotator, item_id=seat.item_id)
+    # A vote completes its seat in the same transaction: an uncompleted seat has no vote to read.
+    seat.my_vote = None if seat.completed_at is None else selectors.own_vote(annotator=seat.annotator,
+                                                                             item_id=seat.item_id)
+    seat.upcoming = selectors.upcoming_item(item_id=getattr(seat, "upcoming", None))
     _with_review_target(seat.item, seat.annotator)
     return AssignmentOutputSerializer(seat).data
 
@@ -145,6 +160,30 @@ class ItemApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class NextOutputSerializer(serializers.Serializer):
+    next = AssignmentOutputSerializer(allow_null=True, help_text="your next item of the same stage; null: no work left")
+
+
+class SkipApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                       help_text="why you skip it (kept with the seat's record)")
+
+    @extend_schema(request=InputSerializer, responses={200: NextOutputSerializer, 400: ERROR, 403: ERROR, 404: ERROR,
+                                                       409: ERROR},
+                   summary="Skip an item you have not voted on, with a reason, and claim the next one; the skipped "
+                           "item is not offered to you again for a while")
+    def post(self, request, item_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        seat = selectors.assignment_for_annotator(annotator=request.user, item_id=item_id)
+        assignment_release(assignment=seat, reason=data.validated_data["reason"])
+        following = work_item_claim_next(annotator=request.user, stage=seat.item.stage)
+        return Response({"next": None if following is None else _assignment_body(following)})
+
+
 class VoteApi(APIView):
     permission_classes = [IsAnnotator]
 
@@ -163,15 +202,33 @@ class VoteApi(APIView):
         judgments = serializers.DictField(child=serializers.IntegerField(), required=False, allow_null=True,
                                           help_text="relation items: {trajectory id: 1 | 0 | -1} for every "
                                                     "candidate shown")
+        next = serializers.BooleanField(required=False, default=False,
+                                        help_text="answer with your next claimed item of the same stage as well "
+                                                  "(one round trip instead of a vote and a claim)")
 
-    @extend_schema(request=InputSerializer, responses={201: OwnVoteSerializer, 200: OwnVoteSerializer,
-                                                       400: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
-                   summary="Cast your vote (once; a retry with the same client_request_id returns it)")
+    class OutputSerializer(OwnVoteSerializer):
+        next = AssignmentOutputSerializer(required=False, allow_null=True,
+                                          help_text='only when asked for with "next": your next item (null: no '
+                                                    "work left)")
+
+        class Meta(OwnVoteSerializer.Meta):
+            fields = [*OwnVoteSerializer.Meta.fields, "next"]
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer,
+                                                       400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+                   summary="Cast your vote (once; a retry with the same client_request_id returns it), and with "
+                           '"next" claim your next item in the same request')
     def post(self, request, item_id: int):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        vote, created = vote_cast(item_id=item_id, annotator=request.user, **data.validated_data)
-        return Response(OwnVoteSerializer(vote).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        fields = dict(data.validated_data)
+        with_next = fields.pop("next")
+        vote, created = vote_cast(item_id=item_id, annotator=request.user, **fields)
+        body = OwnVoteSerializer(vote).data
+        if with_next:
+            following = work_item_claim_next(annotator=request.user, stage=vote.item.stage)
+            body["next"] = None if following is None else _assignment_body(following)
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class AdjudicationVoteSerializer(serializers.ModelSerializer):
@@ -281,6 +338,8 @@ class PoolDetailOutputSerializer(PoolOutputSerializer):
 
 class PoolListApi(APIView):
     permission_classes = [ManagerWritesStaffReads]
+    pagination_class = Page
+
 
     class InputSerializer(serializers.Serializer):
         run = serializers.PrimaryKeyRelatedField(queryset=ProposalRun.objects.all())

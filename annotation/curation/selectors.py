@@ -3,13 +3,15 @@ may see. Annotators never see another person's vote on an item, nor its tally or
 adjudicators see every vote of the items in adjudication; managers see aggregates."""
 from __future__ import annotations
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from datetime import timedelta
+
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from annotation.benchmark.selectors import model_suggestions_visible
-from annotation.curation.stages import STAGES, stage_get
-from annotation.models import Assignment, CandidatePool, Vote, WorkItem
+from annotation.curation.stages import STAGES, seated_blind, stage_get
+from annotation.models import Assignment, CandidatePool, SeatEvent, Vote, WorkItem
 from common.errors import ApplicationError, NotFoundError
 
 
@@ -23,17 +25,30 @@ def assignment_for_annotator(*, annotator, item_id: int) -> Assignment:
 
 
 # -- the claim rule, as reads (annotation.curation.services.claims takes seats by the same rule) -----------
+SKIP_COOLDOWN = timedelta(minutes=30)  # a skipped item is not offered to its skipper again before this
+
+
 def seat_taken(now, prefix: str = "") -> Q:
     """A seat is taken once its vote is in, or while its lease runs (``prefix`` reaches the
     assignment from another model, e.g. ``"assignments__"``)."""
     return Q(**{f"{prefix}completed_at__isnull": False}) | Q(**{f"{prefix}lease_expires_at__gt": now})
 
 
+def not_claimable_by(annotator, now) -> Q:
+    """Items ``annotator`` may not claim at ``now``: one they hold a taken seat on (voted, or
+    under a running lease), or one they skipped less than ``SKIP_COOLDOWN`` ago. A seat of
+    theirs whose lease lapsed without a vote does not count: they may take the item again."""
+    mine = Assignment.objects.filter(seat_taken(now), item=OuterRef("pk"), annotator=annotator)
+    skipped = SeatEvent.objects.filter(item=OuterRef("pk"), holder=annotator, kind=SeatEvent.Kind.SKIPPED,
+                                       at__gt=now - SKIP_COOLDOWN)
+    return Q(Exists(mine)) | Q(Exists(skipped))
+
+
 def claimable_items(*, annotator, stage: str | None = None) -> QuerySet[WorkItem]:
-    """Open items ``annotator`` could claim now: never sat on by them, with a free seat."""
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    items = (WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(Exists(mine))
-             .annotate(taken=Count("assignments", filter=seat_taken(timezone.now(), "assignments__")))
+    """Open items ``annotator`` could claim now (``not_claimable_by``), with a free seat."""
+    now = timezone.now()
+    items = (WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(not_claimable_by(annotator, now))
+             .annotate(taken=Count("assignments", filter=seat_taken(now, "assignments__")))
              .filter(taken__lt=F("panel_size")))
     return items if stage is None else items.filter(stage=stage)
 
@@ -118,7 +133,50 @@ def review_target(*, item: WorkItem, viewer, audit: bool = False) -> dict:
     stage = stage_get(item.stage)
     out: dict = {s.target_key: None for s in STAGES if s.target_key}
     if stage.target_key:
+        suggestions = not audit and model_suggestions_visible(viewer)
+        if suggestions and stage.blinds is not None:
+            # a seat on another open item of the same family hides this one's suggestions too
+            record = (item.query_id, None) if item.query_id else (item.pair.query_id, item.pair.trajectory_id)
+            suggestions = not seated_blind(viewer, exclude_item_id=item.pk).hides(*record)
         out[stage.target_key] = stage.read_target(
-            item=item, viewer=viewer, second=stage.second_reviewer(item, viewer),
-            suggestions=not audit and model_suggestions_visible(viewer))
+            item=item, viewer=viewer, second=stage.second_reviewer(item, viewer), suggestions=suggestions)
     return out
+
+
+# -- seats, for managers -----------------------------------------------------------------------------
+def seat_board(*, stage: str | None = None, item_id: int | None = None, run_id: int | None = None,
+               holder: str | None = None, states: tuple[str, ...] = (WorkItem.State.OPEN,)) -> QuerySet[WorkItem]:
+    """Items (open ones unless ``states`` says otherwise; any state when ``item_id`` is given)
+    with their seats, holders and leases and the seat events on record, oldest item first.
+    ``run_id`` keeps a proposal run's usability and duplicate items, ``holder`` the items on
+    which that username holds a seat. Managers only (the API checks): it names who sits where,
+    never a label."""
+    items = WorkItem.objects.all() if item_id is not None else WorkItem.objects.filter(state__in=states)
+    if item_id is not None:
+        items = items.filter(pk=item_id)
+    if stage:
+        items = items.filter(stage=stage)
+    if run_id is not None:
+        items = items.filter(Q(trajectory__run_id=run_id, stage=WorkItem.Stage.USABILITY)
+                             | Q(duplicate__trajectory_a__run_id=run_id, stage=WorkItem.Stage.IDENTITY))
+    if holder:
+        items = items.filter(Exists(Assignment.objects.filter(item=OuterRef("pk"), annotator__username=holder)))
+    return (items.order_by("id")
+            .prefetch_related(Prefetch("assignments", Assignment.objects.select_related("annotator").order_by("seat")),
+                              Prefetch("seat_events", SeatEvent.objects.select_related("holder", "by", "to")
+                                       .order_by("-at", "-id"))))
+
+
+def upcoming_item(*, item_id: int | None) -> dict | None:
+    """What a client needs to fetch an item's first frames ahead (video, shown trajectories), for
+    the item a claim would likely give next; ``None`` for no item. Nobody's vote is read."""
+    if item_id is None:
+        return None
+    row = (WorkItem.objects.filter(pk=item_id)
+           .values("pk", "stage", "video_id", "trajectory_id", "duplicate__trajectory_a_id",
+                   "duplicate__trajectory_b_id").first())
+    if row is None:
+        return None
+    shown = [row["trajectory_id"], row["duplicate__trajectory_a_id"], row["duplicate__trajectory_b_id"]]
+    return {"item": row["pk"], "stage": row["stage"], "video": row["video_id"],
+            "trajectories": [t for t in shown if t is not None]}

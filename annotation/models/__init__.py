@@ -29,4 +29,6 @@ from annotation.models.releases import (  # noqa: F401
     AuditSample,
     Release,
     ReleaseFile,
+    ReviewerPseudonym,
 )
+from annotation.models.seats import SeatEvent  # noqa: F401

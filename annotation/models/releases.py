@@ -149,6 +149,9 @@ class Release(models.Model):
     config = models.JSONField(default=dict, help_text="the construction configuration: prompts, checkpoints, "
                                                      "budgets, software versions")
     stats = models.JSONField(default=dict, help_text="audit statistics as published")
+    unfinished_audits = models.JSONField(
+        null=True, blank=True, help_text="audits of the released splits with samples still unjudged when it was "
+                                         "published anyway: [{id, split, n_samples, n_judged}] (null: none)")
     changes = models.JSONField(default=dict, blank=True, help_text="added, removed and changed records against the "
                                                                    "parent, per table")
     sealed_at = models.DateTimeField(null=True, blank=True, help_text="set when written; the database refuses changes")
@@ -183,3 +186,27 @@ class ReleaseFile(models.Model):
             models.UniqueConstraint(fields=["release", "path"], name="release_file_once"),
             models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="release_file_sha256_hex"),
         ]
+
+
+class ReviewerPseudonym(models.Model):
+    """The name a person carries in every release: given the first time a release names them
+    (newcomers numbered in account-id order after everyone named before) and never changed, so two
+    releases of the same records name the same people the same way. Never edited or deleted (the
+    database refuses it)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    number = models.PositiveIntegerField(unique=True, help_text="the pseudonym is reviewer-<number, 4 digits>")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.CheckConstraint(condition=Q(number__gte=1), name="reviewer_pseudonym_number_positive")]
+
+    @property
+    def pseudonym(self) -> str:
+        return pseudonym_of(self.number)
+
+
+def pseudonym_of(number: int) -> str:
+    """``reviewer-0001`` for 1: the one spelling of a pseudonym."""
+    return f"reviewer-{number:04d}"

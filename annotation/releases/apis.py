@@ -7,6 +7,7 @@ there is no endpoint that edits or deletes one (PUT, PATCH and DELETE answer 405
 """
 from __future__ import annotations
 
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -37,13 +38,15 @@ from annotation.releases.services.audits import (
     audit_sample_claim_next,
     audit_stats,
 )
+from annotation.releases.services.downloads import release_archive, release_checksums
 from annotation.releases.services.releases import (
     DEFAULT_LICENSE,
     release_create,
     release_diff,
+    release_preflight,
     release_verify,
 )
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import LEASE_SECONDS_MAX, TIME_SPENT_MS_MAX, query_filters, seed_field
 from common.reach import RelativePathField
 from common.schema import PlainChoiceField
@@ -99,6 +102,8 @@ class AuditSampleOutputSerializer(serializers.ModelSerializer):
 
 class AuditListApi(APIView):
     permission_classes = [writes_need(IsManager, IsManagerOrAuditor)]
+    pagination_class = Page
+
 
     class FilterSerializer(serializers.Serializer):
         split = serializers.ChoiceField(choices=SPLITS, required=False)
@@ -189,6 +194,8 @@ class AuditStatsApi(APIView):
 
 class AuditSamplesApi(APIView):
     permission_classes = [IsManager]
+    pagination_class = Page
+
 
     @extend_schema(responses=AuditSampleOutputSerializer(many=True),
                    summary="Every sample of an audit with its stratum, reasons and verdict (managers)")
@@ -205,16 +212,26 @@ class ReleaseFileOutputSerializer(serializers.Serializer):
     rows = serializers.IntegerField(allow_null=True)
 
 
+class UnfinishedAuditSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    split = serializers.CharField()
+    n_samples = serializers.IntegerField()
+    n_judged = serializers.IntegerField()
+
+
 class ReleaseOutputSerializer(serializers.ModelSerializer):
     path = RelativePathField()
+    unfinished_audits = UnfinishedAuditSerializer(many=True, allow_null=True, read_only=True,
+                                                  help_text="audits still unfinished when it was published anyway "
+                                                            "(null: none)")
     origin = PlainChoiceField(choices=Release.Origin.choices, read_only=True,
                               help_text="exported here, or imported from a release folder")
 
     class Meta:
         model = Release
         fields = ["id", "name", "version", "description", "license", "splits", "parent", "parent_ref", "origin",
-                  "media_included", "path", "manifest_sha256", "counts", "changes", "sealed_at", "created_by",
-                  "created_at"]
+                  "media_included", "path", "manifest_sha256", "counts", "changes", "unfinished_audits", "sealed_at",
+                  "created_by", "created_at"]
 
 
 class ReleaseDetailOutputSerializer(ReleaseOutputSerializer):
@@ -226,6 +243,8 @@ class ReleaseDetailOutputSerializer(ReleaseOutputSerializer):
 
 class ReleaseListApi(APIView):
     permission_classes = [ManagerWritesStaffReads]
+    pagination_class = Page
+
 
     class FilterSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, max_length=100)
@@ -241,6 +260,9 @@ class ReleaseListApi(APIView):
         license = serializers.CharField(required=False, default=DEFAULT_LICENSE, max_length=200)
         include_media = serializers.BooleanField(required=False, default=False,
                                                  help_text="copy the video files into the release")
+        publish_anyway = serializers.BooleanField(required=False, default=False,
+                                                  help_text="publish although an audit of a released split is "
+                                                            "unfinished (the release records those audits)")
 
     @extend_schema(parameters=[FilterSerializer], responses=ReleaseOutputSerializer(many=True),
                    summary="Published releases (immutable)")
@@ -250,12 +272,43 @@ class ReleaseListApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={201: ReleaseOutputSerializer, 400: ERROR, 409: ERROR},
                    summary="Publish an immutable, versioned release of splits (409 incomplete_split with the missing "
-                           "relations of a dev/test split; 409 release_exists for a published version)")
+                           "relations of a dev/test split; 409 audit_unfinished without publish_anyway; 409 "
+                           "release_exists for a published version)")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         release = release_create(created_by=request.user, **data.validated_data)
         return Response(ReleaseOutputSerializer(release).data, status=status.HTTP_201_CREATED)
+
+
+class ReleasePreflightApi(APIView):
+    permission_classes = [IsManager]
+
+    class FilterSerializer(serializers.Serializer):
+        splits = serializers.MultipleChoiceField(choices=SPLITS, help_text="repeat the parameter: splits=dev&splits=test")
+        name = serializers.CharField(required=False, max_length=100, help_text="the release's name (for its parent)")
+
+    class OutputSerializer(serializers.Serializer):
+        splits = serializers.ListField(child=serializers.CharField())
+        videos = serializers.IntegerField(help_text="benchmark videos the release would hold")
+        incomplete = serializers.DictField(child=serializers.DictField(),
+                                           help_text="{split: completeness report} of dev/test splits that miss "
+                                                     "relations (publishing is refused)")
+        unfinished_audits = serializers.ListField(child=UnfinishedAuditSerializer(),
+                                                  help_text="audits with unjudged samples (publish anyway, recorded)")
+        parent = serializers.DictField(allow_null=True, help_text="{id, name, version} of the latest release of name")
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: OutputSerializer, 400: ERROR},
+                   summary="What publishing these splits would meet (nothing is written): missing relations, "
+                           "unfinished audits, the parent")
+    def get(self, request):
+        f = self.FilterSerializer(data={"splits": request.query_params.getlist("splits"),
+                                        **({"name": request.query_params["name"]} if "name" in request.query_params
+                                           else {})})
+        f.is_valid(raise_exception=True)
+        out = release_preflight(splits=sorted(f.validated_data["splits"], key=SPLITS.index),
+                                name=f.validated_data.get("name"))
+        return Response(self.OutputSerializer(out).data)
 
 
 class ReleaseDetailApi(APIView):
@@ -270,7 +323,10 @@ class ReleaseDetailApi(APIView):
 
 
 class ReleaseDiffApi(APIView):
-    permission_classes = [IsStaffMember]
+    """Managers and auditors only: a diff lists published labels, which a reviewer seated on a
+    revision of a published query may not read (``annotation.curation.stages.seated_blind``)."""
+
+    permission_classes = [IsManagerOrAuditor]
 
     class FilterSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=0, max_value=MAX_DIFF_RECORDS, default=100,
@@ -301,7 +357,35 @@ class ReleaseVerifyApi(APIView):
         ok = serializers.BooleanField()
         problems = serializers.ListField(child=serializers.CharField())
 
-    @extend_schema(responses=OutputSerializer, summary="Check the release's folder against its published checksums")
+    @extend_schema(responses={200: OutputSerializer, 404: ERROR},
+                   summary="Check the release's folder against its published checksums")
     def get(self, request, release_id: int):
         problems = release_verify(release=selectors.release_get(release_id=release_id))
         return Response(self.OutputSerializer({"ok": not problems, "problems": problems}).data)
+
+
+class ReleaseDownloadApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses={(200, "application/x-tar"): OpenApiTypes.BINARY, 404: ERROR, 409: ERROR},
+                   summary="The release as one .tar (streamed): every file under <name>-<version>/, SHA256SUMS "
+                           "among them; 409 release_tampered when a file on disk is missing or resized")
+    def get(self, request, release_id: int):
+        archive = release_archive(release=selectors.release_get(release_id=release_id))
+        response = StreamingHttpResponse(archive.chunks, content_type="application/x-tar")
+        response["Content-Length"] = str(archive.length)
+        response["Content-Disposition"] = f'attachment; filename="{archive.filename}"'
+        response["X-Manifest-SHA256"] = archive.manifest_sha256
+        return response
+
+
+class ReleaseChecksumsApi(APIView):
+    permission_classes = [IsStaffMember]
+
+    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR, 404: ERROR, 409: ERROR},
+                   summary="The release's SHA256SUMS (its SHA-256 is the release's manifest_sha256)")
+    def get(self, request, release_id: int):
+        release = selectors.release_get(release_id=release_id)
+        response = HttpResponse(release_checksums(release=release), content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{release.name}-{release.version}.SHA256SUMS"'
+        return response

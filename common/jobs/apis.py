@@ -1,7 +1,7 @@
 """The job endpoints: list and read jobs; cancel or retry the run of a job, whatever its kind."""
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,18 +9,41 @@ from rest_framework.views import APIView
 from accounts.roles import IsManager, IsStaffMember
 from common.errors import ConflictError
 from common.jobs.runs import job_run, run_cancel, run_retry
-from common.jobs.selectors import job_list
+from common.jobs.selectors import job_list, job_runs
 from common.models import Job
-from common.pagination import paginate
+from common.pagination import Page, paginate
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 
 
+class JobRunRefSerializer(serializers.Serializer):
+    """The run whose current job this is: what a cancel or a retry acts on."""
+
+    kind = serializers.CharField(help_text="the run's model, e.g. proposalrun, trainingrun, miningrun")
+    id = serializers.IntegerField()
+    status = serializers.CharField(help_text="queued, running, succeeded, failed or cancelled")
+    cancel_requested = serializers.BooleanField()
+
+
 class JobOutputSerializer(serializers.ModelSerializer):
+    queue_position = serializers.IntegerField(
+        allow_null=True, read_only=True, default=None,
+        help_text="queued: 1 + the queued jobs of its queue ahead of it; otherwise null")
+    run = serializers.SerializerMethodField(help_text="the run behind the job (cancel and retry act on it); null for "
+                                                      "a job without one, such as a video import")
+
     class Meta:
         model = Job
         fields = ["id", "kind", "status", "progress", "message", "log_tail", "error", "params", "result",
-                  "queue", "attempts", "worker", "created_at", "started_at", "finished_at", "updated_at"]
+                  "queue", "queue_position", "attempts", "worker", "run", "created_at", "started_at", "finished_at",
+                  "updated_at"]
+
+    @extend_schema_field(JobRunRefSerializer(allow_null=True))
+    def get_run(self, job: Job) -> dict | None:
+        runs = self.context.get("runs")
+        if runs is None:
+            runs = job_runs(jobs=[job])
+        return runs.get(job.pk)
 
 
 class JobSummaryOutputSerializer(serializers.ModelSerializer):
@@ -50,6 +73,7 @@ def _run_data(run) -> dict:
 
 class JobListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
 
     @extend_schema(
         parameters=[OpenApiParameter("kind", str), OpenApiParameter("status", str)],
@@ -57,7 +81,10 @@ class JobListApi(APIView):
     )
     def get(self, request):
         qs = job_list(user=request.user, kind=request.query_params.get("kind"), status=request.query_params.get("status"))
-        return paginate(qs, JobOutputSerializer, request, self)
+        def page_of(jobs, many):
+            return JobOutputSerializer(jobs, many=many, context={"runs": job_runs(jobs=jobs)})
+
+        return paginate(qs, page_of, request, self)
 
 
 class JobDetailApi(APIView):

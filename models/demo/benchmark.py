@@ -56,6 +56,7 @@ from models.training.snapshot import (
     SnapshotVideo,
 )
 from models.vocabulary import COLOURS, DIRECTION_PHRASES
+from models.wording import with_article
 
 SPLITS = ("train", "dev", "test")
 WALK_DIRECTIONS = ("left", "right", "towards", "away")
@@ -183,7 +184,7 @@ def _cite(facts: list[Fact], name: str, value: str) -> Predicate | None:
 
 def _a(phrase: str) -> str:
     """``phrase`` with its indefinite article ("a red", "an orange")."""
-    return ("an " if phrase[:1] in "aeiou" else "a ") + phrase
+    return with_article(phrase)
 
 
 def query_templates(person: PersonTruth, facts: list[Fact], variant: int) -> list[tuple[str, list[Predicate]]]:

@@ -178,7 +178,8 @@ def var_dir(settings, tmp_path):
 def reviewed_pair(query: Query, trajectory_id: int, label: int) -> CrossPair:
     """A mined easy negative that pair review has settled."""
     pair = CrossPair.objects.create(query=query, trajectory_id=trajectory_id, stratum="easy_negative",
-                                    strata=["easy_negative"], provenance=[{"stratum": "easy_negative"}],
+                                    strata=["easy_negative"],
+                                    provenance=[{"stratum": "easy_negative", "encoder": "minilm"}],
                                     similarity=0.1, review="done")
     Relation.objects.create(query=query, trajectory_id=trajectory_id, label=label, source="human",
                             stratum="easy_negative")

@@ -194,7 +194,8 @@ def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotat
     row2 = seat2["target"]["relation_row"]
     assert row2["review_round"] == 2 and row2["rate_query"] is False
     assert [c["trajectory"] for c in row2["candidates"]] == [t4]
-    assert set(row2) == {"query", "text", "predicates", "pool", "review_round", "rate_query", "candidates"}
+    assert set(row2) == {"query", "text", "predicates", "pool", "review_round", "rate_query", "candidates",
+                         "unresolved_identity"}                  # the pool's flags tell nothing of the first review
     assert set(row2["candidates"][0]) == {"trajectory", "prelabel"} and seat2["my_vote"] is None
     # t4's pre-label was ⊥, so showing it would tell that the first reviewer said ⊥ too
     assert row2["candidates"][0]["prelabel"] is None
@@ -451,7 +452,8 @@ def test_pseudo_label_rules_are_declared_calibrated_and_applied(world, reviewabl
     approve(propose_description(pool_c, c0, "red", panel=1), annotators)
     approve(propose_description(pool_d, d0, "blue", panel=1), annotators)
     unreviewed = CrossPair.objects.create(query=propose_query(pool_c, c0, "red"), trajectory_id=d0,
-                                          stratum="easy_negative", strata=["easy_negative"], provenance=[],
+                                          stratum="easy_negative", strata=["easy_negative"],
+                                          provenance=[{"stratum": "easy_negative", "encoder": "minilm"}],
                                           similarity=0.05, review="not_sampled")
     rule = {"name": "low similarity, colour contradicted", "s_max": 0.3, "encoder": "minilm"}
     annotator_post = client_for(annotators[0]).post("/api/pseudo-rules/", {"rule": rule, "declared_bound": 0.5},

@@ -199,7 +199,8 @@ def test_pseudo_label_gate_calibrates_on_dev_and_labels_train_only(db, media_roo
     assert CrossPair.objects.filter(review="not_sampled").exists()
 
     every_stratum = ["potential_match", "hard_negative", "easy_negative", "random"]
-    rule_row = pseudo_rule_declare(rule={"name": "contradicted colour", "s_max": 1.0, "encoder": "any",
+    encoder = CrossPair.objects.first().provenance[0]["encoder"]   # the similarity the rule reads
+    rule_row = pseudo_rule_declare(rule={"name": "contradicted colour", "s_max": 1.0, "encoder": encoder,
                                          "strata": every_stratum}, declared_bound=0.6, created_by=manager)
     # applying before calibration is refused
     with pytest.raises(ConflictError) as refused:
@@ -230,12 +231,14 @@ def test_a_rule_with_a_strict_bound_and_few_pairs_is_not_calibrated(db, media_ro
         pseudo_rule_calibrate,
         pseudo_rule_declare,
     )
+    from annotation.models import CrossPair
 
     settings.VAR_DIR = tmp_path / "var"
     manager = make_user("manager", username="boss")
     _verified_pools(tmp_path, media_root, manager, ["dev", "dev"])
     mining_run_execute(run=mining_run_create(split="dev", queue=False))
-    rule_row = pseudo_rule_declare(rule={"name": "strict", "s_max": 0.3, "encoder": "any"}, declared_bound=0.01)
+    encoder = CrossPair.objects.first().provenance[0]["encoder"]
+    rule_row = pseudo_rule_declare(rule={"name": "strict", "s_max": 0.3, "encoder": encoder}, declared_bound=0.01)
     with pytest.raises(ConflictError) as refused:
         pseudo_rule_calibrate(rule_row=rule_row)
     assert refused.value.code == "audit_too_small"

@@ -305,8 +305,10 @@ def test_a_new_version_records_its_parent_and_what_changed(db, built, client_for
     Relation.objects.filter(pk=relation.pk).update(label=1)
     audit_create(split="test", n_random=2, n_difficult=0, seed=5, kinds=["query"], created_by=manager)
     client = client_for(manager)
-    response = client.post("/api/releases/", {"name": "demo", "version": "1.1.0", "splits": ["dev", "test"]},
-                           format="json")
+    body = {"name": "demo", "version": "1.1.0", "splits": ["dev", "test"]}
+    refused = client.post("/api/releases/", body, format="json")       # the new audit is unjudged
+    assert refused.status_code == 409 and refused.json()["code"] == "audit_unfinished"
+    response = client.post("/api/releases/", body | {"publish_anyway": True}, format="json")
     assert response.status_code == 201, response.content
     new = response.json()
     assert new["parent"] == release.pk and new["parent_ref"]["manifest_sha256"] == release.manifest_sha256

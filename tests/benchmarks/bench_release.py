@@ -102,8 +102,8 @@ def build_records() -> dict:
                            "software", "config_hash", "created_at"],
           [(BASE, "bench", 1, "hog-bytetrack", "", "", "", '["person"]', "{}", "{}", "{}", "{}", "b" * 64, NOW)])
     _copy(ProposalRun, ["id", "video_id", "config_id", "status", "trajectory_count", "duplicate_count", "error",
-                        "stats", "cancel_requested", "retries", "created_at", "finished_at"],
-          ((BASE + v, BASE + v, BASE, "succeeded", T, 0, "", "{}", False, 0, NOW, NOW) for v in range(V)))
+                        "stats", "cancel_requested", "retries", "kind", "created_at", "finished_at"],
+          ((BASE + v, BASE + v, BASE, "succeeded", T, 0, "", "{}", False, 0, "tracked", NOW, NOW) for v in range(V)))
 
     def tracks():
         for v in range(V):

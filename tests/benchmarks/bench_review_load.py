@@ -49,6 +49,7 @@ from accounts.services import token_for, user_create
 from annotation.curation.services.items import work_items_create_for_run
 from annotation.models import Assignment, Vote, WorkItem
 from annotation.rules import decide
+from tests.benchmarks.round_trips import phase_figures, round_trip_client
 from tests.processes import database_url_for_subprocess, stop_process_group
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories.services.proposals import trajectories_store
@@ -209,7 +210,7 @@ def gunicorn_start(port: int, tmp_path: Path, media_root: Path) -> subprocess.Po
                     "(pip install -c requirements/constraints.txt gunicorn)")
     env = dict(os.environ, DATABASE_URL=database_url_for_subprocess(), DJANGO_SECRET_KEY=os.environ.get("DJANGO_SECRET_KEY") or "bench",
                MEDIA_ROOT=str(media_root), TRAJLAB_VAR_DIR=str(tmp_path / "server-var"), DATABASE_CONN_MAX_AGE="60",
-               TRAJLAB_LOG_LEVEL="WARNING", DJANGO_DEBUG="0")
+               TRAJLAB_LOG_LEVEL="WARNING", DJANGO_DEBUG="0", TRAJLAB_SERVER_TIMING="1")
     log = open(tmp_path / "gunicorn.log", "wb")
     proc = subprocess.Popen(
         [str(executable), "config.wsgi", "-w", str(WORKERS), "--threads", str(THREADS), "-b", f"127.0.0.1:{port}",
@@ -411,3 +412,99 @@ def _print_table(r: dict) -> None:
           f"mismatched {c['mismatched']}, double-counted {c['double_counted']}, request ids reused "
           f"{c['request_ids_reused']}, overfull panels {c['overfull_panels']}, wrong state {c['wrong_state']}; "
           f"items {c['item_states']}")
+
+
+# -- one round trip against two: a vote that answers with the next item ----------------------------
+# (phase, clients, pause between items in seconds or None, votes per client, seconds), quick size;
+# the full size runs the paced and saturated phases four times as long.
+ROUND_TRIP_PHASES = [
+    ("2 clients", 2, None, 150, 60.0),
+    ("30 clients, 2-5 s pauses", 30, (2.0, 5.0), 10_000, 80.0 if FULL else 20.0),
+    ("saturation, 30 clients", 30, None, 10_000, 40.0 if FULL else 10.0),
+]
+BUDGET_MS = {"2 clients": (10.0, 25.0), "30 clients, 2-5 s pauses": (None, 50.0)}  # server p50, p95
+
+
+def test_vote_with_next_against_vote_then_claim(settings, media_root, tmp_path):
+    """The same phases for both paths, interleaved (two, then one, per phase) on one server:
+    today's vote then claim (two requests per item) and the vote that answers with the next
+    item (one). Reports per request kind the server time and query count (from the server's
+    own headers), the client's time from sending a vote to holding the next item, and votes per
+    second; then checks from the database that no acknowledged vote is lost or counted twice."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    n_items = review_items(4000 if FULL else 1200)
+    port = free_port()
+    server = gunicorn_start(port, tmp_path, media_root)
+    ctx = multiprocessing.get_context("fork")
+    report: dict = {"size": "full" if FULL else "quick", "items": n_items, "cpu_count": os.cpu_count(),
+                    "server": {"workers": WORKERS, "threads": THREADS, "database": connection.vendor}, "phases": {}}
+    all_results, usernames = [], set()
+    try:
+        for name, n_clients, pause, max_votes, seconds in ROUND_TRIP_PHASES:
+            for mode in ("two", "one"):
+                users = [user_create(username=f"rt-{mode}-{len(usernames) + i}", password="load-test-pw",
+                                     roles=["annotator"]) for i in range(n_clients)]
+                usernames |= {u.username for u in users}
+                tokens = [token_for(user=u) for u in users]
+                connections.close_all()
+                go, results_queue = ctx.Event(), ctx.Queue()
+                processes = [ctx.Process(target=round_trip_client, daemon=True, args=(
+                    i, port, tokens[i], users[i].username, mode, max_votes, pause, seconds, go, results_queue))
+                    for i in range(n_clients)]
+                for p in processes:
+                    p.start()
+                go.set()
+                results = []
+                for _ in processes:
+                    try:
+                        results.append(results_queue.get(timeout=seconds + 120))
+                    except queue.Empty:
+                        break
+                for p in processes:
+                    p.join(timeout=10)
+                    if p.is_alive():
+                        p.kill()
+                assert len(results) == n_clients, f"{name}, {mode}: {n_clients - len(results)} client(s) never reported"
+                all_results.extend(results)
+                report["phases"].setdefault(name, {})[mode] = phase_figures(results)
+    finally:
+        gunicorn_stop(server)
+    checks = database_checks(all_results, usernames)
+    report["checks"] = checks
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    (BENCH_DIR / "review_round_trips.json").write_text(json.dumps(report, indent=2) + "\n")
+    _print_round_trips(report)
+
+    unexpected = [u for r in all_results for u in r["unexpected"]]
+    assert not unexpected, unexpected[:10]
+    for key in ("lost", "unacknowledged", "mismatched", "double_counted", "request_ids_reused", "overfull_panels",
+                "wrong_state"):
+        assert checks[key] == 0, (key, checks)
+    for name, modes in report["phases"].items():
+        assert modes["one"]["votes"] > 0 and modes["two"]["votes"] > 0, (name, modes)
+        assert modes["one"]["no_work"] == 0 and modes["two"]["no_work"] == 0, f"{name}: the items ran out"
+
+
+def _print_round_trips(r: dict) -> None:
+    print(f"\nvote with next item (one request) against vote then claim (two), {r['size']} size, "
+          f"{r['cpu_count']} CPUs, gunicorn {r['server']['workers']}x{r['server']['threads']} on "
+          f"{r['server']['database']}")
+    print(f"{'phase':<28}{'path':<6}{'request':<11}{'n':>6}{'server p50':>11}{'p95 ms':>8}{'queries':>8}"
+          f"{'vote->next p50':>15}{'p95 ms':>8}{'votes/s':>9}")
+    for name, modes in r["phases"].items():
+        budget = BUDGET_MS.get(name)
+        for mode in ("two", "one"):
+            f = modes[mode]
+            step = f["vote_to_next_item_ms"]
+            for kind, q in f["requests"].items():
+                s = q["server_ms"]
+                print(f"{name:<28}{mode:<6}{kind:<11}{s['n']:>6}{s['p50'] or 0:>11.1f}{s['p95'] or 0:>8.1f}"
+                      f"{q['queries']['max'] or 0:>8}{step['p50'] or 0:>15.1f}{step['p95'] or 0:>8.1f}"
+                      f"{f['votes_per_s'] or 0:>9.1f}")
+        if budget:
+            s = modes["one"]["requests"].get("vote+next", {}).get("server_ms", {})
+            print(f"  budget for one request (server p50 < {budget[0]} ms, p95 < {budget[1]} ms): "
+                  f"p50 {s.get('p50')} ms, p95 {s.get('p95')} ms")
+    c = r["checks"]
+    print(f"database: {c['rows']:,} votes; lost {c['lost']}, double-counted {c['double_counted']}, "
+          f"overfull panels {c['overfull_panels']}, wrong state {c['wrong_state']}")

@@ -71,7 +71,10 @@ def test_an_auditor_checks_records_blind(open_page, people, relation_rows, shot)
     body = page.inner_text("main").lower()
     assert not [word for word in HIDDEN if word in body], "the auditor sees only the record as accepted"
     shot(page, "17-audit-record")
+    expect(panel.locator(".counter")).to_have_text(f"Record 1 of {n}")
     page.keyboard.press("2")  # error
+    page.keyboard.press("Control+Enter")  # no error type yet: the status line says what is missing
+    expect(panel.get_by_role("status").filter(has_text="Choose the error type")).to_be_visible()
     page.keyboard.press("Shift+1")  # its first error type
     expect(page.get_by_role("radio", name="2 Error")).to_have_attribute("aria-checked", "true")
     page.keyboard.press("Control+Enter")
@@ -82,6 +85,9 @@ def test_an_auditor_checks_records_blind(open_page, people, relation_rows, shot)
     # The next record comes by itself; 1 then Ctrl+Enter records it correct.
     second = samples.order_by("position")[1]
     expect(panel).to_contain_text(f"Sample {second.pk}")
+    # the next record starts with its own status line (nothing about the last one) and its number
+    expect(panel.locator(".counter")).to_have_text(f"Record 2 of {n}")
+    expect(panel.get_by_role("status").filter(has_text="Choose the error type")).to_have_count(0)
     page.keyboard.press("1")
     page.keyboard.press("Control+Enter")
     expect(page.get_by_role("status").filter(has_text="Recorded correct")).to_be_visible()

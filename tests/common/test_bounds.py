@@ -107,8 +107,8 @@ def test_a_body_over_the_limit_is_a_json_413(settings, manager):
     client.force_login(manager)
     payload = json.dumps({"split": "dev", "pad": "x" * 5000})
     assert_error(client.post("/api/audits/", payload, content_type="application/json"), 413, "too_large")
-    form = client.post("/api/audits/", {"split": "dev", "pad": "x" * 5000})
-    assert_error(form, 413, "too_large")
+    form = client.post("/api/audits/", {"split": "dev", "pad": "x" * 5000})   # a JSON endpoint reads no forms
+    assert_error(form, 415, "unsupported_media_type")
     assert not Audit.objects.exists()
 
 

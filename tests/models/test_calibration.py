@@ -110,7 +110,7 @@ FACTS = {
     13: [fact("a", "upper_colour", "green", known=False)],                             # unknown: nothing
     14: [{"id": "a", "kind": "event", "name": "enters", "value": "from the right", "start_frame": 0, "end_frame": 9}],
 }
-COVERED = {14: (0, 50)}
+COVERED = {14: (0, 9)}   # the describer's 'enters' fact covers all of the observed interval
 #          query  traj  similarity  stratum
 PAIRS = [(1, 10, 0.05, "easy_negative"),
          (1, 11, 0.10, "easy_negative"),

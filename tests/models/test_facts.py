@@ -99,3 +99,37 @@ def test_predicate_support_and_labels():
     assert predicates_label([{"name": "upper_colour", "value": "red"}, {"name": "walks", "value": "right"}], FACTS) == 0
     assert predicates_label([{"name": "upper_colour", "value": "red"}, {"name": "enters", "value": "x"}], FACTS) == -1
     assert predicates_label([], FACTS) == -1
+
+
+def _f(fid, name, value, start, end, scope="interval"):
+    return Fact(**{**fact(fid, name, value, start, end), "scope": scope})
+
+
+def test_a_changing_or_multicoloured_attribute_is_no_mismatch():
+    changing = [_f("a", "upper_colour", "red", 0, 40), _f("b", "upper_colour", "blue", 40, 80)]
+    assert predicate_support({"name": "upper_colour", "value": "green"}, changing, covered=(0, 80)) == -1
+    assert predicate_support({"name": "upper_colour", "value": "blue"}, changing, covered=(0, 80)) == 1
+    striped = [_f("a", "upper_colour", "red and white", 0, 80, "whole")]
+    assert predicate_support({"name": "upper_colour", "value": "red"}, striped) == -1
+    assert predicate_support({"name": "upper_colour", "value": "green"}, striped, covered=(0, 80)) == -1
+    plain = [_f("a", "upper_colour", "white", 0, 80, "whole")]
+    assert predicate_support({"name": "upper_colour", "value": "red"}, plain) == 0
+
+
+def test_a_mismatch_needs_overlap_and_coverage_of_the_relevant_interval():
+    walks = [_f("w", "walks", "left", 10, 40)]
+    # observed walking left on [10, 40) only: walking right elsewhere is not refuted
+    assert predicate_support({"name": "walks", "value": "right"}, walks, covered=(0, 100)) == -1
+    assert predicate_support({"name": "walks", "value": "right"}, walks, covered=(10, 40)) == 0
+    # a predicate scoped to [50, 80) is not refuted by a value seen on [0, 40)
+    blue = [_f("c", "upper_colour", "blue", 0, 40)]
+    assert predicate_support({"name": "upper_colour", "value": "red"}, blue, covered=(0, 100), interval=(50, 80)) == -1
+    assert predicate_support({"name": "upper_colour", "value": "red"}, blue, covered=(0, 100), interval=(5, 30)) == 0
+    # an absent event: the describer's facts of that kind must cover the observed interval
+    crosses = [_f("x", "crosses", "the road", 0, 20)]
+    assert predicate_support({"name": "crosses", "value": "the square"}, crosses, covered=(0, 100)) == -1
+    full = [_f("x", "crosses", "the road", 0, 60), _f("y", "crosses", "the road", 60, 100)]
+    assert predicate_support({"name": "crosses", "value": "the square"}, full, covered=(0, 100)) == 0
+    # part of the predicate's interval was never observed
+    assert predicate_support({"name": "crosses", "value": "the square"}, full, covered=(0, 100), interval=(90, 120)) == -1
+    assert predicates_label([{"name": "walks", "value": "right"}], walks, covered=(0, 100)) == -1

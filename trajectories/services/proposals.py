@@ -92,7 +92,7 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
         raise ApplicationError("a configuration name of 1 to 100 characters is required", code="invalid_name")
     anchor_policy, detector_settings, tracker_settings = anchor_policy or {}, detector_settings or {}, tracker_settings or {}
     try:
-        categories = normalize_categories(categories)
+        categories = normalize_categories(categories, backend)
         resolved = resolve_tracker_settings(
             backend, categories=categories, checkpoint_path=checkpoint_path, model_config_path=model_config_path,
             anchor_policy=anchor_policy, detector_settings=detector_settings, tracker_settings=tracker_settings)

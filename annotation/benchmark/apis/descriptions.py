@@ -24,7 +24,7 @@ from annotation.models import (
     GenerationRun,
 )
 from common.jobs.apis import JobSummaryOutputSerializer
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import id_field, query_filters
 from common.schema import PlainChoiceField
 
@@ -56,6 +56,8 @@ class ModelRunInputSerializer(serializers.Serializer):
 
 
 class DescriptionRunListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class InputSerializer(ModelRunInputSerializer):
         pass
 
@@ -120,6 +122,8 @@ class DescriptionDetailOutputSerializer(DescriptionOutputSerializer):
 
 class DescriptionListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     class FilterSerializer(serializers.Serializer):
         pool = id_field(required=False)

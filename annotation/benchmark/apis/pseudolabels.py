@@ -20,7 +20,7 @@ from annotation.benchmark.services.pseudolabels import (
 from annotation.models import (
     PseudoLabelRule,
 )
-from common.pagination import paginate
+from common.pagination import Page, paginate
 
 
 # -- pseudo-label rules ------------------------------------------------------------------------------
@@ -32,6 +32,8 @@ class PseudoRuleOutputSerializer(serializers.ModelSerializer):
 
 
 class PseudoRuleListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class InputSerializer(serializers.Serializer):
         rule = serializers.DictField(help_text="models.curation.calibration.EasyNegativeRule: name, s_max, encoder, "
                                                "min_contradicted, strata, event_absence")
@@ -76,6 +78,8 @@ class PseudoRuleApplyApi(APIView):
     class OutputSerializer(serializers.Serializer):
         considered = serializers.IntegerField(help_text="unreviewed mined train pairs")
         labelled = serializers.IntegerField(help_text="new pseudo-negatives (training only)")
+        other_encoder = serializers.IntegerField(help_text="unreviewed train pairs left alone: their similarity "
+                                                           "comes from another encoder than the rule's")
         coverage = serializers.FloatField(required=False)
         calibration_coverage = serializers.FloatField(required=False)
         coverage_drift = serializers.FloatField(required=False)

@@ -28,13 +28,15 @@ from annotation.curation.stages.base import PredicateSerializer
 from annotation.models import (
     Query,
 )
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import id_field, query_filters
 from common.schema import PlainChoiceField
 
 
 # -- query-writer runs and queries -----------------------------------------------------------------
 class GenerationRunListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class InputSerializer(ModelRunInputSerializer):
         pass
 
@@ -64,13 +66,14 @@ class QueryOutputSerializer(BlindableOutputMixin, serializers.ModelSerializer):
     blind_record = "query"
     predicates = PredicateSerializer(many=True)
     status = PlainChoiceField(choices=Query.Status.choices, read_only=True)
+    ratings = serializers.JSONField(source="visible_ratings", allow_null=True, required=False,
+                                    help_text="the first reviewer's faithfulness and naturalness (not shown to "
+                                              "auditors; null while the reader sits on a row of the query's family)")
 
     class Meta:
         model = Query
         fields = ["id", "pool", "video", "target", "source_version", "run", "text", "predicates", "revision", "parent",
                   "status", "rejection_reason", "ratings", "created_by", "created_at"]
-        extra_kwargs = {"ratings": {"required": False, "help_text": "the first reviewer's faithfulness and "
-                                                                    "naturalness (not shown to auditors)"}}
 
 
 class RowEntryOutputSerializer(BlindableOutputMixin, serializers.Serializer):
@@ -95,19 +98,22 @@ class QueryDetailOutputSerializer(QueryOutputSerializer):
 
 class QueryListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     class FilterSerializer(serializers.Serializer):
         video = id_field(required=False)
         pool = id_field(required=False)
         status = serializers.ChoiceField(choices=Query.Status.choices, required=False)
         split = serializers.ChoiceField(choices=SPLITS, required=False)
+        q = serializers.CharField(required=False, max_length=200, help_text="words of the query's text")
 
     @extend_schema(parameters=[FilterSerializer], responses=QueryOutputSerializer(many=True),
                    summary="Queries with their predicates and status")
     def get(self, request):
         f = query_filters(self.FilterSerializer, request)
-        qs = selectors.query_list(video_id=f.get("video"), status=f.get("status"), split=f.get("split"),
-                                  pool_id=f.get("pool"))
+        qs = selectors.query_list(viewer=request.user, video_id=f.get("video"), status=f.get("status"), split=f.get("split"),
+                                  pool_id=f.get("pool"), text=f.get("q"))
         return paginate(qs, partial(QueryOutputSerializer, context=_reader(request)), request, self)
 
 
@@ -132,7 +138,9 @@ class QueryReviseApi(APIView):
     def post(self, request, query_id: int):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        revision = query_revise(query=selectors.query_get(query_id=query_id), revised_by=request.user, **data.validated_data)
+        revision = query_revise(query=selectors.query_get(query_id=query_id, viewer=request.user),
+                                revised_by=request.user, **data.validated_data)
+        revision = selectors.query_get(query_id=revision.pk, viewer=request.user)
         return Response(QueryOutputSerializer(revision).data, status=status.HTTP_201_CREATED)
 
 

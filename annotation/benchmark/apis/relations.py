@@ -29,7 +29,7 @@ from annotation.models import (
     Relation,
 )
 from common.jobs.apis import JobSummaryOutputSerializer
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import id_field, query_filters
 from common.schema import PlainChoiceField
 
@@ -50,6 +50,8 @@ class RelationOutputSerializer(BlindableOutputMixin, serializers.ModelSerializer
 
 class RelationListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     class FilterSerializer(serializers.Serializer):
         query = id_field(required=False)
@@ -58,6 +60,7 @@ class RelationListApi(APIView):
         stratum = serializers.CharField(required=False, max_length=24)
         pseudo = serializers.BooleanField(required=False, allow_null=True, default=None)
         split = serializers.ChoiceField(choices=SPLITS, required=False)
+        video = id_field(required=False, help_text="the query's or the trajectory's video")
 
     @extend_schema(parameters=[FilterSerializer],
                    responses={200: RelationOutputSerializer(many=True), 400: ERROR, 403: ERROR},
@@ -66,9 +69,10 @@ class RelationListApi(APIView):
     def get(self, request):
         f = query_filters(self.FilterSerializer, request)
         selectors.hidden_filters_refuse(viewer=request.user, record="relation", filters=f)
-        qs = selectors.relation_list(query_id=f.get("query"), trajectory_id=f.get("trajectory"),
+        qs = selectors.relation_list(viewer=request.user, query_id=f.get("query"),
+                                     trajectory_id=f.get("trajectory"),
                                      label=f.get("label"), stratum=f.get("stratum"), pseudo=f.get("pseudo"),
-                                     split=f.get("split"))
+                                     split=f.get("split"), video_id=f.get("video"))
         return paginate(qs, partial(RelationOutputSerializer, context=_reader(request)), request, self)
 
 
@@ -82,6 +86,8 @@ class MiningRunOutputSerializer(serializers.ModelSerializer):
 
 
 class MiningRunListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class InputSerializer(serializers.Serializer):
         split = PlainChoiceField(choices=SPLITS)
         config = serializers.DictField(required=False, allow_null=True,
@@ -130,6 +136,8 @@ class CrossPairOutputSerializer(BlindableOutputMixin, serializers.ModelSerialize
 
 class CrossPairListApi(APIView):
     permission_classes = [IsStaffMember]
+    pagination_class = Page
+
 
     class FilterSerializer(serializers.Serializer):
         query = id_field(required=False)
@@ -145,7 +153,8 @@ class CrossPairListApi(APIView):
     def get(self, request):
         f = query_filters(self.FilterSerializer, request)
         selectors.hidden_filters_refuse(viewer=request.user, record="cross_pair", filters=f)
-        qs = selectors.cross_pair_list(query_id=f.get("query"), stratum=f.get("stratum"), review=f.get("review"),
+        qs = selectors.cross_pair_list(viewer=request.user, query_id=f.get("query"), stratum=f.get("stratum"),
+                                       review=f.get("review"),
                                        trajectory_id=f.get("trajectory"))
         return paginate(qs, partial(CrossPairOutputSerializer, context=_reader(request)), request, self)
 

@@ -19,7 +19,7 @@ from annotation.benchmark.services.snapshots import relation_snapshot_create
 from annotation.models import (
     RelationSnapshot,
 )
-from common.pagination import paginate
+from common.pagination import Page, paginate
 from common.params import query_filters
 from common.reach import RelativePathField
 from common.schema import PlainChoiceField
@@ -42,6 +42,8 @@ class SnapshotDetailOutputSerializer(SnapshotOutputSerializer):
 
 
 class SnapshotListApi(ManagerWritesApi):
+    pagination_class = Page
+
     class FilterSerializer(serializers.Serializer):
         split = serializers.ChoiceField(choices=SPLITS, required=False)
 

@@ -9,6 +9,12 @@ hard negatives and random pairs to pair review, easy negatives to review in a se
 sample (``easy_review_rate``); the rest stay ``⊥`` (or become pseudo-labels through the gate in
 ``annotation.benchmark.services.pseudolabels``). Stratum and final label are stored apart.
 
+Targets: on the train split, mining serves the bidirectional loss ``L_bi``, whose rows and columns
+are the indexed positive records ``P``, so it targets only trajectories with an accepted source
+query (the target of an admitted query; E.3.2): a confirmed mismatch with any other trajectory
+would supply no comparison. Dev and test mine every benchmark trajectory (their galleries need
+every pair). ``source_query_only`` in the run's config overrides the split's default.
+
 Embeddings: the query text, and for each trajectory the text of its approved description
 (appearance and motion; the model's proposal when none is approved, "a person" when there is no
 description at all), both through the same frozen sentence encoder (the packaged MiniLM by
@@ -70,6 +76,9 @@ def mining_run_create(*, split: str, config: dict | None = None, writer: dict | 
     if not isinstance(rate, int | float) or not 0 <= rate <= 1:
         raise ApplicationError("easy_review_rate must be between 0 and 1", code="invalid_config")
     text_encoder = config.pop("text_encoder", None)
+    source_query_only = config.pop("source_query_only", split == "train")
+    if not isinstance(source_query_only, bool):
+        raise ApplicationError("source_query_only must be true or false", code="invalid_config")
     try:
         mining = MiningConfig.from_dict({**config, "encoders": ["text"], "weights": [1.0]})
     except (TypeError, ValueError) as exc:
@@ -79,6 +88,7 @@ def mining_run_create(*, split: str, config: dict | None = None, writer: dict | 
         job = job_create(kind="mining_run", params={"split": split}, created_by=created_by)
         run = MiningRun.objects.create(split=split, job=job, created_by=created_by,
                                        config={"mining": mining.to_dict(), "easy_review_rate": rate,
+                                               "source_query_only": source_query_only,
                                                "text_encoder": text_encoder or {}, "writer": writer or {}})
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
@@ -107,6 +117,12 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
     """Mine, record and route the pairs of ``run``; idempotent (pairs and items are unique)."""
 
     queries, members = split_members(run.split)
+    targets_note = {}
+    if run.config.get("source_query_only", run.split == "train"):   # L_bi: only records of P (E.3.2)
+        targets = {q.target_id for q in queries}
+        targets_note = {"targets": "trajectories with an accepted source query",
+                        "members_without_source_query": sum(m.trajectory_id not in targets for m in members)}
+        members = [m for m in members if m.trajectory_id in targets]
     if not queries or not members:
         run.log = {"note": "no admitted queries or benchmark trajectories in this split"}
         run.save(update_fields=["log"])
@@ -169,7 +185,7 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
                 counts["not_sampled"] += 1
         if reporter is not None and i % 50 == 0:
             reporter(0.2 + 0.8 * (i + 1) / len(result), f"recorded {i + 1}/{len(result)} pairs")
-    run.log = {**result.log, "counts": counts, "strata_definition": config.strata_definition(),
+    run.log = {**result.log, **targets_note, "counts": counts, "strata_definition": config.strata_definition(),
                "config": config.to_dict(), "easy_review_rate": rate}
     run.save(update_fields=["log"])
     return counts

@@ -10,6 +10,11 @@
 3. ``pseudo_labels_apply``: an accepted rule labels the train split's mined pairs that nobody
    reviewed as ``0``, tagged ``pseudo`` with the rule and the contradicted predicates as evidence.
    They are training signal only: dev and test snapshots leave them out.
+
+A rule reads only pairs whose stored similarity was produced by the rule's ``encoder``: the encoder
+the mining run that stored the pair recorded in its first provenance row
+(:func:`similarity_encoder`). Pairs of another encoder, or with none recorded, are neither
+audited nor labelled (a threshold on one encoder's similarity means nothing on another's).
 """
 from __future__ import annotations
 
@@ -63,6 +68,19 @@ def _facts(trajectory_ids) -> dict[int, list]:
     return out
 
 
+def similarity_encoder(pair: CrossPair) -> str:
+    """The encoder of the pair's stored similarity: the first provenance row's (the mining run that
+    stored the pair); "" when none is recorded."""
+    first = pair.provenance[0] if pair.provenance and isinstance(pair.provenance[0], dict) else {}
+    return str(first.get("encoder") or "")
+
+
+def _same_encoder(rule: EasyNegativeRule, pairs) -> tuple[list, int]:
+    """The pairs whose similarity the rule's encoder produced, and how many others were left out."""
+    kept = [p for p in pairs if similarity_encoder(p) == rule.encoder]
+    return kept, len(pairs) - len(kept)
+
+
 def _columns(pairs):
     return dict(query_ids=np.array([p.query_id for p in pairs], np.int64),
                 trajectory_ids=np.array([p.trajectory_id for p in pairs], np.int64),
@@ -92,7 +110,7 @@ def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
             raise ConflictError(f"rule {rule_row.name!r} was calibrated on {rule_row.calibrated_at:%Y-%m-%d}; "
                                 "declare a new rule to calibrate again", code="rule_calibrated")
         rule = _frozen(rule_row)
-        pairs = _pairs_of("dev")
+        pairs, other_encoder = _same_encoder(rule, _pairs_of("dev"))
         columns = _columns(pairs) if pairs else None
         chosen = rule_select(rule, **columns) if pairs else np.zeros(0, bool)
         selected = [pairs[i] for i in np.flatnonzero(chosen)]
@@ -104,8 +122,10 @@ def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
             outcomes.append("correct" if label == 0 else "error" if label == 1 else "uncertain")
         needed = min_audit_size(rule_row.declared_bound)
         if len(outcomes) < needed:
-            raise ConflictError(f"the rule selects {len(outcomes)} dev pairs; a bound of {rule_row.declared_bound:g} "
-                                f"needs at least {needed} audited pairs", code="audit_too_small",
+            skipped = (f" ({other_encoder} dev pairs have a similarity of another encoder than the rule's "
+                       f"{rule.encoder!r} and were not read)") if other_encoder else ""
+            raise ConflictError(f"the rule selects {len(outcomes)} dev pairs{skipped}; a bound of "
+                                f"{rule_row.declared_bound:g} needs at least {needed} audited pairs", code="audit_too_small",
                                 extra={"selected": len(outcomes), "needed": needed})
         calibration = calibrate(rule, outcomes, rule_row.declared_bound, n_considered=len(pairs),
                                 n_selected=len(selected))
@@ -126,9 +146,10 @@ def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
 
     rule = _frozen(rule_row)
     calibration = Calibration.from_dict(rule_row.calibration)
-    pairs = [p for p in _pairs_of("train") if p.review == CrossPair.Review.NOT_SAMPLED]
+    pairs, other_encoder = _same_encoder(
+        rule, [p for p in _pairs_of("train") if p.review == CrossPair.Review.NOT_SAMPLED])
     if not pairs:
-        return {"considered": 0, "labelled": 0}
+        return {"considered": 0, "labelled": 0, "other_encoder": other_encoder}
     try:
         result = apply_rule(rule, calibration, **_columns(pairs))
     except ValueError as exc:
@@ -144,5 +165,6 @@ def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
             evidence={"contradicted": list(label.contradicted), "similarity": label.similarity,
                       "rule_sha256": label.rule_hash}) for label in fresh])
         labelled = Relation.objects.filter(rule=rule_row, pseudo=True).count() - before
-    return {"considered": result.n_considered, "labelled": labelled, "coverage": result.coverage,
+    return {"considered": result.n_considered, "labelled": labelled, "other_encoder": other_encoder,
+            "coverage": result.coverage,
             "calibration_coverage": result.calibration_coverage, "coverage_drift": result.coverage_drift}

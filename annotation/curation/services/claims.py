@@ -1,22 +1,29 @@
 """Claiming work: the next item for an annotator, under a lease, on a panel of distinct people."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
-from annotation.curation.selectors import active_assignment, seat_taken
+from annotation.curation.selectors import (
+    active_assignment,
+    not_claimable_by,
+    seat_taken,
+)
 from annotation.curation.services.items import review_policy_get
-from annotation.models import Assignment, WorkItem
+from annotation.models import Assignment, SeatEvent, WorkItem
 from common.errors import ApplicationError
 
 CANDIDATES_PER_TRY = 20  # candidate items tried per pass
 SCAN_PAGE = 200          # open items read per query while looking for free seats
 SCAN_LIMIT = 20_000      # open items looked at per claim before reporting no work
+MAX_REASON = 200         # characters of a skip's reason
 
 
 def _last_video_id(annotator) -> int | None:
@@ -28,11 +35,15 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
     """Claim a seat on the next open item for ``annotator``; ``None`` when there is no work.
 
     Items of the video the annotator worked on last come first (they keep their context), then
-    items in video order. An annotator never gets an item twice. Seats are numbered: the unique
+    items in video order. An annotator never gets an item they voted on, nor one they skipped in
+    the last ``SKIP_COOLDOWN`` (it does not come straight back); a seat whose lease lapsed
+    without a vote is free again for anyone, the person who let it lapse included, and its
+    taking back is recorded (``SeatEvent``). Seats are numbered: the unique
     (item, seat) constraint holds the panel size even when claims race, and a losing claim tries
     the next candidate. On PostgreSQL the candidate rows are read with ``FOR UPDATE SKIP LOCKED``
     so concurrent annotators do not queue behind each other; on SQLite, which serialises writes,
-    the constraint alone decides. Seats whose lease expired without a vote are given to others.
+    the constraint alone decides. The claimed seat carries ``upcoming``: the id of the item the
+    annotator would likely get next (for the client to fetch ahead; it is not reserved).
     """
     if not user_has_role(annotator, Role.ANNOTATOR):
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
@@ -49,46 +60,49 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
         # First pass: skip items another claim is holding (annotators spread over the queue).
         # Second pass: wait for those rows, so the last free seats are not reported as "no work".
         for skip_locked in (True, False):
-            for item_id in _free_candidates(annotator, stage):
+            candidates = _free_candidates(annotator, stage)
+            for item_id in candidates:
                 claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
                 if claimed is not None:
+                    claimed.upcoming = next(candidates, None)
                     return claimed
         return None
 
 
-def _free_candidates(annotator, stage: str | None):
-    """Open items with a free seat that the annotator never had, best first, up to
-    ``CANDIDATES_PER_TRY`` of them.
+def _free_candidates(annotator, stage: str | None) -> Iterator[int]:
+    """Open items with a free seat that the annotator may claim (``not_claimable_by``), best
+    first, up to ``CANDIDATES_PER_TRY`` of them, yielded as they are found.
 
-    Reads the queue in pages (the annotator's last video first, then video order) and counts the
-    taken seats of one page at a time, so a claim costs the same with ten open items or a
-    million.
+    Reads the queue in pages (the annotator's last video first, then video order), each page
+    with its items' taken seats in the same query, so a claim costs the same with ten open items
+    or a million; and lazily, so a claim that takes the first candidate reads no further.
     """
     now = timezone.now()
-    mine = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
-    queue = WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(Exists(mine))
+    taken = Subquery(Assignment.objects.filter(seat_taken(now), item=OuterRef("pk")).order_by()
+                     .values("item").annotate(n=Count("id")).values("n"))
+    queue = (WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(not_claimable_by(annotator, now))
+             .annotate(taken=Coalesce(taken, 0)))
     if stage:
         queue = queue.filter(stage=stage)
     last_video = _last_video_id(annotator)
     parts = [queue.filter(video_id=last_video).order_by("id")] if last_video is not None else []
     parts.append(queue.order_by("video_id", "id"))
-    found: list[int] = []
+    found = 0
     seen: set[int] = set()
     for part in parts:
         for start in range(0, SCAN_LIMIT, SCAN_PAGE):
-            rows = list(part.values_list("pk", "panel_size")[start:start + SCAN_PAGE])
-            page = [row for row in rows if row[0] not in seen]  # the last video's items come twice
-            taken = dict(Assignment.objects.filter(item_id__in=[pk for pk, _ in page]).filter(seat_taken(now))
-                         .values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
-            for pk, panel_size in page:
+            rows = list(part.values_list("pk", "panel_size", "taken")[start:start + SCAN_PAGE])
+            for pk, panel_size, n_taken in rows:
+                if pk in seen:  # the last video's items come twice
+                    continue
                 seen.add(pk)
-                if taken.get(pk, 0) < panel_size:
-                    found.append(pk)
-                    if len(found) >= CANDIDATES_PER_TRY:
-                        return found
+                if n_taken < panel_size:
+                    yield pk
+                    found += 1
+                    if found >= CANDIDATES_PER_TRY:
+                        return
             if len(rows) < SCAN_PAGE:
                 break
-    return found
 
 
 def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool) -> Assignment | None:
@@ -102,11 +116,14 @@ def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool
             if item is None:
                 return None  # decided meanwhile, or another claim holds its row
             seats = list(Assignment.objects.filter(item=item))
-            if any(a.annotator_id == annotator.pk for a in seats):
-                return None
-            # An expired seat without a vote goes back to the pool.
+            # An expired seat without a vote goes back to the pool (its holder may take it again).
             stale = [a for a in seats if a.completed_at is None and a.lease_expires_at <= now]
+            if any(a.annotator_id == annotator.pk for a in seats if a not in stale):
+                return None
             if stale:
+                SeatEvent.objects.bulk_create([SeatEvent(item=item, seat=a.seat, kind=SeatEvent.Kind.EXPIRED,
+                                                         holder_id=a.annotator_id, held_since=a.claimed_at)
+                                               for a in stale])
                 Assignment.objects.filter(pk__in=[a.pk for a in stale]).delete()
             taken = {a.seat for a in seats if a not in stale}
             free = [s for s in range(item.panel_size) if s not in taken]
@@ -118,11 +135,16 @@ def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool
         return None  # a concurrent claim took this seat (or this annotator claimed it twice)
 
 
-def assignment_release(*, assignment: Assignment) -> None:
-    """Give an unvoted seat on an open item back (the annotator skips the item). A voted seat, and
-    any seat of a closed item, stays: it is part of the item's record (409).
+def assignment_release(*, assignment: Assignment, reason: str = "") -> None:
+    """Give an unvoted seat on an open item back (the annotator skips the item, ``reason`` says
+    why; recorded as a ``SeatEvent``, and the item is not offered to them again for
+    ``SKIP_COOLDOWN``). A voted seat, and any seat of a closed item, stays: it is part of the
+    item's record (409).
 
     Locks the item row, so a decision cannot close the item between the check and the delete."""
+    reason = (reason or "").strip()
+    if len(reason) > MAX_REASON:
+        raise ApplicationError(f"a reason has at most {MAX_REASON} characters", code="invalid_reason")
     with transaction.atomic():
         item = WorkItem.objects.select_for_update().get(pk=assignment.item_id)
         seat = Assignment.objects.filter(pk=assignment.pk).first()
@@ -134,4 +156,6 @@ def assignment_release(*, assignment: Assignment) -> None:
         if item.state != WorkItem.State.OPEN:
             raise ApplicationError(f"this item is {item.state}; its seats are kept with its record",
                                    code="item_closed", status_code=409)
+        SeatEvent.objects.create(item=item, seat=seat.seat, kind=SeatEvent.Kind.SKIPPED, holder_id=seat.annotator_id,
+                                 held_since=seat.claimed_at, reason=reason)
         seat.delete()

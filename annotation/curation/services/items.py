@@ -23,6 +23,9 @@ def work_items_create_for_run(*, run: ProposalRun) -> dict[str, int]:
     if run.status != ProposalRun.Status.SUCCEEDED:
         raise ConflictError(f"proposal run {run.pk} is {run.status}; review starts once it has succeeded",
                             code="run_not_finished")
+    if run.source_verified or run.annotated_tubes:
+        raise ConflictError(f"proposal run {run.pk} is {'source-verified' if run.source_verified else 'annotated tubes'}"
+                            ": it has no usability or duplicate review", code="run_not_reviewed")
     policy = review_policy_get()
     common = {"video_id": run.video_id, "panel_size": policy.panel_size, "required_votes": policy.required_votes}
     trajectories = Trajectory.objects.filter(run=run).values_list("pk", flat=True)
@@ -41,6 +44,9 @@ def work_items_create_for_run(*, run: ProposalRun) -> dict[str, int]:
 
 def work_items_open_on_run_stored(sender, *, run: ProposalRun, **kwargs) -> None:
     """Receiver of ``trajectories.signals.proposal_run_stored``: open review of every stored run
-    when the policy says so (the default), inside the transaction that stores it."""
+    when the policy says so (the default), inside the transaction that stores it. Imported runs
+    that are source-verified or annotated tubes open no review (``trajectories.services.imports``)."""
+    if run.source_verified or run.annotated_tubes:
+        return
     if review_policy_get().open_review_automatically:
         work_items_create_for_run(run=run)

@@ -6,6 +6,7 @@ import hashlib
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.benchmark.services.queries import queries_mark_for_reverification
@@ -16,13 +17,24 @@ from common.errors import ConflictError
 from models.curation.consolidation import TrackObs, consolidate
 from trajectories.models import ProposalRun, Trajectory
 
+OPEN_ITEMS_NAMED = 50  # open items a refused freeze names (the counts cover all of them)
 
-def _undecided(run: ProposalRun) -> dict[str, int]:
-    open_states = [WorkItem.State.OPEN, WorkItem.State.ADJUDICATE]
-    usability = WorkItem.objects.filter(stage=WorkItem.Stage.USABILITY, trajectory__run=run, state__in=open_states)
-    identity = WorkItem.objects.filter(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run,
-                                       state__in=open_states)
-    return {"usability": usability.count(), "identity": identity.count()}
+
+def _undecided(run: ProposalRun) -> tuple[dict[str, int], list[dict]]:
+    """How many usability and duplicate items of ``run`` are open or in adjudication, and the
+    first ``OPEN_ITEMS_NAMED`` of them (id, stage, state), so a refusal can name them."""
+    rows = list(WorkItem.objects.filter(
+        Q(stage=WorkItem.Stage.USABILITY, trajectory__run=run)
+        | Q(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run),
+        state__in=[WorkItem.State.OPEN, WorkItem.State.ADJUDICATE]).order_by("id").values("id", "stage", "state"))
+    counts = {"usability": sum(r["stage"] == WorkItem.Stage.USABILITY for r in rows),
+              "identity": sum(r["stage"] == WorkItem.Stage.IDENTITY for r in rows)}
+    return counts, rows[:OPEN_ITEMS_NAMED]
+
+
+def _named(rows: list[dict], total: int) -> str:
+    names = ", ".join(f"#{r['id']} ({r['stage']}, {r['state']})" for r in rows)
+    return names + (f" and {total - len(rows)} more" if total > len(rows) else "")
 
 
 def _reopen_conflicts(conflicts, items_by_pair: dict[tuple[int, int], WorkItem]) -> list[list[int]]:
@@ -45,8 +57,9 @@ def _pool_hash(members: list[PoolMember]) -> str:
 def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> CandidatePool:
     """Freeze the candidate pool of ``run``'s video from its decided review items.
 
-    Preconditions: the run succeeded and every usability and identity item of it is decided or
-    unresolved. Retained trajectories are those decided ``usable``; duplicate groups come from
+    Preconditions: the run succeeded, holds no annotated tubes, and every usability and identity
+    item of it is decided or unresolved. Retained trajectories are those decided ``usable`` (every
+    trajectory of a source-verified import, which has no review items); duplicate groups come from
     confirmed ``same`` pairs among them, never joining a confirmed ``different`` pair. If such a
     conflict exists, the judgments on its cycle are reopened for adjudication and the freeze is
     refused (409 ``consolidation_conflict``). A video that already has a pool from another run gets
@@ -56,6 +69,9 @@ def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> Candid
     if run.status != ProposalRun.Status.SUCCEEDED:
         raise ConflictError(f"proposal run {run.pk} is {run.status}; only a finished run can be frozen",
                             code="run_not_finished")
+    if run.annotated_tubes:
+        raise ConflictError(f"proposal run {run.pk} holds annotated tubes: match proposals against them; "
+                            "freeze the proposals' run", code="tubes_not_a_pool")
     with transaction.atomic():
         latest = (CandidatePool.objects.select_for_update().filter(video_id=run.video_id)
                   .order_by("-version").first())
@@ -66,15 +82,20 @@ def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> Candid
                 f"video {run.video_id} already has frozen pool v{latest.version} (run {latest.run_id}); a new "
                 "version replaces it only to fix a tracking defect: say which in `reason`",
                 code="pool_exists", extra={"pool": latest.pk})
-        undecided = _undecided(run)
+        undecided, named = _undecided(run)
         if any(undecided.values()):
+            total = sum(undecided.values())
             raise ConflictError(
-                f"review of run {run.pk} is not finished: {undecided['usability']} usability and "
-                f"{undecided['identity']} duplicate items are still open or in adjudication",
-                code="review_unfinished", extra=undecided)
-        retained = list(Trajectory.objects.filter(
-            run=run, work_items__stage=WorkItem.Stage.USABILITY, work_items__state=WorkItem.State.DECIDED,
-            work_items__decision=USABLE).order_by("pk"))
+                f"review of run {run.pk} is not finished: {total} item{' is' if total == 1 else 's are'} still open "
+                f"or in adjudication ({undecided['usability']} usability, {undecided['identity']} duplicate): "
+                f"{_named(named, total)}",
+                code="review_unfinished", extra={**undecided, "open_items": named})
+        if run.source_verified:  # retained as the source gives them, the reason on its TrackImport
+            retained = list(Trajectory.objects.filter(run=run).order_by("pk"))
+        else:
+            retained = list(Trajectory.objects.filter(
+                run=run, work_items__stage=WorkItem.Stage.USABILITY, work_items__state=WorkItem.State.DECIDED,
+                work_items__decision=USABLE).order_by("pk"))
         kept_ids = {t.pk for t in retained}
         items = WorkItem.objects.filter(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run,
                                         state=WorkItem.State.DECIDED).select_related("duplicate")

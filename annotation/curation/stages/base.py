@@ -13,14 +13,18 @@ transaction with the item row locked (``annotation.curation.services.votes``):
   data that ``target_serializer`` writes out (blinding: ``second`` is set for the second reviewer
   of a widened item, :meth:`ReviewStage.second_reviewer`; ``suggestions`` is false for a blind
   reader and on audits; the stage leaves out what either may not see);
-- ``agreement_rows(votes)`` reads a vote queryset as agreement units and categories.
+- ``agreement_rows(votes)`` reads a vote queryset as agreement units and categories;
+- ``blinds(items)`` says what a person seated on open ``items`` of the stage may not read through
+  any endpoint until those items close (:class:`Blind`): the records that share the items' target
+  and predicates, whose pre-labels, proposals, votes and labels would tell what the item's other
+  reviewers said (:func:`seated_blind` in ``annotation.curation.stages`` asks every stage).
 
 The serializers of what several stages show (a query's predicates, a writer's proposal) are here
 too; the benchmark API reuses the predicate shape for the queries a manager writes.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +32,7 @@ from django.db.models import Case, FloatField, IntegerField, Q, QuerySet, Value,
 from django.db.models.functions import Cast, Coalesce
 from rest_framework import serializers
 
-from annotation.models import Vote, WorkItem
+from annotation.models import Query, Vote, WorkItem
 from annotation.rules import ADJUDICATE, PENDING, UNRESOLVED, decide
 from common.errors import ApplicationError
 from models.facts import ATTRIBUTES, EVENTS
@@ -51,6 +55,66 @@ class AgreementRows:
     category: np.ndarray         # int64: index into the stage's ``categories``
     is_adjudication: np.ndarray  # bool
     seconds: np.ndarray          # float64, nan where no time was recorded
+
+
+@dataclass(frozen=True)
+class Blind:
+    """What one person may not read while they sit on open review items: of the ``queries``,
+    their rows' labels, sources and evidence (pre-labels and reviews), their ratings and their
+    mined pairs' proposals and labels; of the ``pairs`` (query, trajectory), the relation and the
+    mined pair's proposal and label. Empty for a person without an open seat."""
+
+    queries: frozenset[int] = frozenset()
+    pairs: frozenset[tuple[int, int]] = frozenset()
+
+    def __or__(self, other: Blind) -> Blind:
+        return Blind(self.queries | other.queries, self.pairs | other.pairs)
+
+    def __bool__(self) -> bool:
+        return bool(self.queries or self.pairs)
+
+    def hides(self, query_id: int, trajectory_id: int | None = None) -> bool:
+        """Whether the query's records (with ``trajectory_id``: the pair's) are hidden."""
+        return query_id in self.queries or (trajectory_id is not None and (query_id, trajectory_id) in self.pairs)
+
+    def relation_filter(self, prefix: str = "") -> Q:
+        """The rows (``prefix`` reaches a query and a trajectory field) this blind hides, as a filter."""
+        hidden = Q(**{f"{prefix}query_id__in": sorted(self.queries)})
+        for query_id, trajectory_id in sorted(self.pairs):
+            hidden |= Q(**{f"{prefix}query_id": query_id, f"{prefix}trajectory_id": trajectory_id})
+        return hidden
+
+
+def predicate_key(predicates) -> tuple[tuple[str, str], ...]:
+    """What a query requires, without the facts it cites: its (name, value) pairs, sorted."""
+    return tuple(sorted((str(p.get("name")), str(p.get("value"))) for p in predicates or () if isinstance(p, dict)))
+
+
+def query_family(query_ids: Iterable[int]) -> frozenset[int]:
+    """The queries that share a target and predicates with any of ``query_ids``, themselves
+    included: their revisions and parents, and the queries of the same target with the same
+    predicates, closed under both (a sibling's revisions are family too)."""
+    ids = set(query_ids)
+    if not ids:
+        return frozenset()
+    rows = list(Query.objects.filter(target_id__in=Query.objects.filter(pk__in=ids).values("target_id"))
+                .values_list("pk", "parent_id", "target_id", "predicates"))
+    root = {pk: pk for pk, *_ in rows}
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    first_of_key: dict[tuple, int] = {}
+    for pk, parent_id, target_id, predicates in rows:
+        if parent_id in root:
+            root[find(pk)] = find(parent_id)
+        key = (target_id, predicate_key(predicates))
+        root[find(pk)] = find(first_of_key.setdefault(key, pk))
+    families = {find(pk) for pk in ids if pk in root}
+    return frozenset(pk for pk in root if find(pk) in families)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +141,7 @@ class ReviewStage:
     widened_panel: int | None = None         # seats after a dispute widens the panel
     not_adjudicated: tuple[str, ...] = ()    # labels an adjudicator may not give
     majority_rule: bool = False              # decided by ``annotation.rules.decide`` (bulk audit applies)
+    blinds: Callable[[QuerySet[WorkItem]], Blind] | None = None  # what its seated reviewers may not read
 
     def __post_init__(self) -> None:
         # A stage whose votes are labels counts agreement over them, one unit per item.

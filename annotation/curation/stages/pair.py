@@ -3,23 +3,30 @@
 A pair item starts with one reviewer; a vote ⊥ (``uncertain``) or one against the writer's binary
 proposal widens the panel to two for an independent second review, blind to the proposal (it
 would tell what the first reviewer said). ``annotation.rules.relation_final`` gives the final
-label; on dev and test an unresolved pair goes to an adjudicator (their galleries need every pair
-binary), and a pair left ⊥ even then takes its query out of the benchmark.
+label; two reviews that contradict each other go to an adjudicator on every split (E.3.2:
+disagreements prompt independent adjudication), and on dev and test so does any unresolved pair
+(their galleries need every pair binary); a dev/test pair left ⊥ even then takes its query out of
+the benchmark.
 
 Blinding: the proposal is shown neither to the second reviewer nor to an auditor; the mined-pair
 list hides it while the pair waits for its second review (``ReviewStage.awaiting_second_review``).
+A person seated on an open pair reads, through no endpoint, the proposal or the label of that pair
+or of the same trajectory's pairs with the query's family (its revisions, parents and the queries
+of the same target with the same predicates) until the item closes (:func:`blinds`).
 """
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from annotation.curation.stages.base import (
+    Blind,
     Label,
     ModelProposalSerializer,
     PredicateSerializer,
     ReviewStage,
     model_proposal,
     nothing_after_vote,
+    query_family,
 )
 from annotation.models import CrossPair, Query, Relation, Vote, WorkItem
 from annotation.rules import relation_disputed, relation_final
@@ -35,6 +42,8 @@ REASONS = (
     "the query is ambiguous",
 )
 PAIR_LABEL_VALUES = {MATCH: 1, MISMATCH: 0, UNCERTAIN: -1}
+# The words of the rejection of a dev/test query whose cross-video pair stays ⊥ (releases count them).
+BOTTOM_PAIR = "stayed unresolved after review and adjudication"
 
 
 def _check_pair(*, item: WorkItem, annotator, label: str, correction, payload, judgments) -> dict:
@@ -66,6 +75,11 @@ def _needs_binary(item: WorkItem) -> bool:
     return item.pair.query.video.split in ("dev", "test")
 
 
+def _reviews_contradict(reviews: list[int]) -> bool:
+    """Two reviews with opposite binary labels: a disagreement, adjudicated on every split."""
+    return len(reviews) >= 2 and {reviews[0], reviews[-1]} == {0, 1}
+
+
 def _pair_rule(item: WorkItem) -> tuple[str, str]:
     reviews, adjudications = _pair_votes(item)
     if not reviews:
@@ -79,7 +93,7 @@ def _pair_rule(item: WorkItem) -> tuple[str, str]:
     if len(reviews) < item.panel_size:
         return WorkItem.State.OPEN, ""
     final = _pair_final(item)
-    if final == -1 and not adjudications and _needs_binary(item):
+    if final == -1 and not adjudications and (_needs_binary(item) or _reviews_contradict(reviews)):
         return WorkItem.State.ADJUDICATE, ""
     if final == -1:
         return WorkItem.State.UNRESOLVED, ""
@@ -102,8 +116,8 @@ def _on_pair_closed(item: WorkItem) -> None:
     if final == -1 and _needs_binary(item):
         Query.objects.filter(pk=pair.query_id, status=Query.Status.ACCEPTED).update(
             status=Query.Status.REJECTED,
-            rejection_reason=f"its relation to trajectory {pair.trajectory_id} (another video) stayed unresolved "
-                             "after review and adjudication; dev/test galleries need it binary")
+            rejection_reason=f"its relation to trajectory {pair.trajectory_id} (another video) {BOTTOM_PAIR}; "
+                             "dev/test galleries need it binary")
 
 
 class PairTargetSerializer(serializers.Serializer):
@@ -128,8 +142,16 @@ def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> d
             "proposal": model_proposal(pair.proposal) if suggestions and not second else None}
 
 
+def blinds(items) -> Blind:
+    """The pairs of the items' trajectories with every query of their queries' families."""
+    seated = list(items.values_list("pair__query_id", "pair__trajectory_id"))
+    families = {query_id: query_family([query_id]) for query_id in {q for q, _ in seated}}
+    return Blind(pairs=frozenset((family_query, trajectory_id) for query_id, trajectory_id in seated
+                                 for family_query in families[query_id]))
+
+
 STAGE = ReviewStage(
     name="pair", labels=LABELS, decisive=DECISIVE, reasons=REASONS, panel=1, required=1, widened_panel=2,
     check=_check_pair, after_vote=nothing_after_vote, rule=_pair_rule, on_closed=_on_pair_closed,
     read_target=read_target, target_key="pair", target_serializer=PairTargetSerializer, agreement_panel=2,
-    accepted=DECISIVE)
+    accepted=DECISIVE, blinds=blinds)

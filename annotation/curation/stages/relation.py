@@ -9,8 +9,13 @@ stays unresolved is ⊥. Then the query is admitted or rejected (:func:`query_ad
 Blinding: the second reviewer sees only the disputed candidates, never the first review, and no
 pre-label (a candidate is disputed only when the first reviewer said ⊥ or disagreed with a binary
 pre-label, so a pre-label beside it would tell what the first reviewer said); an auditor, and any
-reader on an audit, sees no pre-label either. Agreement units are
-the candidates of each row, their categories the labels 1, 0 and ⊥.
+reader on an audit, sees no pre-label either. Pairs of candidates whose identity review stayed
+unresolved are flagged on the row (``unresolved_identity``): they stay separate candidates (E.1), and
+a query that matches both is ambiguous. A person seated on an open row reads, through no
+endpoint, the labels, pre-labels, reviews and ratings of any query of its family (its revisions,
+parents and the queries of the same target with the same predicates, whose rows would tell the
+same) until the item closes (:func:`blinds`). Agreement units are the candidates of each row,
+their categories the labels 1, 0 and ⊥.
 """
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ from rest_framework import serializers
 
 from annotation.curation.stages.base import (
     AgreementRows,
+    Blind,
     Label,
     ModelProposalSerializer,
     PredicateSerializer,
     ReviewStage,
     model_proposal,
+    query_family,
 )
 from annotation.models import PoolMember, Query, Relation, RelationJudgment, Vote, WorkItem
 from annotation.rules import relation_disputed, relation_final
@@ -37,6 +44,8 @@ DECISIVE = (REVIEWED,)
 MIN_NATURALNESS = 3          # ratings 1-5; below this the query is rejected as unnatural
 CATEGORIES = ("1", "0", "⊥")            # a candidate's label 1, 0, -1 (⊥), in this order
 CATEGORY_OF = {1: 0, 0: 1, -1: 2}
+# The words of the rejection of a dev/test query whose row keeps a ⊥ (releases count them per split).
+BOTTOM_ROW = "needs a fully binary row"
 
 
 def _members(item: WorkItem) -> list[int]:
@@ -136,7 +145,7 @@ def query_admission_problem(query: Query, row: dict[int, int]) -> str:
                 "from")
     unknown = [tid for tid, label in row.items() if label == -1]
     if query.video.split in ("dev", "test") and unknown:
-        return f"a {query.video.split} query needs a fully binary row; {len(unknown)} candidates stay ⊥ ({unknown})"
+        return f"a {query.video.split} query {BOTTOM_ROW}; {len(unknown)} candidates stay ⊥ ({unknown})"
     return ""
 
 
@@ -176,6 +185,19 @@ class RelationRowTargetSerializer(serializers.Serializer):
     review_round = serializers.IntegerField(help_text="1: label every candidate; 2: only the disputed ones")
     rate_query = serializers.BooleanField(help_text="the vote's payload must rate it: faithful, natural 1-5")
     candidates = RowCandidateSerializer(many=True)
+    unresolved_identity = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="pairs of the pool's members whose identity review stayed unresolved: they may be one object "
+                  "kept as two candidates (E.1), so a query matching both is ambiguous")
+
+
+def unresolved_identity_pairs(pool_id: int) -> list[list[int]]:
+    """The pool's member pairs whose identity item ended unresolved (kept apart, flagged)."""
+    members = set(PoolMember.objects.filter(pool_id=pool_id).values_list("trajectory_id", flat=True))
+    pairs = (WorkItem.objects.filter(stage=WorkItem.Stage.IDENTITY, state=WorkItem.State.UNRESOLVED,
+                                     duplicate__trajectory_a_id__in=members, duplicate__trajectory_b_id__in=members)
+             .values_list("duplicate__trajectory_a_id", "duplicate__trajectory_b_id"))
+    return sorted([min(a, b), max(a, b)] for a, b in pairs)
 
 
 def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> dict:
@@ -192,6 +214,7 @@ def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> d
     prelabels = (item.prelabels or {}) if suggestions and not second else {}
     return {"query": query.pk, "text": query.text, "predicates": query.predicates, "pool": query.pool_id,
             "review_round": 2 if second else 1, "rate_query": not second,
+            "unresolved_identity": unresolved_identity_pairs(query.pool_id),
             "candidates": [{"trajectory": tid, "prelabel": model_proposal(prelabels.get(str(tid)))}
                            for tid in candidates]}
 
@@ -218,9 +241,14 @@ def agreement_rows(votes: QuerySet[Vote]) -> AgreementRows:
                          seconds=table[:, 6] / per_vote[vote_index])
 
 
+def blinds(items: QuerySet[WorkItem]) -> Blind:
+    """Every query of the families of the items' queries."""
+    return Blind(queries=query_family(items.values_list("query_id", flat=True)))
+
+
 STAGE = ReviewStage(
     name="relation", labels=LABELS, decisive=DECISIVE, reasons=(), panel=1, required=1, widened_panel=2,
     check=_check_row, after_vote=_store_judgments, rule=_row_rule, on_closed=_on_row_closed,
     read_target=read_target, target_key="relation_row", target_serializer=RelationRowTargetSerializer,
     agreement_rows=agreement_rows, categories=CATEGORIES, agreement_panel=2,
-    accepted=(REVIEWED,), accepted_where=Q(query__status=Query.Status.ACCEPTED))
+    accepted=(REVIEWED,), accepted_where=Q(query__status=Query.Status.ACCEPTED), blinds=blinds)

@@ -25,12 +25,14 @@ class Command(BaseCommand):
         parser.add_argument("--description", default="")
         parser.add_argument("--license", default=DEFAULT_LICENSE)
         parser.add_argument("--include-media", action="store_true", help="copy the video files into the release")
+        parser.add_argument("--publish-anyway", action="store_true",
+                            help="publish although an audit of a released split is unfinished (the release records it)")
         parser.add_argument("--as-user", default=None, help="username recorded as its publisher")
         parser.add_argument("--again", action="store_true", help="write the existing release NAME VERSION again")
         parser.add_argument("--out", default=None, help="with --again: an empty or new folder to write into")
 
     def handle(self, *args, name, release_version, splits, parent, description, license, include_media, as_user,
-               again, out, **options):
+               again, out, publish_anyway=False, **options):
         say = (lambda m: self.stdout.write(m)) if options["verbosity"] > 0 else None
         try:
             if again:
@@ -49,9 +51,11 @@ class Command(BaseCommand):
                 raise CommandError(f"no release with id {parent}")
             release = release_create(name=name, version=release_version, splits=splits, parent=parent_row,
                                      description=description, license=license, include_media=include_media,
-                                     created_by=user, progress=say)
+                                     publish_anyway=publish_anyway, created_by=user, progress=say)
         except ApplicationError as exc:
             detail = exc.extra.get("completeness") or exc.extra.get("problems")
+            if exc.code == "audit_unfinished":
+                detail = "add --publish-anyway to publish all the same (the release records the unfinished audits)"
             raise CommandError(f"{exc.message}" + (f"\n{detail}" if detail else "")) from exc
         except FileExistsError as exc:
             raise CommandError(str(exc)) from exc

@@ -2,8 +2,11 @@
 
 A release is published once and never changes. :func:`release_create` refuses, before writing
 anything, a release whose name and version exist, a version that does not come after its parent's,
-an empty benchmark, and a dev or test split that misses relations its galleries need (409
-``incomplete_split`` with the completeness report of each such split and the missing pairs). It
+an empty benchmark, a dev or test split that misses relations its galleries need (409
+``incomplete_split`` with the completeness report of each such split and the missing pairs), and,
+unless published anyway, a split with an unfinished audit (409 ``audit_unfinished``; published
+anyway, the release records those audits). People get their stored pseudonyms
+(:mod:`annotation.releases.services.pseudonyms`) before anything is written. It
 writes the folder under a staging name, then the release row and its file rows in one transaction,
 sealed (the database refuses any later change), then moves the folder into place and makes its
 files read-only. A new release of an existing name records the latest one as its parent unless told
@@ -30,6 +33,8 @@ from django.utils import timezone
 
 from annotation.benchmark.services.mining import SPLITS, completeness_report
 from annotation.models import Release, ReleaseFile
+from annotation.releases.selectors import audit_list
+from annotation.releases.services.pseudonyms import reviewer_pseudonyms_assign
 from annotation.releases.services.release_io.check import (
     check_references,
     diff_indexes,
@@ -95,10 +100,36 @@ def release_incomplete_splits(*, splits: list[str]) -> dict:
     return out
 
 
+def release_unfinished_audits(*, splits: list[str]) -> list[dict]:
+    """The audits of ``splits`` with samples still unjudged, oldest first."""
+    audits = audit_list().filter(split__in=list(splits)).order_by("id")
+    return [{"id": a.pk, "split": a.split, "n_samples": a.n_samples, "n_judged": a.n_judged}
+            for a in audits if a.n_judged < a.n_samples]
+
+
+def _latest(name: str) -> Release | None:
+    return Release.objects.filter(name=name).order_by("-created_at", "-id").first()
+
+
+def release_preflight(*, splits: list[str], name: str | None = None) -> dict:
+    """What publishing ``splits`` (under ``name``) would meet, without writing anything: the
+    benchmark videos it would hold, the dev/test splits that miss relations, the unfinished audits
+    that need a "publish anyway", and the parent a new version would follow."""
+    if not splits or any(s not in SPLITS for s in splits) or len(set(splits)) != len(splits):
+        raise ApplicationError(f"splits must be distinct values of {list(SPLITS)}", code="invalid_split")
+    parent = _latest(name) if name else None
+    return {"splits": [s for s in SPLITS if s in splits], "videos": len(ReleaseScope.of(splits).videos),
+            "incomplete": release_incomplete_splits(splits=splits),
+            "unfinished_audits": release_unfinished_audits(splits=splits),
+            "parent": None if parent is None else {"id": parent.pk, "name": parent.name, "version": parent.version}}
+
+
 def release_create(*, name: str, version: str, splits: list[str], parent: Release | None = None,
                    description: str = "", license: str = DEFAULT_LICENSE, include_media: bool = False,
-                   created_by=None, progress: Callable[[str], None] | None = None) -> Release:
-    """Publish a release of ``splits`` (see the module docstring for what is refused)."""
+                   publish_anyway: bool = False, created_by=None,
+                   progress: Callable[[str], None] | None = None) -> Release:
+    """Publish a release of ``splits`` (see the module docstring for what is refused).
+    ``publish_anyway``: publish although an audit of a released split is unfinished (recorded)."""
     if not NAME_RE.match(name or ""):
         raise ApplicationError("name must be 1-100 characters of a-z, 0-9, '.', '_' or '-', starting with a letter "
                                "or digit", code="invalid_name")
@@ -111,7 +142,7 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
         raise ConflictError(f"release {name} {version} exists and never changes; publish a new version",
                             code="release_exists")
     if parent is None:
-        parent = Release.objects.filter(name=name).order_by("-created_at", "-id").first()
+        parent = _latest(name)
     if parent is not None and parent.name == name and _version(parent.version, bounded=False) >= number:
         raise ConflictError(f"version {version} must come after its parent's {parent.version}",
                             code="version_not_after_parent")
@@ -120,6 +151,13 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
         missing = ", ".join(f"{s}: {r['missing']} ({r['missing_by_kind']})" for s, r in incomplete.items())
         raise ConflictError(f"a released dev or test split needs every relation its galleries score; missing {missing}",
                             code="incomplete_split", extra={"completeness": incomplete})
+    unfinished = release_unfinished_audits(splits=splits)
+    if unfinished and not publish_anyway:
+        listed = ", ".join(f"audit {a['id']} of {a['split']} ({a['n_judged']} of {a['n_samples']} judged)"
+                           for a in unfinished)
+        raise ConflictError(f"an audit of a released split is unfinished: {listed}; finish it, or publish anyway "
+                            "and the release records it", code="audit_unfinished",
+                            extra={"unfinished_audits": unfinished})
     scope = ReleaseScope.of(splits)
     if not scope.videos:
         raise ConflictError(f"the splits {splits} have no benchmark video yet (a frozen pool of two candidates or "
@@ -143,7 +181,8 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
     created_at = timezone.now()
     meta = ReleaseMeta(name=name, version=version, description=description, license=license, splits=scope.splits,
                        created_at=created_at, parent=_parent_ref(parent), media_included=include_media,
-                       config=construction_config(scope))
+                       config=construction_config(scope), unfinished_audits=unfinished)
+    reviewer_pseudonyms_assign(people=scope.people())
     staging = release_root() / f".staging-{name}-{version}-{created_at.timestamp():.0f}"
     try:
         written = release_write(staging, meta=meta, scope=scope,
@@ -167,7 +206,8 @@ def _seal(meta: ReleaseMeta, written: WrittenRelease, *, path: Path, origin: str
         name=meta.name, version=meta.version, description=meta.description, license=meta.license,
         splits=meta.splits, parent=parent, parent_ref=meta.parent, origin=origin, media_included=meta.media_included,
         path=str(path), manifest_sha256=written.manifest_sha256, counts=written.counts, config=meta.config,
-        stats=written.stats, changes=written.changes, created_by=created_by, created_at=meta.created_at)
+        stats=written.stats, changes=written.changes, unfinished_audits=meta.unfinished_audits or None,
+        created_by=created_by, created_at=meta.created_at)
     ReleaseFile.objects.bulk_create([ReleaseFile(release=release, path=f.path, sha256=f.sha256, size_bytes=f.size_bytes,
                                                  rows=f.rows) for f in written.files], batch_size=2000)
     release.sealed_at = timezone.now()
@@ -179,7 +219,8 @@ def release_meta(release: Release) -> ReleaseMeta:
     return ReleaseMeta(name=release.name, version=release.version, description=release.description,
                        license=release.license, splits=list(release.splits), created_at=release.created_at,
                        parent=dict(release.parent_ref), media_included=release.media_included,
-                       config=release.config, changes=release.changes, withheld=release.stats.get("withheld", {}))
+                       config=release.config, changes=release.changes, withheld=release.stats.get("withheld", {}),
+                       unfinished_audits=list(release.unfinished_audits or []))
 
 
 def release_rewrite(*, release: Release, folder: Path, progress: Callable[[str], None] | None = None
@@ -271,7 +312,8 @@ def release_import(*, path: str | Path, expect_manifest_sha256: str | None = Non
                                created_at=datetime.fromisoformat(body["created_at"]), parent=parent_ref,
                                media_included=body["media_included"],
                                config=json.loads((final / "construction.json").read_text(encoding="utf-8")),
-                               changes=body.get("changes") or {})
+                               changes=body.get("changes") or {},
+                               unfinished_audits=body.get("unfinished_audits") or [])
             release = _seal(meta, _written_from_folder(final, body), path=final, origin=Release.Origin.IMPORTED,
                             parent=parent, created_by=imported_by)
     except BaseException:

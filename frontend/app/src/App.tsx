@@ -34,6 +34,8 @@ export function App({ me }: { me: Me }) {
   useEffect(() => {
     document.title = `${title} · Trajlab`;
     heading.current?.focus({ preventScroll: true });
+    // a navigation wider than the window scrolls sideways: keep the current page's link in view
+    document.querySelector("header.top nav a[aria-current='page']")?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
   }, [pathname, title]);
 
   const nav = SECTIONS.map((section) => ({

@@ -11,12 +11,14 @@ import { AuditList, AuditScreen } from "./audit/Audit";
 import { Home } from "./home/Home";
 import { AgreementScreen } from "./manage/agreement/Agreement";
 import { AuditsScreen } from "./manage/audits/Audits";
+import { FindScreen } from "./manage/find/Find";
 import { JobsScreen } from "./manage/jobs/Jobs";
 import { ModelRunsScreen } from "./manage/model-runs/ModelRuns";
 import { PoolsScreen } from "./manage/pools/Pools";
 import { ProgressScreen } from "./manage/progress/Progress";
 import { ReleaseScreen, ReleasesScreen } from "./manage/releases/Releases";
 import { RunsScreen } from "./manage/runs/Runs";
+import { SeatsScreen } from "./manage/seats/Seats";
 import { SnapshotsScreen } from "./manage/snapshots/Snapshots";
 import { TrainingRunScreen, TrainingRunsScreen } from "./manage/training/Training";
 import { ReviewClaim, ReviewItem } from "./review/Review";
@@ -71,6 +73,8 @@ export const ROUTES: readonly RouteDef[] = [
   { path: "/manage/agreement", title: () => "Agreement", roles: ["manager"], nav: { section: "Manage", label: "Agreement" }, render: () => <AgreementScreen /> },
   { path: "/manage/jobs", title: () => "Jobs", roles: ["manager"], nav: { section: "Manage", label: "Jobs" }, render: () => <JobsScreen /> },
   { path: "/manage/runs", title: () => "Proposal runs", roles: ["manager"], nav: { section: "Manage", label: "Runs" }, render: () => <RunsScreen /> },
+  { path: "/manage/find", title: () => "Find items, queries and relations", roles: ["manager"], nav: { section: "Manage", label: "Find" }, render: () => <FindScreen /> },
+  { path: "/manage/seats", title: () => "Seats and leases", roles: ["manager"], nav: { section: "Manage", label: "Seats" }, render: () => <SeatsScreen /> },
   { path: "/manage/pools", title: () => "Frozen pools", roles: ["manager"], nav: { section: "Manage", label: "Pools" }, render: () => <PoolsScreen /> },
   {
     path: "/manage/model-runs",

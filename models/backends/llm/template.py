@@ -55,8 +55,9 @@ from models.backends.llm.base import (
 )
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import Fact, InvalidOutput, QueryProposal, canonical_json, parse_query
+from models.wording import with_article
 
-RULES_VERSION = "template-v1"
+RULES_VERSION = "template-v2"                    # v2: "an" before a vowel sound ("an orange top")
 PACKAGED_ENCODER = "packaged-minilm"
 
 # How fact values are said. Values outside these tables are said as they are.
@@ -180,11 +181,10 @@ class TemplateLLM:
 
         category = first("category")
         noun = category.value if category else self.config.default_noun
-        article = "An" if noun[:1].lower() in "aeiou" else "A"
         upper, lower = first("upper_colour"), first("lower_colour")
         look_preds, looks = [], []
         if upper:
-            looks.append(f"a {upper.value} top")
+            looks.append(with_article(f"{upper.value} top"))
             look_preds.append(_pred(upper))
         if lower:
             looks.append(f"{lower.value} trousers")
@@ -192,7 +192,7 @@ class TemplateLLM:
         if category:
             look_preds.insert(0, _pred(category))
         wearing = f" wearing {' and '.join(looks)}" if looks else ""
-        subject = f"{article} {noun}{wearing}"
+        subject = f"{with_article(noun, capital=True)}{wearing}"
         walks = sorted((f for f in known if f.name == "walks"), key=lambda f: (f.start_frame - f.end_frame, f.start_frame))
         events = sorted((f for f in known if f.kind == "event" and f.name in ("walks", "stands", "enters", "leaves")),
                         key=lambda f: (f.start_frame, f.end_frame, f.id))
@@ -205,7 +205,7 @@ class TemplateLLM:
             text = f"{subject} {WALKS.get(walk.value, 'walking ' + walk.value)}"
             preds = [*look_preds, _pred(walk)]
             if pace is not None:
-                text += f" {PACE.get(pace.value, 'at a ' + pace.value + ' pace')}"
+                text += f" {PACE.get(pace.value, 'at ' + with_article(pace.value + ' pace'))}"
                 preds.append(_pred(pace))
             out.append({"text": text + ".", "predicates": preds})
         for a, b in itertools.pairwise(events):
@@ -215,7 +215,7 @@ class TemplateLLM:
                 break
         if walks and looks:
             walk = walks[0]
-            out.append({"text": f"{article} {noun} {WALKS.get(walk.value, 'walking ' + walk.value)}.",
+            out.append({"text": f"{with_article(noun, capital=True)} {WALKS.get(walk.value, 'walking ' + walk.value)}.",
                         "predicates": [_pred(walk)]})
         for name in ("enters", "leaves"):
             f = first(name)

@@ -29,6 +29,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import supervision as sv
@@ -62,6 +63,16 @@ class HogByteTrackConfig(PlainConfig):
     """Configuration of the hog-bytetrack tracker (plain data: round-trips through JSON)."""
 
     unknown_keys_message = "hog-bytetrack config: unknown key(s) {key_list}; known: {known_list}"
+    backend_name: ClassVar[str] = "hog-bytetrack"  # how messages name the backend
+
+    @classmethod
+    def known_categories(cls) -> tuple[str, ...]:
+        """The category prompts this backend has a detector for."""
+        return KNOWN_CATEGORIES
+
+    def check_detector(self, category: str, settings: dict) -> None:
+        """Raise for an unknown category or bad detector settings (nothing is loaded)."""
+        build_detector(category, settings)
 
     categories: list[str] = field(default_factory=lambda: list(DEFAULT_CATEGORIES))  # default category-prompt inventory of a proposal run
     anchor_stride: int = 1                       # the detector runs on every k-th frame (0, k, 2k, ...); only those frames get observations
@@ -83,7 +94,7 @@ class HogByteTrackConfig(PlainConfig):
     def validate(self) -> None:
         def need(ok: bool, name: str, message: str) -> None:
             if not ok:
-                raise ValueError(f"hog-bytetrack config: {name} {message}, got {getattr(self, name)!r}")
+                raise ValueError(f"{self.backend_name} config: {name} {message}, got {getattr(self, name)!r}")
 
         def is_int(v) -> bool:
             return isinstance(v, int) and not isinstance(v, bool)
@@ -95,8 +106,9 @@ class HogByteTrackConfig(PlainConfig):
              and all(isinstance(c, str) and c.strip() for c in self.categories), "categories",
              "must be a non-empty list of category names")
         for c in self.categories:
-            if normalize_category(c) not in KNOWN_CATEGORIES:
-                raise TrackerConfigError(f"hog-bytetrack config: unknown category {c!r}; known: {list(KNOWN_CATEGORIES)}")
+            if normalize_category(c) not in self.known_categories():
+                raise TrackerConfigError(f"{self.backend_name} config: unknown category {c!r}; "
+                                         f"known: {list(self.known_categories())}")
         need(is_int(self.anchor_stride) and self.anchor_stride >= 1, "anchor_stride", "must be an int >= 1")
         need(is_num(self.track_activation_threshold) and 0 < self.track_activation_threshold < 1,
              "track_activation_threshold", "must be in (0, 1)")
@@ -111,7 +123,7 @@ class HogByteTrackConfig(PlainConfig):
         need(isinstance(self.detectors, dict) and all(isinstance(v, dict) for v in self.detectors.values()),
              "detectors", "must map category names to settings dicts")
         for c, settings in self.detectors.items():
-            build_detector(c, settings)  # raises for an unknown category or bad settings
+            self.check_detector(c, settings)  # raises for an unknown category or bad settings
 
 
 def default_config() -> HogByteTrackConfig:
@@ -168,14 +180,15 @@ class HogByteTrackTracker:
         if state.started:
             raise ValueError("add_prompt: propagation has already started for this state; make a new one with init_state")
         if boxes is not None:
-            raise ValueError("hog-bytetrack takes category prompts only; box prompts need a promptable "
+            raise ValueError(f"{self.name} takes category prompts only; box prompts need a promptable "
                              "tracker (sam2)")
         if frame_index is not None:
-            raise ValueError("hog-bytetrack category prompts apply to the whole video; frame_index must be None")
+            raise ValueError(f"{self.name} category prompts apply to the whole video; frame_index must be None")
         name = normalize_category(category)
-        if name not in KNOWN_CATEGORIES:
-            raise TrackerConfigError(f"hog-bytetrack has no detector for category {category!r}; "
-                                     f"known categories: {list(KNOWN_CATEGORIES)}")
+        known = self.config.known_categories()
+        if name not in known:
+            raise TrackerConfigError(f"{self.name} has no detector for category {category!r}; "
+                                     f"known categories: {list(known)}")
         if name in state.categories:
             raise ValueError(f"add_prompt: category {name!r} was already added")
         state.categories.append(name)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from models.facts import EVENTS, InvalidOutput, Predicate, QueryProposal
 from models.retrievers.actpair.vocabulary import normalise_tag
 from models.vocabulary import DIRECTION_PHRASES
+from models.wording import with_article
 
 # -- query rewrite --------------------------------------------------------------------------------
 REWRITE_TEMPLATE = "The image shows [person description] wearing [clothing] [action]. The background features [scene details]."
@@ -31,7 +32,8 @@ def _join(parts: list[str]) -> str:
 
 
 def _article(phrase: str) -> str:
-    return ("an " if phrase[:1] in "aeiou" else "a ") + phrase
+    """``phrase`` with its indefinite article ("a red", "an orange")."""
+    return with_article(phrase)
 
 
 _PACE = {"slow": "slowly", "fast": "quickly", "normal": "at a normal pace"}

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError
 from common.progress import ProgressBar
-from models.backends.tracking import BACKENDS
+from models.backends.tracking import BACKENDS, default_cpu_backend
 from trajectories.models import Video
 from trajectories.services.proposals import (
     proposal_config_create,
@@ -19,10 +19,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("videos", nargs="*", type=int, help="video ids (default: all)")
         parser.add_argument("--name", default="default", help="configuration name")
-        parser.add_argument("--backend", default="hog-bytetrack", choices=list(BACKENDS))
+        parser.add_argument("--backend", default=default_cpu_backend(), choices=list(BACKENDS))
         parser.add_argument("--categories", default="person", help="comma-separated category prompts")
-        parser.add_argument("--checkpoint", default="", help="SAM 2 checkpoint path")
-        parser.add_argument("--model-config", default="", help="SAM 2 model config (YAML) path")
+        parser.add_argument("--checkpoint", default="", help="model file: a SAM 2 checkpoint, or for dnn-bytetrack a "
+                            ".pb frozen graph or .onnx file (empty: the packaged SSD-MobileNet-v2)")
+        parser.add_argument("--model-config", default="", help="SAM 2 model config (YAML), or the .pbtxt of a "
+                            "dnn-bytetrack frozen graph")
         parser.add_argument("--tracker-settings", default="{}", help="JSON tracker settings")
         parser.add_argument("--queue", action="store_true", help="queue to the workers instead of running here")
 

@@ -59,6 +59,7 @@ class ReleaseMeta:
     withheld: dict | None = None                 # stats["withheld"] as published ({}: none, published before
                                                  # it was counted); None: counted here (only the instance
                                                  # that withheld them can count them)
+    unfinished_audits: list = field(default_factory=list)  # audits unfinished when it was published anyway
 
 
 @dataclass
@@ -252,6 +253,8 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
             "license": meta.license, "splits": list(meta.splits), "created_at": meta.created_at.astimezone(dt.UTC)
             .isoformat(), "parent": parent or None, "media_included": meta.media_included,
             "counts": counts, "changes": changes, "tables": tables_meta, "mot_videos": n_mot}
+    if meta.unfinished_audits:                   # only then: a release without it keeps its bytes
+        body["unfinished_audits"] = json.loads(canonical_json(meta.unfinished_audits))
     _write_json(folder / "release.json", body)
     _write_json(folder / "construction.json", config)
     _write_json(folder / "statistics.json", stats)

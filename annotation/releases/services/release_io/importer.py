@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.color import no_style
 from django.db import connection
 
-from annotation.models import CandidatePool, DescriptionRun, GenerationRun
+from annotation.models import CandidatePool, DescriptionRun, GenerationRun, ReviewerPseudonym
 from annotation.releases.services.release_io.check import iter_records
 from annotation.releases.services.release_io.tables import TABLES, Table, import_value
 
@@ -43,13 +43,15 @@ def explicit_timestamps(models: list) -> Iterator[None]:
 
 
 def _reviewers(folder: Path) -> dict[str, int]:
-    """Accounts for the release's pseudonyms, created in rank order (so a new export ranks them the same)."""
+    """Accounts for the release's pseudonyms, each keeping its pseudonym (so a new export names them
+    the same)."""
     users = get_user_model()
     out = {}
     for record in iter_records(folder, "reviewers"):
         user = users(username=record["pseudonym"], is_active=False)
         user.set_unusable_password()
         user.save()
+        ReviewerPseudonym.objects.create(user=user, number=record["id"])
         out[record["pseudonym"]] = user.pk
     return out
 
@@ -98,7 +100,7 @@ def import_tables(folder: Path, *, progress: Callable[[str], None] | None = None
                 CandidatePool.objects.filter(pk=pk).update(frozen_at=frozen_at)
         say(f"{table.name}: {counts[table.name]} rows")
     models = [t.model for t in TABLES if t.model is not None]
-    models += [DescriptionRun.pools.through, GenerationRun.pools.through, get_user_model()]
+    models += [DescriptionRun.pools.through, GenerationRun.pools.through, get_user_model(), ReviewerPseudonym]
     with connection.cursor() as cursor:
         for sql in connection.ops.sequence_reset_sql(no_style(), models):
             cursor.execute(sql)

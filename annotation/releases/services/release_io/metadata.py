@@ -164,6 +164,9 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
             ""]
     out += ["## Benchmark", "", *_benchmark_lines(stats), ""]
     out += ["## How reliable the labels are", "", "### Audits", "", *_audit_lines(stats), ""]
+    for a in body.get("unfinished_audits") or []:
+        out.insert(-1, f"- Published before audit {a['id']} of {a['split']} was finished ({a['n_judged']} of "
+                       f"{a['n_samples']} samples judged)")
     out += ["### Pre-adjudication agreement", "", "Panel votes before any adjudication (three annotators per item; "
             "pairs: the first and the second review).", "", *_agreement_lines(stats), ""]
     c = stats["corrections"]

@@ -22,6 +22,8 @@ from annotation.benchmark.services.mining import completeness_report
 from annotation.curation.services.agreement import stage_agreement_report
 from annotation.curation.stages import STAGES
 from annotation.curation.stages.base import ReviewStage
+from annotation.curation.stages.pair import BOTTOM_PAIR
+from annotation.curation.stages.relation import BOTTOM_ROW
 from annotation.models import Description, DescriptionVersion, ReviewPolicy, Vote
 from annotation.releases.services.audits import audit_stats
 from annotation.releases.services.release_io.tables import ReleaseScope
@@ -84,6 +86,18 @@ def _withheld(scope: ReleaseScope) -> dict:
     return out
 
 
+def _rejected_for_bottom(scope: ReleaseScope, queries) -> dict:
+    """Per split, the queries rejected because a relation stayed ⊥: within their video (a dev/test
+    row that is not fully binary) or to a trajectory of another video (a pair left unresolved)."""
+    out = {split: {"within_video": 0, "cross_video": 0} for split in scope.splits}
+    rows = queries.filter(status="rejected").values_list("video__split_group__split", "rejection_reason")
+    for split, reason in rows.iterator():
+        counts = out.setdefault(split, {"within_video": 0, "cross_video": 0})
+        counts["within_video"] += BOTTOM_ROW in reason
+        counts["cross_video"] += BOTTOM_PAIR in reason
+    return out
+
+
 def release_statistics(scope: ReleaseScope) -> dict:
     """Audits, pre-adjudication agreement, three-vote distributions, corrections, query rejection
     reasons, reviewer time per accepted item, relation counts, completeness of the release, and
@@ -130,6 +144,7 @@ def release_statistics(scope: ReleaseScope) -> dict:
         "per_reviewer": {s: None if r is None else r["per_rater"] for s, r in agreement.items()},
         "corrections": corrections,
         "query_status": dict(queries.order_by().values_list("status").annotate(n=Count("id")).order_by("status")),
+        "queries_rejected_for_bottom": _rejected_for_bottom(scope, queries),
         "query_rejection_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_REASONS]),
         "reviewer_time": {s.name: _reviewer_time(scope, s) for s in STAGES},
         "relations": counts,

@@ -13,7 +13,8 @@ every status, relations (``⊥`` and pseudo-labels included, tagged), mined pair
 provenance, the review items and votes of all of these, the split's mining runs, the pseudo-label
 rules, and the split's audits. Only decided work is published: an item still open keeps its votes,
 pre-labels, disputed candidates and its pair's proposal out (counted in the statistics as withheld).
-People appear under pseudonyms (``reviewer-0001``, by account id). Left out: account details, job
+People appear under pseudonyms (``reviewer-0001``), the same in every release
+(:mod:`annotation.releases.services.pseudonyms`). Left out: account details, job
 rows, claims (seats), appearance descriptors (recomputable from the video and the boxes), client
 request ids.
 """
@@ -50,6 +51,7 @@ from annotation.models import (
     Vote,
     WorkItem,
 )
+from annotation.releases.services.pseudonyms import reviewer_pseudonyms
 from trajectories.models import (
     DuplicateCandidate,
     ProposalConfig,
@@ -116,8 +118,8 @@ def _c(name, kind="int", **kw) -> Column:
 
 CREATED = _c("created_at", "time")
 TABLES: tuple[Table, ...] = (
-    Table("reviewers", "a person who voted, corrected or audited, under a pseudonym (rank of their account id)",
-          (_c("id", doc="rank of the account id among the release's people"),
+    Table("reviewers", "a person who voted, corrected or audited, under a pseudonym (the same in every release)",
+          (_c("id", doc="the pseudonym's number, the same in every release of this instance"),
            _c("pseudonym", "str", doc="the name used in votes, versions and audit judgments")), model=None),
     Table("sources", "a source recording (camera, session)",
           (_c("id"), _c("name", "str"), _c("description", "str"), CREATED), model=Source),
@@ -354,15 +356,25 @@ class ReleaseScope:
         }
         return querysets[table]()
 
+    def people(self) -> set[int]:
+        """The account ids of everyone the release names (voters, correctors, auditors)."""
+        people = set(self.queryset("votes").order_by().values_list("annotator_id", flat=True).distinct())
+        people |= set(self.queryset("description_versions").filter(created_by__isnull=False).order_by()
+                      .values_list("created_by_id", flat=True).distinct())
+        people |= set(self.queryset("audit_judgments").order_by().values_list("auditor_id", flat=True).distinct())
+        return people
+
     @property
     def pseudonyms(self) -> dict[int, str]:
-        """Account id -> pseudonym, by rank of the account id among everyone the release names."""
+        """Account id -> stored pseudonym of everyone the release names (``release_create`` gives
+        newcomers theirs before writing); ValueError when someone has none."""
         if self._pseudonyms is None:
-            people = set(self.queryset("votes").order_by().values_list("annotator_id", flat=True).distinct())
-            people |= set(self.queryset("description_versions").filter(created_by__isnull=False).order_by()
-                          .values_list("created_by_id", flat=True).distinct())
-            people |= set(self.queryset("audit_judgments").order_by().values_list("auditor_id", flat=True).distinct())
-            self._pseudonyms = {pk: f"reviewer-{rank:04d}" for rank, pk in enumerate(sorted(people), start=1)}
+            people = self.people()
+            self._pseudonyms = reviewer_pseudonyms(people=people)
+            missing = people - self._pseudonyms.keys()
+            if missing:
+                raise ValueError(f"{len(missing)} people of the release have no pseudonym yet (accounts "
+                                 f"{sorted(missing)[:10]}); reviewer_pseudonyms_assign gives them one")
         return self._pseudonyms
 
     @property
@@ -384,8 +396,7 @@ class ReleaseScope:
     def rows(self, table: Table) -> Iterator[tuple]:
         """The table's rows in key order, as export values in column order (streamed)."""
         if table.name == "reviewers":
-            for _account, name in sorted(self.pseudonyms.items()):
-                yield (int(name.rsplit("-", 1)[1]), name)
+            yield from sorted((int(name.rsplit("-", 1)[1]), name) for name in self.pseudonyms.values())
             return
         if table.name == "facts":
             yield from self._fact_rows()

@@ -44,6 +44,16 @@ export interface RequestOptions {
   method?: "GET" | "POST" | "PATCH" | "DELETE";
   body?: unknown;
   signal?: AbortSignal;
+  /** On an ended session, throw the error for the caller to explain (a vote that was not saved)
+   *  instead of going to the login page at once. */
+  keepPageWhenSignedOut?: boolean;
+}
+
+/** The request was refused because the session ended (or its CSRF token went with it). */
+export function isSignedOut(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return false;
+  return error.status === 401 || error.code === "not_authenticated" || error.code === "authentication_failed"
+    || (error.status === 403 && /csrf/i.test(error.message));
 }
 
 type Fetch = typeof fetch;
@@ -52,6 +62,19 @@ type Fetch = typeof fetch;
 let onSignedOut: () => void = () => {
   window.location.assign(`/accounts/login/?next=${encodeURIComponent(window.location.pathname)}`);
 };
+
+let holds = 0;
+
+/** While held, an ended session does not send the browser to the login page: the screen (a
+ *  review item, whose vote would be lost) explains it where the person acts. Returns the release. */
+export function holdSignedOutRedirect(): () => void {
+  holds++;
+  let released = false;
+  return () => {
+    if (!released) holds--;
+    released = true;
+  };
+}
 
 export function setSignedOutHandler(handler: () => void): void {
   onSignedOut = handler;
@@ -79,7 +102,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}, fetchI
   if (response.status === 204) return null;
   if (!response.ok) {
     const error = await errorFromResponse(response);
-    if (error.code === "not_authenticated" || error.status === 401) onSignedOut();
+    if ((error.code === "not_authenticated" || error.status === 401) && !opts.keepPageWhenSignedOut && holds === 0) onSignedOut();
     throw error;
   }
   return (await response.json()) as T;

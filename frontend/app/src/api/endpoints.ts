@@ -12,7 +12,9 @@ import type {
   Completeness,
   Crop,
   EvaluationRun,
+  FoundItem,
   Job,
+  JobRun,
   Me,
   MiningRun,
   ModelRun,
@@ -23,10 +25,16 @@ import type {
   Progress,
   ProposalRun,
   Query,
+  RelationRecord,
   Queues,
   Release,
   ReleaseDetail,
   ReleaseDiff,
+  ReleasePreflight,
+  ReleaseVerify,
+  SeatEvent,
+  SeatItem,
+  SkipAnswer,
   Snapshot,
   StageDeclaration,
   TrainingRun,
@@ -34,6 +42,7 @@ import type {
   TrajectoryDetail,
   TrajectorySummary,
   Video,
+  VoteAnswer,
   VoteInput,
 } from "./types";
 
@@ -54,6 +63,17 @@ export const api = {
   claimNext: (stage: string) => request<Assignment>("/api/review/next/", { method: "POST", body: { stage } }),
   item: (id: number, signal?: AbortSignal) => get<Assignment>(`/api/review/items/${id}/`, signal),
   vote: (id: number, body: VoteInput) => request<OwnVote>(`/api/review/items/${id}/votes/`, { method: "POST", body }),
+  /** Vote and claim the next item of the same stage in one request. */
+  voteAndNext: (id: number, body: VoteInput) =>
+    request<VoteAnswer>(`/api/review/items/${id}/votes/`, { method: "POST", body: { ...body, next: true }, keepPageWhenSignedOut: true }),
+  skip: (id: number, reason: string) =>
+    request<SkipAnswer>(`/api/review/items/${id}/skip/`, { method: "POST", body: { reason }, keepPageWhenSignedOut: true }),
+  seats: (filters: { stage?: string; state?: string; item?: number; run?: number; holder?: string; limit?: number; offset?: number }) =>
+    get<Page<SeatItem>>(`/api/review/seats/${q(filters)}`),
+  seatRelease: (item: number, seat: number, reason: string) =>
+    request<SeatEvent>(`/api/review/items/${item}/seats/${seat}/release/`, { method: "POST", body: { reason } }),
+  seatReassign: (item: number, seat: number, to: string, reason: string) =>
+    request<SeatEvent>(`/api/review/items/${item}/seats/${seat}/reassign/`, { method: "POST", body: { to, reason } }),
 
   // adjudication
   adjudicationQueue: () => get<AdjudicationItem[]>("/api/adjudication/"),
@@ -73,6 +93,8 @@ export const api = {
   agreement: (stage: string, split?: string) => get<Agreement>(`/api/review/agreement/${q({ stage, split })}`),
   jobs: (limit = 50) => get<Page<Job>>(`/api/jobs/${q({ limit })}`),
   job: (id: number) => get<Job>(`/api/jobs/${id}/`),
+  cancelJob: (id: number) => request<JobRun>(`/api/jobs/${id}/cancel/`, { method: "POST" }),
+  retryJob: (id: number) => request<JobRun>(`/api/jobs/${id}/retry/`, { method: "POST" }),
   runs: (limit = 100, offset = 0) => get<Page<ProposalRun>>(`/api/proposal-runs/${q({ limit, offset })}`),
   openReview: (run: number) =>
     request<{ usability: number; identity: number }>("/api/review/items/", { method: "POST", body: { run } }),
@@ -105,7 +127,7 @@ export const api = {
   trainingRuns: (limit = 100) => get<Page<TrainingRun>>(`/api/training-runs/${q({ limit })}`),
   trainingRun: (id: number, after = 0, signal?: AbortSignal) =>
     get<TrainingRunDetail>(`/api/training-runs/${id}/${q({ after: after || undefined })}`, signal),
-  startTraining: (body: { snapshot: number; model_kind: string; config: Record<string, unknown> }) =>
+  startTraining: (body: { snapshot: number; eval_snapshot?: number; model_kind: string; config: Record<string, unknown> }) =>
     request<TrainingRun>("/api/training-runs/", { method: "POST", body }),
   cancelTraining: (id: number) => request<TrainingRun>(`/api/training-runs/${id}/cancel/`, { method: "POST" }),
   evaluationRuns: (params: { training_run?: number; snapshot?: number; limit?: number } = {}) =>
@@ -121,11 +143,24 @@ export const api = {
     request<unknown>(`/api/audits/${id}/judgments/`, { method: "POST", body }),
   auditStats: (id: number, signal?: AbortSignal) => get<AuditStats>(`/api/audits/${id}/stats/`, signal),
 
+  // search (managers)
+  findItems: (params: Record<string, string | number | undefined>, signal?: AbortSignal) =>
+    get<Page<FoundItem>>(`/api/review/items/search/${q({ limit: 100, ...params })}`, signal),
+  findQueries: (params: Record<string, string | number | undefined>, signal?: AbortSignal) =>
+    get<Page<Query>>(`/api/queries/${q({ limit: 100, ...params })}`, signal),
+  findRelations: (params: Record<string, string | number | undefined>, signal?: AbortSignal) =>
+    get<Page<RelationRecord>>(`/api/relations/${q({ limit: 100, ...params })}`, signal),
+
   // releases
   releases: (limit = 100) => get<Page<Release>>(`/api/releases/${q({ limit })}`),
   release: (id: number, signal?: AbortSignal) => get<ReleaseDetail>(`/api/releases/${id}/`, signal),
-  createRelease: (body: { name: string; version: string; splits: string[]; description?: string }) =>
+  createRelease: (body: { name: string; version: string; splits: string[]; description?: string; publish_anyway?: boolean }) =>
     request<Release>("/api/releases/", { method: "POST", body }),
+  releasePreflight: (splits: string[], name: string, signal?: AbortSignal) =>
+    get<ReleasePreflight>(`/api/releases/preflight/?${[...splits.map((s) => `splits=${encodeURIComponent(s)}`), `name=${encodeURIComponent(name)}`].join("&")}`, signal),
+  verifyRelease: (id: number) => get<ReleaseVerify>(`/api/releases/${id}/verify/`),
+  releaseDownloadUrl: (id: number) => `/api/releases/${id}/download/`,
+  releaseChecksumsUrl: (id: number) => `/api/releases/${id}/SHA256SUMS`,
   releaseDiff: (id: number, other: number, limit = 200, signal?: AbortSignal) =>
     get<ReleaseDiff>(`/api/releases/${id}/diff/${other}/${q({ limit })}`, signal),
 };

@@ -151,7 +151,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Obtain an API token
+         * Obtain an API token (401 bad_credentials for a wrong username or password)
          * @description Exchange a username and password for an API token (``Authorization: Token <key>``).
          */
         post: operations["auth_token_create"];
@@ -754,7 +754,7 @@ export interface paths {
         /** Published releases (immutable) */
         get: operations["releases_list"];
         put?: never;
-        /** Publish an immutable, versioned release of splits (409 incomplete_split with the missing relations of a dev/test split; 409 release_exists for a published version) */
+        /** Publish an immutable, versioned release of splits (409 incomplete_split with the missing relations of a dev/test split; 409 audit_unfinished without publish_anyway; 409 release_exists for a published version) */
         post: operations["releases_create"];
         delete?: never;
         options?: never;
@@ -782,6 +782,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/releases/{release_id}/SHA256SUMS": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The release's SHA256SUMS (its SHA-256 is the release's manifest_sha256) */
+        get: operations["releases_SHA256SUMS_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/releases/{release_id}/diff/{other_id}/": {
         parameters: {
             query?: never;
@@ -789,8 +806,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Records added, removed and changed from this release to another */
+        /**
+         * Records added, removed and changed from this release to another
+         * @description Managers and auditors only: a diff lists published labels, which a reviewer seated on a
+         *     revision of a published query may not read (``annotation.curation.stages.seated_blind``).
+         */
         get: operations["releases_diff_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/releases/{release_id}/download/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The release as one .tar (streamed): every file under <name>-<version>/, SHA256SUMS among them; 409 release_tampered when a file on disk is missing or resized */
+        get: operations["releases_download_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -808,6 +846,23 @@ export interface paths {
         };
         /** Check the release's folder against its published checksums */
         get: operations["releases_verify_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/releases/preflight/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What publishing these splits would meet (nothing is written): missing relations, unfinished audits, the parent */
+        get: operations["releases_preflight_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -868,6 +923,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/review/items/{item_id}/seats/{seat}/reassign/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give an unvoted seat of an open item to another annotator under a fresh lease (recorded) */
+        post: operations["review_items_seats_reassign_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review/items/{item_id}/seats/{seat}/release/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Free an unvoted seat of an open item (recorded); the next claim may take it */
+        post: operations["review_items_seats_release_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review/items/{item_id}/skip/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Skip an item you have not voted on, with a reason, and claim the next one; the skipped item is not offered to you again for a while */
+        post: operations["review_items_skip_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/review/items/{item_id}/votes/": {
         parameters: {
             query?: never;
@@ -877,8 +983,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cast your vote (once; a retry with the same client_request_id returns it) */
+        /** Cast your vote (once; a retry with the same client_request_id returns it), and with "next" claim your next item in the same request */
         post: operations["review_items_votes_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review/items/search/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Find review items (managers): by stage, state, video, split, annotator, decision, text */
+        get: operations["review_items_search_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -896,6 +1019,23 @@ export interface paths {
         put?: never;
         /** Claim the next item (the same one again while its lease runs and it has no vote) */
         post: operations["review_next_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review/seats/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Items with their seats: holders, lease ages, expiry, votes in, and the seat events on record */
+        get: operations["review_seats_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1065,6 +1205,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/track-imports/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List imported tracks and tubes */
+        get: operations["track_imports_list"];
+        put?: never;
+        /** Import existing tracks or annotated tubes onto a video as an imported proposal run (a bad file is refused with its line numbers and nothing is stored; the same file again answers 200 with the existing import) */
+        post: operations["track_imports_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/training-runs/": {
         parameters: {
             query?: never;
@@ -1202,6 +1360,58 @@ export interface paths {
         get: operations["trajectories_marked_.jpg_retrieve"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tube-match-reports/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List tube-match reports (matched, ambiguous and unmatched annotated tubes per video) */
+        get: operations["tube_match_reports_list"];
+        put?: never;
+        /** Match a run's proposals against the video's annotated tubes (seed D.1) and store the report (asked again, it is computed again and replaced) */
+        post: operations["tube_match_reports_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tube-match-reports/{report_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One tube-match report */
+        get: operations["tube_match_reports_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tube-match-reports/{report_id}/captions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Propose the captions of a report's matched tubes as descriptions of their raw positives in a frozen pool (model-side proposals that reviewers approve or correct) */
+        post: operations["tube_match_reports_captions_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1359,6 +1569,17 @@ export interface components {
             correction?: number | null;
             payload?: unknown;
         };
+        /** @description Every refused request under ``/api/`` (``common.errors``). */
+        ApiError: {
+            /** @description stable, for scripts (e.g. not_found, invalid, already_voted) */
+            code: string;
+            /** @description for people */
+            message: string;
+            /** @description details: the invalid fields, the open items, the limits */
+            extra: {
+                [key: string]: unknown;
+            };
+        };
         /** @description An annotator's view of an item: the target, the labels, their lease and their own vote. */
         AssignmentOutput: {
             item: number;
@@ -1368,12 +1589,14 @@ export interface components {
             /** Format: date-time */
             lease_expires_at: string;
             my_vote: components["schemas"]["OwnVote"] | null;
+            /** @description after a claim: the item likely to come next, for fetching ahead */
+            upcoming?: components["schemas"]["Upcoming"] | null;
         };
         AuditJudgmentInputRequest: {
             /** @description a sample you claimed */
             sample: number;
             /** @description One of: correct, error. */
-            verdict: string;
+            verdict: "correct" | "error";
             /**
              * @description required with an error: one of the sample's error_types
              *
@@ -1411,7 +1634,7 @@ export interface components {
         };
         AuditListInputRequest: {
             /** @description One of: train, dev, test. */
-            split: string;
+            split: "train" | "dev" | "test";
             /**
              * @description accepted records drawn uniformly, per kind
              * @default 50
@@ -1427,7 +1650,7 @@ export interface components {
              * @default 0
              */
             seed: number;
-            kinds?: string[];
+            kinds?: ("relation" | "query" | "description")[];
             /**
              * @description how long a claimed sample stays reserved
              * @default 900
@@ -1521,7 +1744,7 @@ export interface components {
         };
         CompletenessQueueInputRequest: {
             /** @description One of: train, dev, test. */
-            split: string;
+            split: "train" | "dev" | "test";
         };
         CompletenessQueueOutput: {
             split: string;
@@ -1558,7 +1781,7 @@ export interface components {
             video: number;
             trajectory: number;
             /** @description One of: failed, in_review, approved, rejected, unresolved. */
-            readonly status: string;
+            readonly status: "failed" | "in_review" | "approved" | "rejected" | "unresolved";
             /** Format: int64 */
             attempts?: number;
             failure?: string;
@@ -1581,7 +1804,7 @@ export interface components {
             video: number;
             trajectory: number;
             /** @description One of: failed, in_review, approved, rejected, unresolved. */
-            readonly status: string;
+            readonly status: "failed" | "in_review" | "approved" | "rejected" | "unresolved";
             /** Format: int64 */
             attempts?: number;
             failure?: string;
@@ -1640,7 +1863,7 @@ export interface components {
             /** Format: int64 */
             number?: number;
             /** @description who made it: the describer, a reviewer, or the consolidation of corrections (not shown to auditors, nor are number, parent and created_by) One of: model, correction, consolidated. */
-            origin?: string;
+            origin?: "model" | "correction" | "consolidated";
             parent?: number | null;
             /** @description models.facts.Description as JSON: appearance, motion, facts */
             content: unknown;
@@ -1741,6 +1964,12 @@ export interface components {
             scope: string;
             known: boolean;
         };
+        /**
+         * @description * `0` - 0
+         *     * `1` - 1
+         * @enum {integer}
+         */
+        FrameBaseEnum: 0 | 1;
         GenerationRunListInputRequest: {
             /** @description frozen candidate pools */
             pools: number[];
@@ -1780,9 +2009,13 @@ export interface components {
             params?: unknown;
             result?: unknown;
             queue?: string;
+            /** @description queued: 1 + the queued jobs of its queue ahead of it; otherwise null */
+            readonly queue_position: number | null;
             /** Format: int64 */
             attempts?: number;
             worker?: string;
+            /** @description the run behind the job (cancel and retry act on it); null for a job without one, such as a video import */
+            readonly run: components["schemas"]["JobRunRef"] | null;
             /** Format: date-time */
             readonly created_at: string;
             /** Format: date-time */
@@ -1803,6 +2036,15 @@ export interface components {
             retries: number;
             error: string;
             job: components["schemas"]["JobOutput"] | null;
+        };
+        /** @description The run whose current job this is: what a cancel or a retry acts on. */
+        JobRunRef: {
+            /** @description the run's model, e.g. proposalrun, trainingrun, miningrun */
+            kind: string;
+            id: number;
+            /** @description queued, running, succeeded, failed or cancelled */
+            status: string;
+            cancel_requested: boolean;
         };
         /** @description What anyone who may see a record learns of its job: no logs, errors or parameters. */
         JobSummaryOutput: {
@@ -1835,7 +2077,7 @@ export interface components {
         };
         MiningRunListInputRequest: {
             /** @description One of: train, dev, test. */
-            split: string;
+            split: "train" | "dev" | "test";
             /** @description budgets, seed and thresholds (models.curation.mining.MiningConfig) and easy_review_rate */
             config?: {
                 [key: string]: unknown;
@@ -1885,6 +2127,10 @@ export interface components {
         NextItemInputRequest: {
             stage?: components["schemas"]["StageEnum"];
         };
+        NextOutput: {
+            /** @description your next item of the same stage; null: no work left */
+            next: components["schemas"]["AssignmentOutput"] | null;
+        };
         /**
          * @description * `automatic` - Automatic
          *     * `manual` - Manual
@@ -1905,6 +2151,411 @@ export interface components {
             readonly judgments: {
                 [key: string]: number;
             };
+        };
+        PaginatedAuditOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["AuditOutput"][];
+        };
+        PaginatedAuditSampleOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["AuditSampleOutput"][];
+        };
+        PaginatedCrossPairOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["CrossPairOutput"][];
+        };
+        PaginatedDescriptionOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["DescriptionOutput"][];
+        };
+        PaginatedDescriptionRunOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["DescriptionRunOutput"][];
+        };
+        PaginatedDuplicateCandidateOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["DuplicateCandidateOutput"][];
+        };
+        PaginatedEvaluationRunOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["EvaluationRunOutput"][];
+        };
+        PaginatedGenerationRunOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["GenerationRunOutput"][];
+        };
+        PaginatedJobOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["JobOutput"][];
+        };
+        PaginatedMiningRunOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["MiningRunOutput"][];
+        };
+        PaginatedPoolOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["PoolOutput"][];
+        };
+        PaginatedProposalConfigOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["ProposalConfigOutput"][];
+        };
+        PaginatedProposalRunOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["ProposalRunOutput"][];
+        };
+        PaginatedPseudoRuleOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["PseudoRuleOutput"][];
+        };
+        PaginatedQueryOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["QueryOutput"][];
+        };
+        PaginatedRelationOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["RelationOutput"][];
+        };
+        PaginatedReleaseOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["ReleaseOutput"][];
+        };
+        PaginatedSeatItemList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["SeatItem"][];
+        };
+        PaginatedSnapshotOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["SnapshotOutput"][];
+        };
+        PaginatedSourceOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["SourceOutput"][];
+        };
+        PaginatedSplitGroupOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["SplitGroupOutput"][];
+        };
+        PaginatedTrackImportOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["TrackImportOutput"][];
+        };
+        PaginatedTrainingRunOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["TrainingRunOutput"][];
+        };
+        PaginatedTrajectoryOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["TrajectoryOutput"][];
+        };
+        PaginatedTubeMatchReportOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["TubeMatchReportOutput"][];
+        };
+        PaginatedVideoOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["VideoOutput"][];
+        };
+        PaginatedWorkItemFoundList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["WorkItemFound"][];
         };
         PairTarget: {
             pair: number;
@@ -2041,10 +2692,11 @@ export interface components {
         };
         /**
          * @description * `hog-bytetrack` - hog-bytetrack
+         *     * `dnn-bytetrack` - dnn-bytetrack
          *     * `sam2` - sam2
          * @enum {string}
          */
-        ProposalConfigListInputBackendEnum: "hog-bytetrack" | "sam2";
+        ProposalConfigListInputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2";
         ProposalConfigListInputRequest: {
             name: string;
             backend: components["schemas"]["ProposalConfigListInputBackendEnum"];
@@ -2085,10 +2737,12 @@ export interface components {
         };
         /**
          * @description * `hog-bytetrack` - Hog Bytetrack
+         *     * `dnn-bytetrack` - Dnn Bytetrack
          *     * `sam2` - Sam2
+         *     * `imported` - Imported
          * @enum {string}
          */
-        ProposalConfigOutputBackendEnum: "hog-bytetrack" | "sam2";
+        ProposalConfigOutputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "imported";
         ProposalRunListInputRequest: {
             video: number;
             config: number;
@@ -2097,6 +2751,8 @@ export interface components {
             readonly id: number;
             video: number;
             config: number;
+            /** @description tracked: a tracker ran; imported: tracks or tubes read from a file One of: tracked, imported. */
+            readonly kind: "tracked" | "imported";
             status?: components["schemas"]["RunStatusEnum"];
             /** Format: int64 */
             trajectory_count?: number;
@@ -2115,6 +2771,8 @@ export interface components {
             considered: number;
             /** @description new pseudo-negatives (training only) */
             labelled: number;
+            /** @description unreviewed train pairs left alone: their similarity comes from another encoder than the rule's */
+            other_encoder: number;
             /** Format: double */
             coverage?: number;
             /** Format: double */
@@ -2171,9 +2829,9 @@ export interface components {
             revision?: number;
             parent?: number | null;
             /** @description One of: rejected, in_review, accepted, superseded, needs_reverification. */
-            readonly status: string;
+            readonly status: "rejected" | "in_review" | "accepted" | "superseded" | "needs_reverification";
             rejection_reason?: string;
-            /** @description the first reviewer's faithfulness and naturalness (not shown to auditors) */
+            /** @description the first reviewer's faithfulness and naturalness (not shown to auditors; null while the reader sits on a row of the query's family) */
             ratings?: unknown;
             created_by?: number | null;
             /** Format: date-time */
@@ -2205,9 +2863,9 @@ export interface components {
             revision?: number;
             parent?: number | null;
             /** @description One of: rejected, in_review, accepted, superseded, needs_reverification. */
-            readonly status: string;
+            readonly status: "rejected" | "in_review" | "accepted" | "superseded" | "needs_reverification";
             rejection_reason?: string;
-            /** @description the first reviewer's faithfulness and naturalness (not shown to auditors) */
+            /** @description the first reviewer's faithfulness and naturalness (not shown to auditors; null while the reader sits on a row of the query's family) */
             ratings?: unknown;
             created_by?: number | null;
             /** Format: date-time */
@@ -2267,6 +2925,8 @@ export interface components {
             /** @description the vote's payload must rate it: faithful, natural 1-5 */
             rate_query: boolean;
             candidates: components["schemas"]["RowCandidate"][];
+            /** @description pairs of the pool's members whose identity review stayed unresolved: they may be one object kept as two candidates (E.1), so a query matching both is ambiguous */
+            unresolved_identity: number[][];
         };
         ReleaseDetailOutput: {
             readonly id: number;
@@ -2280,7 +2940,7 @@ export interface components {
             /** @description {name, version, manifest_sha256} of the parent */
             parent_ref?: unknown;
             /** @description exported here, or imported from a release folder One of: exported, imported. */
-            readonly origin: string;
+            readonly origin: "exported" | "imported";
             /** @description the video files are part of the release */
             media_included?: boolean;
             /** @description relative to the server's data folder (VAR_DIR or MEDIA_ROOT) */
@@ -2290,6 +2950,8 @@ export interface components {
             counts?: unknown;
             /** @description added, removed and changed records against the parent, per table */
             changes?: unknown;
+            /** @description audits still unfinished when it was published anyway (null: none) */
+            readonly unfinished_audits: components["schemas"]["UnfinishedAudit"][] | null;
             /**
              * Format: date-time
              * @description set when written; the database refuses changes
@@ -2334,7 +2996,7 @@ export interface components {
             name: string;
             /** @description MAJOR.MINOR.PATCH, after the parent's */
             version: string;
-            splits: string[];
+            splits: ("train" | "dev" | "test")[];
             /** @description default: the latest release of the same name */
             parent?: number | null;
             /** @default  */
@@ -2346,6 +3008,11 @@ export interface components {
              * @default false
              */
             include_media: boolean;
+            /**
+             * @description publish although an audit of a released split is unfinished (the release records those audits)
+             * @default false
+             */
+            publish_anyway: boolean;
         };
         ReleaseOutput: {
             readonly id: number;
@@ -2359,7 +3026,7 @@ export interface components {
             /** @description {name, version, manifest_sha256} of the parent */
             parent_ref?: unknown;
             /** @description exported here, or imported from a release folder One of: exported, imported. */
-            readonly origin: string;
+            readonly origin: "exported" | "imported";
             /** @description the video files are part of the release */
             media_included?: boolean;
             /** @description relative to the server's data folder (VAR_DIR or MEDIA_ROOT) */
@@ -2369,6 +3036,8 @@ export interface components {
             counts?: unknown;
             /** @description added, removed and changed records against the parent, per table */
             changes?: unknown;
+            /** @description audits still unfinished when it was published anyway (null: none) */
+            readonly unfinished_audits: components["schemas"]["UnfinishedAudit"][] | null;
             /**
              * Format: date-time
              * @description set when written; the database refuses changes
@@ -2377,6 +3046,23 @@ export interface components {
             created_by?: number | null;
             /** Format: date-time */
             created_at: string;
+        };
+        ReleasePreflightOutput: {
+            splits: string[];
+            /** @description benchmark videos the release would hold */
+            videos: number;
+            /** @description {split: completeness report} of dev/test splits that miss relations (publishing is refused) */
+            incomplete: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
+            /** @description audits with unjudged samples (publish anyway, recorded) */
+            unfinished_audits: components["schemas"]["UnfinishedAudit"][];
+            /** @description {id, name, version} of the latest release of name */
+            parent: {
+                [key: string]: unknown;
+            } | null;
         };
         ReleaseVerifyOutput: {
             ok: boolean;
@@ -2483,6 +3169,78 @@ export interface components {
                 [key: string]: number;
             };
         };
+        Seat: {
+            seat: number;
+            holder: string;
+            /** Format: date-time */
+            claimed_at: string;
+            /** Format: date-time */
+            lease_expires_at: string;
+            /** @description seconds since the seat was claimed */
+            readonly lease_age_s: number;
+            /** @description the lease ran out without a vote: any claim may take it */
+            readonly expired: boolean;
+            /** @description the holder's vote is in (its label is not shown) */
+            readonly voted: boolean;
+        };
+        SeatEvent: {
+            readonly id: number;
+            /** Format: int64 */
+            seat: number;
+            kind: components["schemas"]["SeatEventKindEnum"];
+            holder: string;
+            /**
+             * Format: date-time
+             * @description when the holder claimed the seat
+             */
+            held_since: string;
+            by?: string | null;
+            to?: string | null;
+            reason?: string;
+            /** Format: date-time */
+            readonly at: string;
+        };
+        /**
+         * @description * `skipped` - Skipped
+         *     * `expired` - Expired
+         *     * `released` - Released
+         *     * `reassigned` - Reassigned
+         * @enum {string}
+         */
+        SeatEventKindEnum: "skipped" | "expired" | "released" | "reassigned";
+        SeatItem: {
+            item: number;
+            stage: string;
+            state: string;
+            video: number;
+            panel_size: number;
+            seats: components["schemas"]["Seat"][];
+            /** @description newest first */
+            events: components["schemas"]["SeatEvent"][];
+        };
+        SeatReassignInputRequest: {
+            /** @description the annotator's username */
+            to: string;
+            /**
+             * @description why (kept with the event)
+             * @default
+             */
+            reason: string;
+        };
+        SeatReleaseInputRequest: {
+            /**
+             * @description why (kept with the event)
+             * @default
+             */
+            reason: string;
+        };
+        SkipInputRequest: {
+            /**
+             * @description why you skip it (kept with the seat's record)
+             * @default
+             */
+            reason: string;
+        };
         SnapshotDetailOutput: {
             readonly id: number;
             split: string;
@@ -2508,7 +3266,7 @@ export interface components {
         };
         SnapshotListInputRequest: {
             /** @description One of: train, dev, test. */
-            split: string;
+            split: "train" | "dev" | "test";
             /** @default  */
             name: string;
             /**
@@ -2638,6 +3396,14 @@ export interface components {
             required: number;
         };
         /**
+         * @description * `open` - Open
+         *     * `adjudicate` - Adjudicate
+         *     * `decided` - Decided
+         *     * `unresolved` - Unresolved
+         * @enum {string}
+         */
+        StateEnum: "open" | "adjudicate" | "decided" | "unresolved";
+        /**
          * @description * `queued` - Queued
          *     * `running` - Running
          *     * `succeeded` - Succeeded
@@ -2678,6 +3444,79 @@ export interface components {
         };
         TokenOutput: {
             token: string;
+        };
+        TrackImportListInputRequest: {
+            /**
+             * Format: binary
+             * @description gt.txt / tracker output (mot), a JSON tube file (json) or CSV (csv)
+             */
+            file: string;
+            video: number;
+            /** @description One of: mot, json, csv. */
+            format: "mot" | "json" | "csv";
+            /** @description where the tracks come from */
+            source: string;
+            /**
+             * @description One of: proposals, tubes.
+             * @default proposals
+             */
+            purpose: "proposals" | "tubes";
+            /**
+             * @description One of: reviewed, source_verified.
+             * @default reviewed
+             */
+            review: "reviewed" | "source_verified";
+            /** @default  */
+            review_reason: string;
+            /** @description mot: ground truth (default: the file is named gt.txt) */
+            gt?: boolean | null;
+            /**
+             * @description csv: frame numbering
+             *
+             *     * `0` - 0
+             *     * `1` - 1
+             * @default 0
+             */
+            frame_base: components["schemas"]["FrameBaseEnum"];
+            /**
+             * @description clip boxes partly outside the frame
+             * @default false
+             */
+            clip: boolean;
+            /**
+             * Format: binary
+             * @description mot: the sequence's seqinfo.ini, checked
+             */
+            seqinfo?: string;
+        };
+        TrackImportOutput: {
+            readonly id: number;
+            run: number;
+            video: number;
+            /** @description One of: queued, running, succeeded, failed, cancelled. */
+            run_status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            trajectory_count: number;
+            duplicate_count: number;
+            /** @description One of: mot, json, csv. */
+            format: "mot" | "json" | "csv";
+            /** @description One of: proposals, tubes. */
+            purpose: "proposals" | "tubes";
+            /** @description where the file came from (a sequence, data set or tool) */
+            source: string;
+            file_name: string;
+            file_sha256: string;
+            /** @description One of: reviewed, source_verified. */
+            review: "reviewed" | "source_verified";
+            /** @description why the source's tracks need no review */
+            review_reason?: string;
+            /** @description how the file was read (gt, frame_base, clip) */
+            options?: unknown;
+            /** @description rows read, skipped and clipped */
+            counts?: unknown;
+            /** @description track id → the source's caption */
+            captions?: unknown;
+            /** Format: date-time */
+            readonly created_at: string;
         };
         TrainingRunDetailOutput: {
             readonly id: number;
@@ -2850,6 +3689,57 @@ export interface components {
             /** Format: double */
             mean_score: number;
         };
+        TubeCaptionsProposeInputRequest: {
+            /** @description the frozen pool of the report's video */
+            pool: number;
+        };
+        TubeCaptionsProposeOutput: {
+            /** @description the description run that records the proposals */
+            run: number;
+            /** @description descriptions proposed (each opens a review item) */
+            proposed: number;
+            /** @description matched members that already had a description */
+            kept_existing: number;
+            /** @description raw positives that are not members of the pool */
+            not_in_pool: number;
+        };
+        TubeMatchReportListInputRequest: {
+            /** @description an imported run of annotated tubes */
+            tubes_run: number;
+            proposals_run: number;
+            /** @description tau, min_coverage, min_mean_iou, tau_safe (defaults 0.5, 0.5, 0.4, 0.2) */
+            settings?: {
+                [key: string]: unknown;
+            };
+        };
+        TubeMatchReportOutput: {
+            readonly id: number;
+            video: number;
+            tubes_run: number;
+            proposals_run: number;
+            /** @description tau, min_coverage, min_mean_iou, tau_safe */
+            config: unknown;
+            /** @description tubes matched, ambiguous and unmatched */
+            counts: unknown;
+            /** @description per tube outcome and per pair overlap */
+            report: unknown;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
+        UnfinishedAudit: {
+            id: number;
+            split: string;
+            n_samples: number;
+            n_judged: number;
+        };
+        /** @description The item a claim would likely give next (not reserved): enough to fetch its first frames. */
+        Upcoming: {
+            item: number;
+            stage: string;
+            video: number;
+            /** @description the trajectories its target shows (empty for a relation row) */
+            trajectories: number[];
+        };
         VideoListInputRequest: {
             /** Format: binary */
             file: string;
@@ -2936,6 +3826,52 @@ export interface components {
             judgments?: {
                 [key: string]: number;
             } | null;
+            /**
+             * @description answer with your next claimed item of the same stage as well (one round trip instead of a vote and a claim)
+             * @default false
+             */
+            next: boolean;
+        };
+        VoteOutput: {
+            readonly id: number;
+            label: string;
+            reasons?: unknown;
+            /** Format: int64 */
+            time_spent_ms?: number | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            correction?: number | null;
+            payload?: unknown;
+            /** @description One's own labels of a relation row's candidates ({trajectory id: 1 | 0 | -1}). */
+            readonly judgments: {
+                [key: string]: number;
+            };
+            /** @description only when asked for with "next": your next item (null: no work left) */
+            next?: components["schemas"]["AssignmentOutput"] | null;
+        };
+        WorkItemFound: {
+            readonly id: number;
+            stage: components["schemas"]["StageEnum"];
+            state?: components["schemas"]["StateEnum"];
+            /** @description the winning label once decided */
+            decision?: string;
+            video: number;
+            video_name: string;
+            /** @description the video's split */
+            split: string;
+            trajectory?: number | null;
+            query?: number | null;
+            pair?: number | null;
+            /** @description votes cast so far, adjudication included */
+            n_votes: number;
+            /** Format: int64 */
+            panel_size: number;
+            /** @description the query's text (relation and pair items), else empty */
+            readonly text: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            decided_at?: string | null;
         };
     };
     responses: never;
@@ -2963,6 +3899,15 @@ export interface operations {
                     "application/json": components["schemas"]["AdjudicationItem"][];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     adjudication_retrieve: {
@@ -2984,6 +3929,24 @@ export interface operations {
                     "application/json": components["schemas"]["AdjudicationItem"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     adjudication_create: {
@@ -2998,8 +3961,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["AdjudicationInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["AdjudicationInputRequest"];
-                "multipart/form-data": components["schemas"]["AdjudicationInputRequest"];
             };
         };
         responses: {
@@ -3011,11 +3972,60 @@ export interface operations {
                     "application/json": components["schemas"]["AdjudicationVote"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     audits_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 /**
                  * @description * `train` - train
                  *     * `dev` - dev
@@ -3034,7 +4044,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AuditOutput"][];
+                    "application/json": components["schemas"]["PaginatedAuditOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3049,8 +4077,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["AuditListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["AuditListInputRequest"];
-                "multipart/form-data": components["schemas"]["AuditListInputRequest"];
             };
         };
         responses: {
@@ -3067,9 +4093,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3077,9 +4110,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3103,6 +4152,24 @@ export interface operations {
                     "application/json": components["schemas"]["AuditOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     audits_judgments_create: {
@@ -3117,8 +4184,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["AuditJudgmentInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["AuditJudgmentInputRequest"];
-                "multipart/form-data": components["schemas"]["AuditJudgmentInputRequest"];
             };
         };
         responses: {
@@ -3135,9 +4200,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             404: {
@@ -3145,9 +4217,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3155,9 +4225,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3188,11 +4274,34 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     audits_samples_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path: {
                 audit_id: number;
@@ -3206,7 +4315,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AuditSampleOutput"][];
+                    "application/json": components["schemas"]["PaginatedAuditSampleOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3232,6 +4368,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     auth_token_create: {
@@ -3245,7 +4399,6 @@ export interface operations {
             content: {
                 "application/json": components["schemas"]["TokenInputRequest"];
                 "application/x-www-form-urlencoded": components["schemas"]["TokenInputRequest"];
-                "multipart/form-data": components["schemas"]["TokenInputRequest"];
             };
         };
         responses: {
@@ -3255,6 +4408,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too many attempts: try again after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3285,6 +4482,24 @@ export interface operations {
                     "application/json": components["schemas"]["CompletenessOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     completeness_queue_create: {
@@ -3297,8 +4512,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CompletenessQueueInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["CompletenessQueueInputRequest"];
-                "multipart/form-data": components["schemas"]["CompletenessQueueInputRequest"];
             };
         };
         responses: {
@@ -3315,9 +4528,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3325,6 +4563,10 @@ export interface operations {
     cross_pairs_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 query?: number;
                 /**
                  * @description * `queued` - Queued
@@ -3346,7 +4588,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CrossPairOutput"][];
+                    "application/json": components["schemas"]["PaginatedCrossPairOutputList"];
                 };
             };
             400: {
@@ -3354,9 +4596,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             403: {
@@ -3364,16 +4604,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
     };
     description_runs_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3385,7 +4628,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DescriptionRunOutput"][];
+                    "application/json": components["schemas"]["PaginatedDescriptionRunOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3400,8 +4661,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["DescriptionRunListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["DescriptionRunListInputRequest"];
-                "multipart/form-data": components["schemas"]["DescriptionRunListInputRequest"];
             };
         };
         responses: {
@@ -3418,9 +4677,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3428,9 +4694,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3454,11 +4736,33 @@ export interface operations {
                     "application/json": components["schemas"]["DescriptionRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     descriptions_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 pool?: number;
                 /**
                  * @description * `failed` - Failed
@@ -3482,7 +4786,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DescriptionOutput"][];
+                    "application/json": components["schemas"]["PaginatedDescriptionOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3506,11 +4828,33 @@ export interface operations {
                     "application/json": components["schemas"]["DescriptionDetailOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     duplicate_candidates_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 video?: number;
             };
             header?: never;
@@ -3524,7 +4868,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DuplicateCandidateOutput"][];
+                    "application/json": components["schemas"]["PaginatedDuplicateCandidateOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3539,8 +4901,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["DuplicateCandidateListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["DuplicateCandidateListInputRequest"];
-                "multipart/form-data": components["schemas"]["DuplicateCandidateListInputRequest"];
             };
         };
         responses: {
@@ -3552,12 +4912,52 @@ export interface operations {
                     "application/json": components["schemas"]["DuplicateCandidateOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     evaluation_runs_list: {
         parameters: {
             query?: {
                 kind?: string;
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 snapshot?: number;
                 training_run?: number;
             };
@@ -3572,7 +4972,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EvaluationRunOutput"][];
+                    "application/json": components["schemas"]["PaginatedEvaluationRunOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3587,8 +5005,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["EvaluationRunListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["EvaluationRunListInputRequest"];
-                "multipart/form-data": components["schemas"]["EvaluationRunListInputRequest"];
             };
         };
         responses: {
@@ -3621,9 +5037,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3631,9 +5054,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3657,11 +5096,34 @@ export interface operations {
                     "application/json": components["schemas"]["EvaluationRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     generation_runs_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3673,7 +5135,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GenerationRunOutput"][];
+                    "application/json": components["schemas"]["PaginatedGenerationRunOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3688,8 +5168,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["GenerationRunListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["GenerationRunListInputRequest"];
-                "multipart/form-data": components["schemas"]["GenerationRunListInputRequest"];
             };
         };
         responses: {
@@ -3706,9 +5184,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3716,9 +5201,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3742,12 +5243,34 @@ export interface operations {
                     "application/json": components["schemas"]["GenerationRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     jobs_list: {
         parameters: {
             query?: {
                 kind?: string;
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 status?: string;
             };
             header?: never;
@@ -3761,7 +5284,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobOutput"][];
+                    "application/json": components["schemas"]["PaginatedJobOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3785,6 +5326,24 @@ export interface operations {
                     "application/json": components["schemas"]["JobOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     jobs_cancel_create: {
@@ -3806,14 +5365,21 @@ export interface operations {
                     "application/json": components["schemas"]["JobRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3821,9 +5387,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3847,14 +5411,21 @@ export interface operations {
                     "application/json": components["schemas"]["JobRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -3862,9 +5433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3886,11 +5455,25 @@ export interface operations {
                     "application/json": components["schemas"]["MeOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     mining_runs_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3902,7 +5485,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MiningRunOutput"][];
+                    "application/json": components["schemas"]["PaginatedMiningRunOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3917,8 +5518,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["MiningRunListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["MiningRunListInputRequest"];
-                "multipart/form-data": components["schemas"]["MiningRunListInputRequest"];
             };
         };
         responses: {
@@ -3935,9 +5534,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3961,11 +5585,34 @@ export interface operations {
                     "application/json": components["schemas"]["MiningRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     pools_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3977,7 +5624,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PoolOutput"][];
+                    "application/json": components["schemas"]["PaginatedPoolOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3992,8 +5657,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PoolListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["PoolListInputRequest"];
-                "multipart/form-data": components["schemas"]["PoolListInputRequest"];
             };
         };
         responses: {
@@ -4005,14 +5668,48 @@ export interface operations {
                     "application/json": components["schemas"]["PoolOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4036,11 +5733,34 @@ export interface operations {
                     "application/json": components["schemas"]["PoolDetailOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     proposal_configs_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4052,7 +5772,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProposalConfigOutput"][];
+                    "application/json": components["schemas"]["PaginatedProposalConfigOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4067,8 +5805,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ProposalConfigListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["ProposalConfigListInputRequest"];
-                "multipart/form-data": components["schemas"]["ProposalConfigListInputRequest"];
             };
         };
         responses: {
@@ -4080,11 +5816,51 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalConfigOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     proposal_runs_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 video?: number;
             };
             header?: never;
@@ -4098,7 +5874,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProposalRunOutput"][];
+                    "application/json": components["schemas"]["PaginatedProposalRunOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4113,8 +5907,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ProposalRunListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["ProposalRunListInputRequest"];
-                "multipart/form-data": components["schemas"]["ProposalRunListInputRequest"];
             };
         };
         responses: {
@@ -4134,14 +5926,48 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4165,11 +5991,34 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     pseudo_rules_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4181,7 +6030,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PseudoRuleOutput"][];
+                    "application/json": components["schemas"]["PaginatedPseudoRuleOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4196,8 +6063,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PseudoRuleListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["PseudoRuleListInputRequest"];
-                "multipart/form-data": components["schemas"]["PseudoRuleListInputRequest"];
             };
         };
         responses: {
@@ -4214,9 +6079,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4224,9 +6096,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4250,6 +6138,24 @@ export interface operations {
                     "application/json": components["schemas"]["PseudoRuleOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     pseudo_rules_apply_create: {
@@ -4271,14 +6177,30 @@ export interface operations {
                     "application/json": components["schemas"]["PseudoRuleApplyOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4302,14 +6224,30 @@ export interface operations {
                     "application/json": components["schemas"]["PseudoRuleOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4317,7 +6255,13 @@ export interface operations {
     queries_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 pool?: number;
+                /** @description words of the query's text */
+                q?: string;
                 /**
                  * @description * `train` - train
                  *     * `dev` - dev
@@ -4345,7 +6289,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QueryOutput"][];
+                    "application/json": components["schemas"]["PaginatedQueryOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4369,6 +6331,24 @@ export interface operations {
                     "application/json": components["schemas"]["QueryDetailOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     queries_revise_create: {
@@ -4383,8 +6363,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["QueryReviseInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["QueryReviseInputRequest"];
-                "multipart/form-data": components["schemas"]["QueryReviseInputRequest"];
             };
         };
         responses: {
@@ -4401,9 +6379,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4411,9 +6405,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4429,6 +6439,10 @@ export interface operations {
                  *     * `-1` - -1
                  */
                 label?: 1 | 0 | -1;
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 pseudo?: boolean | null;
                 query?: number;
                 /**
@@ -4439,6 +6453,8 @@ export interface operations {
                 split?: "train" | "dev" | "test";
                 stratum?: string;
                 trajectory?: number;
+                /** @description the query's or the trajectory's video */
+                video?: number;
             };
             header?: never;
             path?: never;
@@ -4451,7 +6467,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RelationOutput"][];
+                    "application/json": components["schemas"]["PaginatedRelationOutputList"];
                 };
             };
             400: {
@@ -4459,9 +6475,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             403: {
@@ -4469,9 +6483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4479,7 +6491,11 @@ export interface operations {
     releases_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
                 name?: string;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
             };
             header?: never;
             path?: never;
@@ -4492,7 +6508,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ReleaseOutput"][];
+                    "application/json": components["schemas"]["PaginatedReleaseOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4507,8 +6541,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ReleaseListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["ReleaseListInputRequest"];
-                "multipart/form-data": components["schemas"]["ReleaseListInputRequest"];
             };
         };
         responses: {
@@ -4525,9 +6557,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4535,9 +6574,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4559,6 +6614,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReleaseDetailOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    releases_SHA256SUMS_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                release_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4586,14 +6705,85 @@ export interface operations {
                     "application/json": components["schemas"]["ReleaseDiffOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    releases_download_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                release_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4615,6 +6805,64 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReleaseVerifyOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    releases_preflight_retrieve: {
+        parameters: {
+            query: {
+                /** @description the release's name (for its parent) */
+                name?: string;
+                /** @description repeat the parameter: splits=dev&splits=test */
+                splits: ("train" | "dev" | "test")[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReleasePreflightOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4653,6 +6901,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     review_items_create: {
@@ -4665,8 +6931,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ReviewItemsCreateInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["ReviewItemsCreateInputRequest"];
-                "multipart/form-data": components["schemas"]["ReviewItemsCreateInputRequest"];
             };
         };
         responses: {
@@ -4676,6 +6940,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReviewItemsCreateOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4699,6 +6999,24 @@ export interface operations {
                     "application/json": components["schemas"]["AssignmentOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     review_items_destroy: {
@@ -4719,14 +7037,21 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4734,9 +7059,234 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_items_seats_reassign_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: number;
+                seat: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SeatReassignInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeatEvent"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_items_seats_release_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: number;
+                seat: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SeatReleaseInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeatEvent"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_items_skip_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SkipInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NextOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4753,8 +7303,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["VoteInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["VoteInputRequest"];
-                "multipart/form-data": components["schemas"]["VoteInputRequest"];
             };
         };
         responses: {
@@ -4763,7 +7311,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OwnVote"];
+                    "application/json": components["schemas"]["VoteOutput"];
                 };
             };
             201: {
@@ -4771,7 +7319,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OwnVote"];
+                    "application/json": components["schemas"]["VoteOutput"];
                 };
             };
             400: {
@@ -4779,9 +7327,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4789,9 +7351,94 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_items_search_list: {
+        parameters: {
+            query?: {
+                /** @description a username: items they voted on */
+                annotator?: string;
+                /** @description the decision, e.g. usable, same, 1 */
+                label?: string;
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                /** @description an item id, or words of its query's text or its video's name */
+                q?: string;
+                /**
+                 * @description * `train` - train
+                 *     * `dev` - dev
+                 *     * `test` - test
+                 */
+                split?: "train" | "dev" | "test";
+                /**
+                 * @description * `usability` - Usability
+                 *     * `identity` - Identity
+                 *     * `description` - Description
+                 *     * `relation` - Relation
+                 *     * `pair` - Pair
+                 */
+                stage?: "usability" | "identity" | "description" | "relation" | "pair";
+                /**
+                 * @description * `open` - Open
+                 *     * `adjudicate` - Adjudicate
+                 *     * `decided` - Decided
+                 *     * `unresolved` - Unresolved
+                 */
+                state?: "open" | "adjudicate" | "decided" | "unresolved";
+                video?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWorkItemFoundList"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4806,8 +7453,6 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["NextItemInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["NextItemInputRequest"];
-                "multipart/form-data": components["schemas"]["NextItemInputRequest"];
             };
         };
         responses: {
@@ -4826,6 +7471,92 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_seats_list: {
+        parameters: {
+            query?: {
+                /** @description items with a seat of this username */
+                holder?: string;
+                /** @description one item, in whatever state */
+                item?: number;
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                /** @description a proposal run's usability and duplicate items */
+                run?: number;
+                /** @description One of: usability, identity, description, relation, pair. */
+                stage?: "usability" | "identity" | "description" | "relation" | "pair";
+                /** @description open (the default) or adjudicate One of: open, adjudicate. */
+                state?: "open" | "adjudicate";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSeatItemList"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     review_stages_list: {
@@ -4843,6 +7574,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StageOutput"][];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4866,6 +7606,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     search_create: {
@@ -4878,8 +7627,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SearchInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["SearchInputRequest"];
-                "multipart/form-data": components["schemas"]["SearchInputRequest"];
             };
         };
         responses: {
@@ -4896,9 +7643,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4906,9 +7660,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4916,6 +7686,10 @@ export interface operations {
     snapshots_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 /**
                  * @description * `train` - train
                  *     * `dev` - dev
@@ -4934,7 +7708,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SnapshotOutput"][];
+                    "application/json": components["schemas"]["PaginatedSnapshotOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4949,8 +7741,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SnapshotListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["SnapshotListInputRequest"];
-                "multipart/form-data": components["schemas"]["SnapshotListInputRequest"];
             };
         };
         responses: {
@@ -4967,9 +7757,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -4977,9 +7774,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5003,11 +7816,34 @@ export interface operations {
                     "application/json": components["schemas"]["SnapshotDetailOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     sources_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5019,14 +7855,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SourceOutput"][];
+                    "application/json": components["schemas"]["PaginatedSourceOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
     };
     split_groups_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5038,7 +7897,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SplitGroupOutput"][];
+                    "application/json": components["schemas"]["PaginatedSplitGroupOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5055,8 +7932,6 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["PatchedSplitGroupDetailInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["PatchedSplitGroupDetailInputRequest"];
-                "multipart/form-data": components["schemas"]["PatchedSplitGroupDetailInputRequest"];
             };
         };
         responses: {
@@ -5068,14 +7943,57 @@ export interface operations {
                     "application/json": components["schemas"]["SplitGroupOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5090,8 +8008,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SplitAssignInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["SplitAssignInputRequest"];
-                "multipart/form-data": components["schemas"]["SplitAssignInputRequest"];
             };
         };
         responses: {
@@ -5103,12 +8019,167 @@ export interface operations {
                     "application/json": components["schemas"]["SplitAssignOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    track_imports_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                video?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedTrackImportOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    track_imports_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["TrackImportListInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackImportOutput"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackImportOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     training_runs_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
                 model_kind?: string;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 snapshot?: number;
                 status?: string;
             };
@@ -5123,7 +8194,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TrainingRunOutput"][];
+                    "application/json": components["schemas"]["PaginatedTrainingRunOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5138,8 +8227,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TrainingRunListInputRequest"];
-                "application/x-www-form-urlencoded": components["schemas"]["TrainingRunListInputRequest"];
-                "multipart/form-data": components["schemas"]["TrainingRunListInputRequest"];
             };
         };
         responses: {
@@ -5156,9 +8243,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             409: {
@@ -5166,9 +8260,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5195,6 +8305,33 @@ export interface operations {
                     "application/json": components["schemas"]["TrainingRunDetailOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     training_runs_cancel_create: {
@@ -5216,14 +8353,30 @@ export interface operations {
                     "application/json": components["schemas"]["TrainingRunOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5231,6 +8384,10 @@ export interface operations {
     trajectories_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 run?: number;
                 video?: number;
             };
@@ -5245,7 +8402,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TrajectoryOutput"][];
+                    "application/json": components["schemas"]["PaginatedTrajectoryOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5267,6 +8442,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrajectoryDetailOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5291,6 +8484,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrajectoryCropListOutput"][];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5319,6 +8539,42 @@ export interface operations {
                     "image/jpeg": string;
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description the video file cannot be decoded at that frame (decode_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     "trajectories_marked_.jpg_retrieve": {
@@ -5345,6 +8601,264 @@ export interface operations {
                     "image/jpeg": string;
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description the video file cannot be decoded at that frame (decode_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    tube_match_reports_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                video?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedTubeMatchReportOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    tube_match_reports_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TubeMatchReportListInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TubeMatchReportOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    tube_match_reports_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TubeMatchReportOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    tube_match_reports_captions_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TubeCaptionsProposeInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TubeCaptionsProposeOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     ui_progress_retrieve: {
@@ -5362,6 +8876,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProgressOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5383,11 +8906,24 @@ export interface operations {
                     "application/json": components["schemas"]["QueuesOutput"];
                 };
             };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     videos_list: {
         parameters: {
             query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
                 source?: string;
                 split?: string;
             };
@@ -5402,7 +8938,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["VideoOutput"][];
+                    "application/json": components["schemas"]["PaginatedVideoOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5449,9 +9003,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             413: {
@@ -5459,9 +9020,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5483,6 +9051,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VideoOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5511,6 +9097,42 @@ export interface operations {
                     "image/jpeg": string;
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description the video file cannot be decoded at that frame (decode_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     videos_pool_list: {
@@ -5532,6 +9154,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrajectoryDetailOutput"][];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };

@@ -79,10 +79,19 @@ export type VoteInput = Json<Schemas["VoteInputRequest"], {
   client_request_id: string;
   correction?: DescriptionContent;
   judgments?: Dict<RelationLabel>;
+  next?: boolean;
 }>;
 
-/** An annotator's seat on a work item. */
+/** An annotator's seat on a work item (after a claim: the item likely to come next, `upcoming`). */
 export type Assignment = Json<Schemas["AssignmentOutput"], { target: Target; my_vote: OwnVote | null }>;
+export type Upcoming = Schemas["Upcoming"];
+/** A vote's answer with the next claimed item (`next: null`: no work left). */
+export type VoteAnswer = OwnVote & { next: Assignment | null };
+export type SkipAnswer = { next: Assignment | null };
+
+/** The managers' seat board: an item with its seats, holders, leases and seat events. */
+export type SeatEvent = Schemas["SeatEvent"];
+export type SeatItem = Schemas["SeatItem"];
 
 export type AdjudicationVote = Json<Sent<Schemas["AdjudicationVote"]>, { reasons: string[]; payload: Dict }>;
 export type AdjudicationItem = Json<Schemas["AdjudicationItem"], { target: Target; votes: AdjudicationVote[] }>;
@@ -96,6 +105,8 @@ export type StageDeclaration = Schemas["StageOutput"];
 export type JobStatus = NonNullable<Schemas["JobOutput"]["status"]>;
 export type Job = Sent<Schemas["JobOutput"]>;
 export type JobSummary = Sent<Schemas["JobSummaryOutput"]>;
+/** The run behind a job after a cancel or a retry. */
+export type JobRun = Sent<Schemas["JobRunOutput"]>;
 export type ProposalRun = Json<Sent<Schemas["ProposalRunOutput"]>, { job: JobSummary | null }>;
 
 export type Pool = Sent<Schemas["PoolOutput"]>;
@@ -229,4 +240,9 @@ export type AuditStats = {
 type ReleaseFields = { splits: string[]; parent_ref: Dict; counts: Dict<number>; changes: Dict };
 export type Release = Json<Sent<Schemas["ReleaseOutput"]>, ReleaseFields>;
 export type ReleaseDetail = Json<Sent<Schemas["ReleaseDetailOutput"]>, ReleaseFields & { config: Dict; stats: Dict }>;
+/** A review item as the managers' search lists it. */
+export type FoundItem = Sent<Schemas["WorkItemFound"]>;
+export type RelationRecord = Schemas["RelationOutput"];
+export type ReleasePreflight = Json<Sent<Schemas["ReleasePreflightOutput"]>, { incomplete: Dict<Completeness> }>;
+export type ReleaseVerify = Sent<Schemas["ReleaseVerifyOutput"]>;
 export type ReleaseDiff = Json<Schemas["ReleaseDiffOutput"], { records: { table: string; key: unknown; change: string }[] }>;

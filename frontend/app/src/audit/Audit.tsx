@@ -90,20 +90,25 @@ export function AuditScreen({ auditId }: { auditId: number }) {
   const [errorType, setErrorType] = useState("");
   const [note, setNote] = useState("");
   const [busy, setBusy] = useState(false);
-  const [status, setStatus] = useState("");
+  const [status, setStatus] = useState(""); // about the record on screen: reset with each record
+  const [recorded, setRecorded] = useState(""); // the last verdict recorded, naming its sample
+  const [progress, setProgress] = useState<{ judged: number; samples: number } | null>(null);
   const shownAt = useRef(performance.now());
   const [attempt, setAttempt] = useState(0);
 
   useEffect(() => {
     let live = true;
     setSample(undefined);
-    api.auditNext(auditId).then(
-      (s) => {
+    setStatus("");
+    Promise.all([api.auditNext(auditId), api.audit(auditId).catch(() => null)]).then(
+      ([s, audit]) => {
         if (!live) return;
         setSample(s);
         setVerdict(null);
         setErrorType("");
         setNote("");
+        setStatus("");
+        setProgress(audit ? { judged: audit.n_judged, samples: audit.n_samples } : null);
         shownAt.current = performance.now();
       },
       (e: unknown) => live && setError(e),
@@ -131,7 +136,7 @@ export function AuditScreen({ auditId }: { auditId: number }) {
         sample: sample.sample, verdict, error_type: verdict === "error" ? errorType : "", note: note.trim(),
         time_spent_ms: Math.round(performance.now() - shownAt.current),
       });
-      setStatus(`Recorded ${verdict}${verdict === "error" ? ` (${errorType.replaceAll("_", " ")})` : ""}. Loading the next record…`);
+      setRecorded(`Recorded ${verdict}${verdict === "error" ? ` (${errorType.replaceAll("_", " ")})` : ""} for sample ${sample.sample}.`);
       setAttempt((a) => a + 1);
     } catch (e) {
       setError(e);
@@ -165,6 +170,11 @@ export function AuditScreen({ auditId }: { auditId: number }) {
         <RecordView key={sample.sample} sample={sample} />
       </div>
       <aside className="vote-panel" aria-label="Your verdict">
+        {progress && (
+          <p className="counter" title="records of this audit judged by any auditor, plus this one">
+            Record {Math.min(progress.judged + 1, progress.samples)} of {progress.samples}
+          </p>
+        )}
         <p className="question">{QUESTIONS[sample.kind]}</p>
         <p className="muted small">A {sample.kind} record, as accepted. You see no votes and no model suggestions.</p>
         <form className="decision" onSubmit={(e) => { e.preventDefault(); void submit(); }}>
@@ -196,6 +206,7 @@ export function AuditScreen({ auditId }: { auditId: number }) {
         {error !== null && <ErrorState error={error} title="The verdict was not recorded" />}
         <p className="muted small">Sample {sample.sample} · claimed until {new Date(sample.claim_expires_at).toLocaleTimeString()}</p>
         <p className="status" role="status" aria-live="polite">{status}</p>
+        {recorded && <p className="status muted small" role="status">{recorded}</p>}
       </aside>
     </div>
   );

@@ -67,7 +67,8 @@ export function LineChart({ title, x, series, xLabel = "step", yDomain }: {
   return (
     <figure className="chart line-chart" data-chart={title}>
       <figcaption>{title}</figcaption>
-      <svg role="img" aria-label={`${title}. ${summary}`} viewBox={`0 0 ${WIDTH} ${HEIGHT}`} width="100%">
+      <svg role="img" aria-label={`${title}. ${summary}`} viewBox={`0 0 ${WIDTH} ${HEIGHT}`} width="100%"
+        style={{ minWidth: WIDTH }} /* never drawn smaller than its own size: its 13 px labels stay 13 px */>
         {yt.ticks.map((t) => (
           <g key={`y${t}`} className="tick">
             <line x1={PAD.left} x2={WIDTH - PAD.right} y1={sy(t)} y2={sy(t)} className="grid" />

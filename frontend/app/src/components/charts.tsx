@@ -9,6 +9,15 @@ export interface Bar {
   text?: string; // written instead of the formatted value ("–" for an undefined statistic)
 }
 
+/** Widest label drawn in full (characters), and a generous width of one 13 px character. */
+export const LABEL_MAX_CHARS = 28;
+const CHAR_PX = 7.8;
+
+/** `text` cut to `max` characters with an ellipsis. */
+export function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
 export function BarChart({ title, bars, max, format = (v) => String(v), color = "#4f8cff" }: {
   title: string;
   bars: Bar[];
@@ -18,21 +27,28 @@ export function BarChart({ title, bars, max, format = (v) => String(v), color = 
 }) {
   const top = max ?? Math.max(1, ...bars.map((b) => b.value));
   const rowH = 26;
-  const labelW = 150;
-  const width = 520;
-  const barW = width - labelW - 110;
+  // Drawn at its own size in CSS pixels (never scaled down with the page), so its 13 px text stays
+  // 13 px; the figure scrolls sideways when the column is narrower. Labels get the room they need
+  // up to LABEL_MAX_CHARS characters, longer ones are shortened with their full text as a tooltip.
+  const labelChars = Math.min(LABEL_MAX_CHARS, Math.max(4, ...bars.map((b) => b.label.length)));
+  const labelW = Math.ceil(labelChars * CHAR_PX) + 12;
+  const valueW = Math.ceil(Math.max(6, ...bars.map((b) => `${b.text ?? format(b.value)}${b.note ? ` ${b.note}` : ""}`.length)) * CHAR_PX) + 12;
+  const barW = 260;
+  const width = labelW + barW + valueW;
+  const height = bars.length * rowH + 4;
   const summary = bars.map((b) => `${b.label}: ${b.text ?? format(b.value)}`).join(", ");
   return (
     <figure className="chart">
       <figcaption>{title}</figcaption>
-      <svg role="img" aria-label={`${title}. ${summary}`} viewBox={`0 0 ${width} ${bars.length * rowH + 4}`} width="100%">
+      <svg role="img" aria-label={`${title}. ${summary}`} viewBox={`0 0 ${width} ${height}`} width={width} height={height}>
         {bars.map((b, i) => {
           const w = top > 0 ? (Math.max(0, b.value) / top) * barW : 0;
           const y = i * rowH + 2;
           return (
             <g key={b.label} data-bar={b.label} data-value={b.value}>
               <text x={labelW - 8} y={y + 16} textAnchor="end" className="chart-label">
-                {b.label}
+                <title>{b.label}</title>
+                {shorten(b.label, LABEL_MAX_CHARS)}
               </text>
               <rect x={labelW} y={y + 3} width={barW} height={rowH - 8} className="chart-track" />
               <rect x={labelW} y={y + 3} width={w} height={rowH - 8} fill={color} />

@@ -33,6 +33,9 @@ export const SHORTCUTS: readonly ShortcutDef[] = [
   { id: "review.reason6", description: "Toggle reason 6", keys: ["shift+6"], scope: "review" },
   { id: "review.previous", description: "Previous item (your earlier votes)", keys: ["p", "["], scope: "review" },
   { id: "review.next", description: "Next item", keys: ["n", "]"], scope: "review" },
+  { id: "review.undo", description: "Withdraw the vote you just made, before it is sent", keys: ["mod+z"], scope: "review" },
+  { id: "review.sendNow", description: "Send the vote now instead of at the end of the undo countdown", keys: ["enter"], scope: "review" },
+  { id: "review.skip", description: "Skip this item (with a reason); it does not come straight back", keys: ["s"], scope: "review" },
   // description review: the table of sentences and facts, and the inline correction
   { id: "review.rowDown", description: "Select the next row", keys: ["arrowdown"], scope: "review" },
   { id: "review.rowUp", description: "Select the previous row", keys: ["arrowup"], scope: "review" },
@@ -59,6 +62,9 @@ export const SHORTCUTS: readonly ShortcutDef[] = [
   { id: "relation.submit", description: "Send the row's labels", keys: ["mod+enter"], scope: "relation", allowInInput: true },
   { id: "relation.previous", description: "Previous item (your earlier votes)", keys: ["p", "["], scope: "relation" },
   { id: "relation.next", description: "Next item", keys: ["n", "]"], scope: "relation" },
+  { id: "relation.undo", description: "Withdraw the labels you just sent, before they are sent", keys: ["mod+z"], scope: "relation" },
+  { id: "relation.sendNow", description: "Send the labels now instead of at the end of the undo countdown", keys: ["enter"], scope: "relation" },
+  { id: "relation.skip", description: "Skip this row (with a reason); it does not come straight back", keys: ["s"], scope: "relation" },
   // audit: one accepted record at a time, blinded
   { id: "audit.correct", description: "Verdict: the record is correct", keys: ["1"], scope: "audit" },
   { id: "audit.error", description: "Verdict: the record has an error", keys: ["2"], scope: "audit" },

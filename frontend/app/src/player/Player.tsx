@@ -38,13 +38,19 @@ export interface PlayerProps {
 const MAIN_WIDTH = 960;
 const ZOOM_WIDTH = 360;
 
+/** The size (longest side) the player asks the server for its frames: the prefetch of the next
+ *  item asks for the same, so the browser's cache answers when the item opens. */
+export function frameRequestSize(video: Pick<Video, "width" | "height">): number {
+  return Math.min(Math.max(video.width, video.height), MAIN_WIDTH);
+}
+
 export function Player(props: PlayerProps) {
   const { video, range, start, tracks } = props;
   const [controller, setController] = useState<PlayerController | null>(null);
   const key = `${video.id}:${range.start}:${range.end}:${tracks.map((t) => t.track.id).join(",")}`;
   useEffect(() => {
     // One controller per item (video, range and tracks); disposing it cancels its downloads.
-    const maxSize = Math.min(Math.max(video.width, video.height), MAIN_WIDTH);
+    const maxSize = frameRequestSize(video);
     const c = new PlayerController({
       range,
       fps: video.fps,
@@ -69,6 +75,65 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
   const [error, setError] = useState<string | null>(null);
   const firstFrame = useRef(onFirstFrame);
   firstFrame.current = onFirstFrame;
+  // The whole-frame view's own zoom and pan (mouse wheel, drag), in original pixels.
+  const mainView = useRef<FrameView | null>(null);
+  const pan = useRef<{ zoom: number; centre: [number, number]; drag: { x: number; y: number } | null }>({
+    zoom: 1, centre: [video.width / 2, video.height / 2], drag: null,
+  });
+  const [mainZoom, setMainZoom] = useState(1);
+  const applyPan = () => {
+    mainView.current?.setPanZoom(pan.current.zoom, pan.current.centre);
+    setMainZoom(pan.current.zoom);
+    controller.redraw();
+  };
+  /** Original-image pixels per CSS pixel of the main view at the current zoom. */
+  const scaleOf = (el: HTMLCanvasElement) => {
+    const vp = mainView.current?.viewport(controller.state.frame);
+    return vp ? vp.w / el.getBoundingClientRect().width : 1;
+  };
+  const onWheel = (e: React.WheelEvent<HTMLCanvasElement>) => {
+    const el = e.currentTarget;
+    const vp = mainView.current?.viewport(controller.state.frame);
+    if (!vp) return;
+    const rect = el.getBoundingClientRect();
+    // The point under the cursor stays under it.
+    const px = vp.x + ((e.clientX - rect.left) / rect.width) * vp.w;
+    const py = vp.y + ((e.clientY - rect.top) / rect.height) * vp.h;
+    const zoom = Math.min(8, Math.max(1, pan.current.zoom * (e.deltaY < 0 ? 1.25 : 0.8)));
+    const k = pan.current.zoom / zoom;
+    const [cx, cy] = [vp.x + vp.w / 2, vp.y + vp.h / 2];
+    pan.current.zoom = zoom;
+    pan.current.centre = [px + (cx - px) * k, py + (cy - py) * k];
+    applyPan();
+  };
+  useEffect(() => {
+    // React's wheel listener is passive: the page would scroll as well. Stop that on the view.
+    const el = main.current;
+    if (!el) return undefined;
+    const stop = (e: WheelEvent) => e.preventDefault();
+    el.addEventListener("wheel", stop, { passive: false });
+    return () => el.removeEventListener("wheel", stop);
+  }, []);
+  const onPointerDown = (e: React.PointerEvent<HTMLCanvasElement>) => {
+    if (pan.current.zoom <= 1) return;
+    pan.current.drag = { x: e.clientX, y: e.clientY };
+    e.currentTarget.setPointerCapture(e.pointerId);
+  };
+  const onPointerMove = (e: React.PointerEvent<HTMLCanvasElement>) => {
+    const drag = pan.current.drag;
+    if (!drag) return;
+    const s = scaleOf(e.currentTarget);
+    pan.current.centre = [pan.current.centre[0] - (e.clientX - drag.x) * s, pan.current.centre[1] - (e.clientY - drag.y) * s];
+    pan.current.drag = { x: e.clientX, y: e.clientY };
+    applyPan();
+  };
+  const onPointerUp = () => {
+    pan.current.drag = null;
+  };
+  const resetPan = () => {
+    pan.current = { zoom: 1, centre: [video.width / 2, video.height / 2], drag: null };
+    applyPan();
+  };
 
   useEffect(() => {
     const t = tracks.map((p) => p.track);
@@ -76,7 +141,10 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
     const image = { width: video.width, height: video.height };
     const detach: (() => void)[] = [];
     const views: FrameView[] = [];
-    if (main.current) views.push(new FrameView(main.current, image, t, styles));
+    if (main.current) {
+      mainView.current = new FrameView(main.current, image, t, styles);
+      views.push(mainView.current);
+    }
     if (zoomA.current) views.push(new FrameView(zoomA.current, image, t, styles, { follow: 0, zoom }));
     if (zoomB.current && t.length > 1) views.push(new FrameView(zoomB.current, image, t, styles, { follow: 1, zoom }));
     for (const v of views) detach.push(controller.attach(v));
@@ -140,6 +208,14 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
           role="img"
           aria-label={`${label}: ${frameText}; ${observed.join(", ")}`}
           data-frame={state.frame}
+          data-zoom={mainZoom.toFixed(2)}
+          title="Mouse wheel: zoom the whole frame · drag: move around when zoomed · double-click: show all"
+          style={{ cursor: mainZoom > 1 ? "grab" : "zoom-in" }}
+          onWheel={onWheel}
+          onPointerDown={onPointerDown}
+          onPointerMove={onPointerMove}
+          onPointerUp={onPointerUp}
+          onDoubleClick={resetPan}
         />
         {layout === "pair" ? tracks[1] && zoomCanvas(zoomB, tracks[1]) : layout === "single" ? zoomCanvas(zoomA, tracks[0]) : null}
       </div>
@@ -153,28 +229,29 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
       />
       <p className="sr-only">{tracks.map((p) => describeTrack(p)).join(" ")}</p>
       <div className="controls" role="group" aria-label="Playback">
-        <button type="button" onClick={() => controller.seek(range.start)} aria-label="First frame" aria-keyshortcuts={ariaKeys("player.start")}>
-          ▮◀
+        <button type="button" onClick={() => controller.seek(range.start)} aria-label="First frame" title="First frame (Home)" aria-keyshortcuts={ariaKeys("player.start")}>
+          |◀
         </button>
-        <button type="button" onClick={() => controller.step(-1)} aria-label="Previous frame" aria-keyshortcuts={ariaKeys("player.back")}>
-          ◀
+        <button type="button" onClick={() => controller.step(-1)} aria-label="Previous frame" title="Previous frame (← or J)" aria-keyshortcuts={ariaKeys("player.back")}>
+          −1
         </button>
         <button
           type="button"
           className="play"
           onClick={() => controller.togglePlay()}
           aria-label={state.playing ? "Pause" : "Play"}
+          title={state.playing ? "Pause (Space or K)" : "Play (Space or K)"}
           aria-keyshortcuts={ariaKeys("player.toggle")}
         >
           {state.playing ? "▮▮" : "▶"}
         </button>
-        <button type="button" onClick={() => controller.step(1)} aria-label="Next frame" aria-keyshortcuts={ariaKeys("player.forward")}>
-          ▶▮
+        <button type="button" onClick={() => controller.step(1)} aria-label="Next frame" title="Next frame (→ or L)" aria-keyshortcuts={ariaKeys("player.forward")}>
+          +1
         </button>
-        <button type="button" onClick={() => controller.replay()} aria-label="Replay" aria-keyshortcuts={ariaKeys("player.replay")}>
+        <button type="button" onClick={() => controller.replay()} aria-label="Replay" title="Replay from the start (R)" aria-keyshortcuts={ariaKeys("player.replay")}>
           ↻
         </button>
-        <label className="speed">
+        <label className="speed" title="Playback speed (- slower, = faster)">
           Speed{" "}
           <select value={state.speed} onChange={(e) => controller.setSpeed(Number(e.target.value))}>
             {SPEEDS.map((s) => (

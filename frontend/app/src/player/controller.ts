@@ -150,6 +150,11 @@ export class PlayerController<T extends Picture = HTMLImageElement> {
     return prefetchWindow(s.frame, this.model.range, { ahead, behind: s.playing ? 1 : 4 });
   }
 
+  /** Draw the views again (a view's zoom or pan changed; the frame did not). */
+  redraw(): void {
+    this.invalidate();
+  }
+
   // -- drawing -------------------------------------------------------------------------------
   private dirty = true; // the views must be redrawn (state changed, or the shown frame loaded)
   private timelineDirty = true; // only the timeline changed (another frame loaded)

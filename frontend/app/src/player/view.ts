@@ -61,9 +61,11 @@ export function projectBox(box: Box, viewport: Viewport, canvas: Size): { x: num
 }
 
 export interface FrameViewOptions {
-  /** Follow this track (index into tracks) at `zoom`; undefined shows the whole frame. */
+  /** Follow this track (index into tracks) at `zoom`; undefined shows the whole frame (at
+   *  `zoom` around `centre`, when set: the mouse wheel and drag of the main view). */
   follow?: number;
   zoom?: number;
+  centre?: readonly [number, number];
   /** Tracks (by index) to draw boxes for; all when undefined. */
   draw?: readonly number[];
 }
@@ -97,9 +99,20 @@ export class FrameView {
     this.opts = { ...this.opts, zoom };
   }
 
+  /** Zoom the whole-frame view to `zoom` (1: all of it) around `centre` (original pixels). */
+  setPanZoom(zoom: number, centre: readonly [number, number]): void {
+    if (!(zoom > 0)) throw new RangeError(`zoom must be positive, got ${zoom}`);
+    this.opts = { ...this.opts, zoom, centre };
+  }
+
   viewport(frame: number): Viewport {
     const aspect = this.canvas.width / this.canvas.height;
-    if (this.opts.follow === undefined) return fullViewport(this.image, aspect);
+    if (this.opts.follow === undefined) {
+      const zoom = this.opts.zoom ?? 1;
+      if (zoom <= 1 || !this.opts.centre) return fullViewport(this.image, aspect);
+      const full = fullViewport(this.image, aspect);
+      return fitViewport(this.opts.centre[0], this.opts.centre[1], full.w / zoom, full.h / zoom, aspect, this.image);
+    }
     const track = this.tracks[this.opts.follow];
     // Between observations the window stays on the nearest one: steady, and honest (no box drawn).
     const box = track.boxAt(frame) ?? track.box(track.nearestIndex(frame));
@@ -109,9 +122,16 @@ export class FrameView {
   /** Draw `picture` (any resolution of the frame) or, while it loads, a placeholder. */
   render(frame: number, picture: CanvasImageSource & { width: number; height: number } | null): void {
     const { ctx, canvas } = this;
-    const vp = this.viewport(frame);
     ctx.fillStyle = "#111418";
     ctx.fillRect(0, 0, canvas.width, canvas.height);
+    if (this.opts.follow !== undefined && !this.tracks[this.opts.follow].boxAt(frame)) {
+      // The followed track is not seen here: say so, and show nothing that could pass for it.
+      ctx.fillStyle = "#ffd166";
+      ctx.font = "14px system-ui, sans-serif";
+      ctx.fillText(`${this.styles[this.opts.follow].label}: not seen on this frame`, 12, 24);
+      return;
+    }
+    const vp = this.viewport(frame);
     if (picture) {
       // The JPEG may be downscaled: map original pixels to its pixels.
       const kx = picture.width / this.image.width;

@@ -3,7 +3,7 @@
 // previous / next keys walk back through the items you voted on in this session.
 
 import { type ReactNode, useEffect, useRef, useState } from "react";
-import { ApiError } from "../api/client";
+import { ApiError, holdSignedOutRedirect, isSignedOut } from "../api/client";
 import { api, requestId } from "../api/endpoints";
 import type { Assignment, OwnVote } from "../api/types";
 import { Link } from "../components/Link";
@@ -13,6 +13,7 @@ import { markFirstFrame, markItemOpen } from "../perf";
 import { navigate } from "../router";
 import { loadStageDeclarations, useReviewStage } from "./declarations";
 import { OwnVoteNote } from "./OwnVoteNote";
+import { prefetchUpcoming } from "./prefetch";
 import type { ReviewStageSpec, StagePresentation, VoteParts } from "./spec";
 
 // Claimed items handed from the claim to the item screen, so it need not fetch them again.
@@ -77,9 +78,17 @@ export function ReviewClaim({ spec }: { spec: StagePresentation }) {
   return <Loading what="your next item" />;
 }
 
+/** How long a vote waits before it is sent, so a stray key can be taken back (Ctrl+Z). */
+export const UNDO_MS = 4000;
+
 /** One item: the target, the vote controls, and your own vote once cast. Mounted afresh per
  *  item (keyed by its id), so nothing of the previous item lingers. Stages with a `Screen` lay
- *  out their own target and controls; the others get the target and the label buttons. */
+ *  out their own target and controls; the others get the target and the label buttons.
+ *
+ *  Nothing is voted before the item's first frame is on screen (keys and buttons are inert
+ *  until then). A vote waits `UNDO_MS` with a countdown, during which Ctrl+Z withdraws it and
+ *  Enter sends it at once; then it is sent together with the claim of the next item (one
+ *  request), and it is final. */
 export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: number }) {
   const openedAt = useRef(0);
   if (openedAt.current === 0) {
@@ -89,11 +98,17 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
   const [seat, setSeat] = useState<Assignment | null>(() => claimed.get(itemId) ?? null);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
+  const [ready, setReady] = useState(false); // the first frame is on screen
+  const [pending, setPending] = useState<{ vote: VoteParts; sendAt: number; spentMs: number } | null>(null);
+  const [now, setNow] = useState(() => performance.now());
   const [voteError, setVoteError] = useState<unknown>(null);
+  const [skipping, setSkipping] = useState(false);
   const [status, setStatus] = useState("");
   const rid = useRef(requestId()); // reused if the same vote is retried
   const declared = useReviewStage(spec); // labels and reasons: nothing is votable without them
 
+  // An ended session is explained next to the vote (with a way back here), not by leaving the item.
+  useEffect(() => holdSignedOutRedirect(), []);
   useEffect(() => {
     claimed.delete(itemId);
     if (seat) return undefined;
@@ -109,23 +124,68 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
   const history = votedHistory(spec.stage);
   const at = history.indexOf(itemId);
   const scope = spec.keyScope ?? "review";
+  const open = (to: Assignment | null) => {
+    if (to) {
+      claimed.set(to.item, to);
+      navigate(`/review/${spec.path}/${to.item}`);
+    } else navigate(`/review/${spec.path}`);
+  };
 
-  const submit = async (vote: VoteParts) => {
-    if (!seat || voted || busy) return;
+  const send = async (vote: VoteParts, spentMs: number) => {
+    if (!seat) return;
+    setPending(null);
     setBusy(true);
     setVoteError(null);
     try {
-      const cast = await api.vote(itemId, {
-        ...vote, time_spent_ms: Math.round(performance.now() - openedAt.current), client_request_id: rid.current,
-      });
+      const cast = await api.voteAndNext(itemId, { ...vote, time_spent_ms: spentMs, client_request_id: rid.current });
+      if (!cast) throw new Error("The server answered the vote without a body.");
+      const { next: following, ...mine } = cast;
       remember(spec.stage, itemId);
-      setSeat({ ...seat, my_vote: cast });
-      setStatus(`Voted ${vote.label.replaceAll("_", " ")}. Loading the next item…`);
-      const next = await api.claimNext(spec.stage);
-      if (next) {
-        claimed.set(next.item, next);
-        navigate(`/review/${spec.path}/${next.item}`);
-      } else navigate(`/review/${spec.path}`);
+      setSeat({ ...seat, my_vote: mine });
+      setStatus(`Voted ${vote.label.replaceAll("_", " ")}.`);
+      open(following);
+    } catch (e) {
+      setVoteError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const submit = async (vote: VoteParts) => {
+    if (!seat || voted || busy || pending) return;
+    if (!ready) {
+      setStatus("The first frame is still loading: nothing is voted before you can see the item.");
+      return;
+    }
+    const t = performance.now();
+    setNow(t);
+    setPending({ vote, sendAt: t + UNDO_MS, spentMs: Math.round(t - openedAt.current) });
+  };
+
+  // The undo window: a countdown, then the vote goes out.
+  useEffect(() => {
+    if (!pending) return undefined;
+    const tick = window.setInterval(() => setNow(performance.now()), 200);
+    const timer = window.setTimeout(() => void send(pending.vote, pending.spentMs), Math.max(0, pending.sendAt - performance.now()));
+    return () => {
+      window.clearInterval(tick);
+      window.clearTimeout(timer);
+    };
+  }, [pending]);
+  const undo = () => {
+    if (!pending) return;
+    setPending(null);
+    setStatus(`Vote ${pending.vote.label.replaceAll("_", " ")} withdrawn: nothing was sent.`);
+  };
+  const sendNow = () => pending && void send(pending.vote, pending.spentMs);
+
+  const skip = async (reason: string) => {
+    setSkipping(false);
+    setBusy(true);
+    setVoteError(null);
+    try {
+      const answer = await api.skip(itemId, reason);
+      open(answer?.next ?? null);
     } catch (e) {
       setVoteError(e);
     } finally {
@@ -134,19 +194,30 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
   };
 
   const previous = () => {
+    if (pending) return setStatus("Your vote is waiting to be sent: Ctrl+Z withdraws it, Enter sends it now.");
     const target = at > 0 ? history[at - 1] : at < 0 && history.length ? history[history.length - 1] : null;
     if (target === null) setStatus("This is the first item you voted on in this session.");
     else navigate(`/review/${spec.path}/${target}`);
   };
   const next = () => {
+    if (pending) return setStatus("Your vote is waiting to be sent: Ctrl+Z withdraws it, Enter sends it now.");
     if (at >= 0 && at < history.length - 1) navigate(`/review/${spec.path}/${history[at + 1]}`);
     else if (voted) navigate(`/review/${spec.path}`);
-    else setStatus("Vote on this item first: items come one at a time.");
+    else setStatus("Vote on this item first (or skip it with S): items come one at a time.");
   };
+  const canSkip = !!seat && !voted && !busy && !pending;
   useShortcutList([
     { id: `${scope}.previous`, handler: previous },
     { id: `${scope}.next`, handler: next },
+    { id: `${scope}.undo`, handler: undo, enabled: pending !== null },
+    { id: `${scope}.sendNow`, handler: sendNow, enabled: pending !== null },
+    { id: `${scope}.skip`, handler: () => setSkipping(true), enabled: canSkip && !skipping },
   ]);
+
+  // Fetch ahead: once this item's first frame is on screen, the likely next item's first frame.
+  useEffect(() => {
+    if (ready && seat?.upcoming) prefetchUpcoming(seat.upcoming);
+  }, [ready, seat?.upcoming?.item]);
 
   if (loadError) {
     const gone = loadError instanceof ApiError && loadError.status === 404;
@@ -161,32 +232,145 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
   }
   const footer = (
     <>
-      {voteError !== null && <ErrorState error={voteError} title="Your vote was not recorded" />}
+      {pending && <UndoBar label={pending.vote.label} secondsLeft={Math.max(0, Math.ceil((pending.sendAt - now) / 1000))}
+        onUndo={undo} onSendNow={sendNow} />}
+      {voteError !== null && <VoteError error={voteError} returnTo={`/review/${spec.path}/${itemId}`}
+        onRetry={() => setVoteError(null)} />}
+      {skipping && <SkipForm onSkip={(reason) => void skip(reason)} onCancel={() => setSkipping(false)} />}
       <div className="item-nav">
-        <button type="button" onClick={previous} aria-keyshortcuts={ariaKeys(`${scope}.previous`)}>
+        <button type="button" onClick={previous} aria-keyshortcuts={ariaKeys(`${scope}.previous`)}
+          title="Previous item: your earlier votes in this session (P)">
           <kbd>P</kbd> Previous
         </button>
-        <button type="button" onClick={next} aria-keyshortcuts={ariaKeys(`${scope}.next`)}>
+        {!voted && (
+          <button type="button" onClick={() => setSkipping(true)} disabled={!canSkip} aria-keyshortcuts={ariaKeys(`${scope}.skip`)}
+            title="Skip this item with a reason; it is not offered to you again for a while (S)">
+            <kbd>S</kbd> Skip
+          </button>
+        )}
+        <button type="button" onClick={next} aria-keyshortcuts={ariaKeys(`${scope}.next`)}
+          title="Next item (N)">
           Next <kbd>N</kbd>
         </button>
       </div>
+      <SessionProgress stage={spec.stage} done={history.length} position={at >= 0 ? at + 1 : history.length + 1}
+        voted={voted !== null} load={ready} />
       <p className="muted small">
-        Item {itemId} · {voted ? "voted" : `claimed until ${new Date(seat.lease_expires_at).toLocaleTimeString()}`} · press{" "}
-        <kbd>?</kbd> for all keys
+        Item {itemId} · {voted ? "voted" : ready ? `claimed until ${new Date(seat.lease_expires_at).toLocaleTimeString()}`
+          : "voting opens when the first frame is on screen"} · press <kbd>?</kbd> for all keys
       </p>
       <p className="status" role="status" aria-live="polite">
         {status}
       </p>
     </>
   );
-  const onFirstFrame = () => markFirstFrame(itemId);
+  const onFirstFrame = () => {
+    markFirstFrame(itemId);
+    setReady(true);
+  };
+  const inert = busy || !ready || pending !== null;
   if (spec.Screen) {
     const Screen = spec.Screen;
-    return <Screen spec={declared.spec} seat={seat} itemId={itemId} voted={voted} busy={busy} submit={submit} say={setStatus}
+    return <Screen spec={declared.spec} seat={seat} itemId={itemId} voted={voted} busy={inert} submit={submit} say={setStatus}
       onFirstFrame={onFirstFrame} footer={footer} />;
   }
-  return <LabelReview spec={declared.spec} seat={seat} voted={voted} busy={busy} submit={submit} onFirstFrame={onFirstFrame}
+  return <LabelReview spec={declared.spec} seat={seat} voted={voted} busy={inert} submit={submit} onFirstFrame={onFirstFrame}
     footer={footer} />;
+}
+
+function UndoBar({ label, secondsLeft, onUndo, onSendNow }: { label: string; secondsLeft: number; onUndo: () => void; onSendNow: () => void }) {
+  return (
+    <div className="undo-bar" role="status" aria-live="polite">
+      <span>
+        Sending <strong>{label.replaceAll("_", " ")}</strong> in <span className="countdown">{secondsLeft}</span> s
+      </span>
+      <button type="button" onClick={onUndo} title="Withdraw this vote before it is sent (Ctrl+Z)">
+        Undo <kbd>Ctrl+Z</kbd>
+      </button>
+      <button type="button" onClick={onSendNow} title="Send it now (Enter)">
+        Send now <kbd>Enter</kbd>
+      </button>
+    </div>
+  );
+}
+
+/** A failed vote, next to the vote controls; an ended session says the vote was not saved and
+ *  signs in again back to this item. */
+function VoteError({ error, returnTo, onRetry }: { error: unknown; returnTo: string; onRetry: () => void }) {
+  if (isSignedOut(error)) {
+    return (
+      <div className="error vote-error" role="alert">
+        <h2>Your vote was not saved — sign in again</h2>
+        <p>Your session ended before the vote reached the server. Sign in and you come back to this item to vote again.</p>
+        <a className="button" href={`/accounts/login/?next=${encodeURIComponent(returnTo)}`}>Sign in again</a>
+      </div>
+    );
+  }
+  return <div className="vote-error"><ErrorState error={error} title="Your vote was not recorded" onRetry={onRetry} /></div>;
+}
+
+function SkipForm({ onSkip, onCancel }: { onSkip: (reason: string) => void; onCancel: () => void }) {
+  const [reason, setReason] = useState("");
+  return (
+    <form className="skip-form" onSubmit={(e) => {
+      e.preventDefault();
+      onSkip(reason.trim());
+    }}>
+      <label>
+        Why skip this item?
+        <input type="text" value={reason} maxLength={200} autoFocus placeholder="e.g. the video does not load"
+          onChange={(e) => setReason(e.target.value)} onKeyDown={(e) => e.key === "Escape" && onCancel()} />
+      </label>
+      <button type="submit" title="Give the item back and take the next one">Skip</button>
+      <button type="button" onClick={onCancel}>Cancel</button>
+    </form>
+  );
+}
+
+// The stage's queue as the server counts it (your votes, the items still open to you), read at
+// most every QUEUE_REFRESH_MS: what "n of N" counts against.
+const QUEUE_REFRESH_MS = 30_000;
+type QueueCounts = { done: number; available: number; more: boolean; votedHere: number };
+const queueRead = new Map<string, { at: number; counts: Promise<QueueCounts | null> }>();
+
+function stageQueue(stage: string) {
+  const known = queueRead.get(stage);
+  if (known && performance.now() - known.at < QUEUE_REFRESH_MS) return known.counts;
+  const votedHere = votedHistory(stage).length; // votes of this session the read already counts
+  const counts = api.queues().then(
+    (q) => {
+      const mine = q.queues.find((x) => x.kind === "review" && x.stage === stage);
+      return mine ? { done: mine.done, available: mine.available, more: mine.more, votedHere } : null;
+    },
+    () => null,
+  );
+  queueRead.set(stage, { at: performance.now(), counts });
+  return counts;
+}
+
+/** "n of N" on the stage (n: this item among your votes on it, N: your votes and the items still
+ *  open to you), and this session's own progress: the items voted here and where this one is. */
+function SessionProgress({ stage, done, position, voted, load }: { stage: string; done: number; position: number; voted: boolean; load: boolean }) {
+  const [queue, setQueue] = useState<QueueCounts | null>(null);
+  useEffect(() => {
+    let live = true;
+    if (load) void stageQueue(stage).then((q) => live && q && setQueue(q));
+    return () => {
+      live = false;
+    };
+  }, [stage, load]);
+  const sessionTotal = Math.max(done, position);
+  return (
+    <p className="session-progress" aria-label="Progress">
+      {queue && !voted && (
+        <span title="Your votes on this stage, this item, and the items still open to you">
+          Item <strong>{queue.done + (done - queue.votedHere) + 1}</strong> of {queue.done + 1 + queue.available}
+          {queue.more ? "+" : ""} ·{" "}
+        </span>
+      )}
+      This session: item {position} of {sessionTotal}, {done} voted
+    </p>
+  );
 }
 
 /** The stages whose vote is one label (usability, duplicates, cross-video pairs): the target,

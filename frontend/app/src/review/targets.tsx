@@ -35,6 +35,41 @@ export function videoOnce(id: number): Promise<Video> {
   return p;
 }
 
+// Trajectories fetched ahead for the next item (review/prefetch.ts), kept until their item opens.
+const fetchedAhead = new Map<number, Promise<TrajectoryDetail>>();
+
+export function trajectoryAhead(id: number): Promise<TrajectoryDetail> {
+  let p = fetchedAhead.get(id);
+  if (!p) {
+    p = api.trajectory(id);
+    fetchedAhead.set(id, p);
+    p.catch(() => fetchedAhead.delete(id));
+    while (fetchedAhead.size > 20) fetchedAhead.delete(fetchedAhead.keys().next().value as number);
+  }
+  return p;
+}
+
+function trajectoryFor(id: number, signal: AbortSignal): Promise<TrajectoryDetail> {
+  const ahead = fetchedAhead.get(id);
+  if (!ahead) return api.trajectory(id, signal);
+  fetchedAhead.delete(id);
+  return ahead.catch(() => api.trajectory(id, signal));
+}
+
+/** The first frame on which both tracks are seen; null when they never are together. */
+export function firstShared(a: Track, b: Track): number | null {
+  const inB = new Set(b.frames);
+  for (const f of a.frames) if (inB.has(f)) return f;
+  return null;
+}
+
+/** The frame an item's player opens on: a trajectory's first observation, a pair's first
+ *  shared frame (or, when they never meet, the earlier start). */
+export function openingFrame(tracks: readonly Track[]): number {
+  if (tracks.length === 2) return firstShared(tracks[0], tracks[1]) ?? Math.min(tracks[0].first, tracks[1].first);
+  return tracks[0].first;
+}
+
 export function useTargetData(videoId: number, trajectoryIds: number[]) {
   const [state, setState] = useState<{ video?: Video; trajectories?: TrajectoryDetail[]; error?: unknown }>({});
   const [attempt, setAttempt] = useState(0);
@@ -42,7 +77,7 @@ export function useTargetData(videoId: number, trajectoryIds: number[]) {
   useEffect(() => {
     const ctrl = new AbortController();
     setState({});
-    Promise.all([videoOnce(videoId), Promise.all(trajectoryIds.map((id) => api.trajectory(id, ctrl.signal)))]).then(
+    Promise.all([videoOnce(videoId), Promise.all(trajectoryIds.map((id) => trajectoryFor(id, ctrl.signal)))]).then(
       ([video, trajectories]) => !ctrl.signal.aborted && setState({ video, trajectories }),
       (error: unknown) => !ctrl.signal.aborted && setState({ error }),
     );
@@ -81,7 +116,7 @@ export function TrajectoryTarget({ target, onFirstFrame }: TargetProps) {
   const range = playRange([track], video.frame_count, Math.round(video.fps / 2));
   return (
     <div className="target">
-      <Player video={video} tracks={tracks} range={range} start={track.first} layout="single"
+      <Player video={video} tracks={tracks} range={range} start={openingFrame([track])} layout="single"
         label={`Trajectory ${t.id} in ${video.name}`} onFirstFrame={onFirstFrame} />
       <Signals t={t} label={`trajectory ${t.id}`} />
     </div>
@@ -104,7 +139,7 @@ export function PairTarget({ target, onFirstFrame }: TargetProps) {
   const range = playRange(tracks.map((p) => p.track), video.frame_count, Math.round(video.fps / 2));
   return (
     <div className="target">
-      <Player video={video} tracks={tracks} range={range} layout="pair"
+      <Player video={video} tracks={tracks} range={range} layout="pair" start={openingFrame(tracks.map((p) => p.track))}
         label={`Trajectories ${a.id} and ${b.id} in ${video.name}`} onFirstFrame={onFirstFrame} />
       <div className="pair-signals">
         <Signals t={a} label={`A, trajectory ${a.id}`} />

@@ -4,6 +4,8 @@
 import { api } from "../../api/endpoints";
 import type { Agreement } from "../../api/types";
 import { BarChart } from "../../components/charts";
+import { count } from "../../components/plural";
+import { PerAnnotator } from "./PerAnnotator";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
@@ -15,11 +17,11 @@ const num = (v: number | null) => (v === null ? "–" : v.toFixed(3));
 
 function Tiles({ a }: { a: Agreement }) {
   const tiles: [string, string, string][] = [
-    ["items", String(a.n_items), `${a.n_votes} votes`],
+    ["items", String(a.n_items), count(a.n_votes, "vote")],
     ["raw agreement", pct(a.raw_agreement), "pairs of panel votes that agree"],
-    ["Fleiss' κ", num(a.fleiss_kappa), `${a.fleiss_n_items} full panels`],
-    ["Krippendorff's α", num(a.krippendorff_alpha), `${a.alpha_n_items} items with ≥2 votes`],
-    ["adjudication rate", pct(a.adjudication_rate), `${a.n_adjudicated_items} items adjudicated`],
+    ["Fleiss' κ", num(a.fleiss_kappa), count(a.fleiss_n_items, "full panel")],
+    ["Krippendorff's α", num(a.krippendorff_alpha), `${count(a.alpha_n_items, "item")} with ≥2 votes`],
+    ["adjudication rate", pct(a.adjudication_rate), `${count(a.n_adjudicated_items, "item")} adjudicated`],
     ["time per vote", a.time_per_vote?.median != null ? `${a.time_per_vote.median.toFixed(1)} s` : "–", "median"],
   ];
   return (
@@ -77,7 +79,7 @@ export function AgreementScreen() {
           <div className="agreement">
             <Tiles a={a} />
             <div className="charts">
-              <BarChart title={`Three-vote patterns (${a.vote_distributions.n_items} full panels)`}
+              <BarChart title={`Three-vote patterns (${count(a.vote_distributions.n_items, "full panel")})`}
                 bars={Object.entries(a.vote_distributions.patterns).map(([label, value]) => ({ label, value }))} />
               <BarChart title="Panel votes per label" color="#8e7dff"
                 bars={a.labels.map((l) => ({ label: l, value: a.label_counts[l] ?? 0 }))} />
@@ -107,6 +109,7 @@ export function AgreementScreen() {
             </table>
           </div>
         )}
+      <PerAnnotator split={split} />
     </>
   );
 }

@@ -6,6 +6,7 @@ import { ProgressBar } from "../../components/charts";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
+import { RunControls } from "./RunControls";
 
 export const POLL_MS = 2000;
 
@@ -13,13 +14,31 @@ function when(iso: string | null): string {
   return iso ? new Date(iso).toLocaleString() : "–";
 }
 
-function JobRow({ job }: { job: Job }) {
+/** 1 → "1st", 2 → "2nd", 11 → "11th", 23 → "23rd". */
+export function ordinal(n: number): string {
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  const suffix = teen ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
+  return `${n}${suffix}`;
+}
+
+/** Where a job stands in words: its place in its queue while it waits. */
+export function queueText(job: Pick<Job, "status" | "queue" | "queue_position">): string {
+  const queue = job.queue || "–";
+  if (job.status !== "queued" || job.queue_position === null) return `queue ${queue}`;
+  return job.queue_position === 1 ? `next on queue ${queue}` : `${ordinal(job.queue_position)} on queue ${queue}`;
+}
+
+function JobRow({ job, onChanged }: { job: Job; onChanged: () => void }) {
   return (
     <li className={`job job-${job.status}`}>
       <div className="job-head">
         <strong>#{job.id} {job.kind}</strong>
         <span className={`badge status-${job.status}`}>{job.status}</span>
-        <span className="muted small">queue {job.queue || "–"} · started {when(job.started_at)} · updated {when(job.updated_at)}</span>
+        <span className="muted small">{queueText(job)} · started {when(job.started_at)} · updated {when(job.updated_at)}</span>
+        {job.run && (
+          <RunControls jobId={job.id} status={job.run.status} cancelRequested={job.run.cancel_requested}
+            label={`${job.run.kind.replace(/run$/, " run")} ${job.run.id}`} onDone={onChanged} />
+        )}
       </div>
       <ProgressBar value={job.progress} label={`Job ${job.id} progress`} />
       <p className="job-message">{job.message || "–"}</p>
@@ -46,7 +65,7 @@ export function JobsScreen() {
     <>
       {jobs.error !== undefined && <p className="error-inline" role="alert">Refreshing failed; showing the last list.</p>}
       <p className="muted">{jobs.data.count} job{jobs.data.count === 1 ? "" : "s"} · newest first · refreshes every {POLL_MS / 1000} s</p>
-      <ul className="jobs">{jobs.data.results.map((j) => <JobRow key={j.id} job={j} />)}</ul>
+      <ul className="jobs">{jobs.data.results.map((j) => <JobRow key={j.id} job={j} onChanged={jobs.reload} />)}</ul>
     </>
   );
 }

@@ -11,18 +11,20 @@ import { Link } from "../../components/Link";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
+import { RunControls } from "../jobs/RunControls";
 import { SPLITS } from "../splits";
 
 const when = (iso: string) => new Date(iso).toLocaleString();
 
-function JobCell({ job }: { job: JobSummary | null }) {
+function JobCell({ job, label, onChanged }: { job: JobSummary | null; label: string; onChanged: () => void }) {
   if (!job) return <span className="muted">no job</span>;
   return (
     <>
       <span className={`badge status-${job.status}`}>{job.status}</span>{" "}
       <Link to="/manage/jobs">job {job.id}</Link>
       <ProgressBar value={job.progress} label={`Job ${job.id} progress`} />
-      <span className="small muted">{job.message}</span>
+      <span className="small muted">{job.message}</span>{" "}
+      <RunControls jobId={job.id} status={job.status} label={label} onDone={onChanged} />
     </>
   );
 }
@@ -108,7 +110,7 @@ function PoolRunForm({ kind, pools, defaultBackend, start, onStarted }: {
   );
 }
 
-function ModelRunTable({ runs, caption }: { runs: ModelRun[]; caption: string }) {
+function ModelRunTable({ runs, caption, kind, onChanged }: { runs: ModelRun[]; caption: string; kind: string; onChanged: () => void }) {
   if (runs.length === 0) return <p className="muted">No runs yet.</p>;
   return (
     <table className="data">
@@ -122,7 +124,7 @@ function ModelRunTable({ runs, caption }: { runs: ModelRun[]; caption: string })
             <td>{String(r.backend.name ?? "–")}</td>
             <td>{r.prompt_version || "–"}{r.prompt_sha256 && <code title={r.prompt_sha256}> {r.prompt_sha256.slice(0, 8)}</code>}</td>
             <td>{stats(r.stats)}</td>
-            <td><JobCell job={r.job} /></td>
+            <td><JobCell job={r.job} label={`${kind} run ${r.id}`} onChanged={onChanged} /></td>
             <td>{when(r.created_at)}</td>
           </tr>
         ))}
@@ -165,7 +167,7 @@ function MiningForm({ onStarted }: { onStarted: () => void }) {
   );
 }
 
-function MiningTable({ runs }: { runs: MiningRun[] }) {
+function MiningTable({ runs, onChanged }: { runs: MiningRun[]; onChanged: () => void }) {
   if (runs.length === 0) return <p className="muted">No mining runs yet.</p>;
   return (
     <table className="data">
@@ -177,7 +179,7 @@ function MiningTable({ runs }: { runs: MiningRun[] }) {
             <td>{r.id}</td>
             <td>{r.split}</td>
             <td className="small">{r.log?.note ? String(r.log.note) : stats((r.log?.counts ?? {}) as Record<string, unknown>)}</td>
-            <td><JobCell job={r.job} /></td>
+            <td><JobCell job={r.job} label={`mining run ${r.id}`} onChanged={onChanged} /></td>
             <td>{when(r.created_at)}</td>
           </tr>
         ))}
@@ -207,19 +209,19 @@ export function ModelRunsScreen() {
         <h2 id="describe-title">Descriptions (describer)</h2>
         <p className="muted small">Describes every member of the chosen pools; each description opens a review item.</p>
         <PoolRunForm kind="describer" pools={d.pools} defaultBackend="heuristic" start={api.startDescriptionRun} onStarted={data.reload} />
-        <ModelRunTable runs={d.describe} caption="Describer runs, newest first" />
+        <ModelRunTable runs={d.describe} caption="Describer runs, newest first" kind="describer" onChanged={data.reload} />
       </section>
       <section aria-labelledby="generate-title" className="panel">
         <h2 id="generate-title">Queries (query writer)</h2>
         <p className="muted small">Writes queries from the approved descriptions; each query opens its relation row for review.</p>
         <PoolRunForm kind="query-writer" pools={d.pools} defaultBackend="template" start={api.startGenerationRun} onStarted={data.reload} />
-        <ModelRunTable runs={d.generate} caption="Query-writer runs, newest first" />
+        <ModelRunTable runs={d.generate} caption="Query-writer runs, newest first" kind="query-writer" onChanged={data.reload} />
       </section>
       <section aria-labelledby="mining-title" className="panel">
         <h2 id="mining-title">Cross-video pairs (mining)</h2>
         <p className="muted small">Mines pairs of a split into strata; potential matches and hard negatives go to pair review.</p>
         <MiningForm onStarted={data.reload} />
-        <MiningTable runs={d.mining} />
+        <MiningTable runs={d.mining} onChanged={data.reload} />
       </section>
       {d.pools.length === 0 && d.describe.length === 0 && (
         <EmptyState title="Nothing to run yet"><p>Describer and query-writer runs need frozen pools.</p></EmptyState>

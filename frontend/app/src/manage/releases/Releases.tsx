@@ -1,12 +1,15 @@
-// Releases (DESIGN 2.11): immutable, versioned exports of splits. Managers publish one (a dev or
-// test split that misses relations is refused, and the refusal lists what is missing), read its
-// files, counts and audit statistics, and diff it against another release record by record.
+// Releases (DESIGN 2.11): immutable, versioned exports of splits. Managers publish one after a
+// confirmation that says what the release will hold and what stands in its way (a dev or test
+// split that misses relations is refused; an unfinished audit needs an explicit "publish anyway",
+// which the release records), download it as one .tar with its SHA256SUMS, verify its folder
+// against the published checksums, and diff it against another release record by record.
 
 import { useState } from "react";
 import { ApiError } from "../../api/client";
 import { api } from "../../api/endpoints";
-import type { Completeness, Release } from "../../api/types";
+import type { Completeness, Release, ReleaseDetail, ReleasePreflight, ReleaseVerify } from "../../api/types";
 import { Link } from "../../components/Link";
+import { count } from "../../components/plural";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
@@ -29,21 +32,91 @@ function refusedSplits(error: unknown): Completeness[] {
   return by && typeof by === "object" ? Object.values(by as Record<string, Completeness>) : [];
 }
 
+/** The audits a publish needs "publish anyway" for, in words. */
+export function unfinishedText(audits: { id: number; split: string; n_samples: number; n_judged: number }[]): string {
+  return audits.map((a) => `audit ${a.id} of ${a.split} (${a.n_judged} of ${count(a.n_samples, "sample")} judged)`).join(", ");
+}
+
+interface Draft {
+  name: string;
+  version: string;
+  splits: string[];
+  description: string;
+}
+
+/** The confirmation before an immutable release is written: what it will hold, its parent, and
+ *  what stands in its way, with "publish anyway" to tick when an audit is unfinished. */
+function ConfirmPublish({ draft, busy, onConfirm, onCancel }: {
+  draft: Draft;
+  busy: boolean;
+  onConfirm: (publishAnyway: boolean) => void;
+  onCancel: () => void;
+}) {
+  const pre = useAsync((signal) => api.releasePreflight(draft.splits, draft.name, signal), [draft]);
+  const [anyway, setAnyway] = useState(false);
+  const p: ReleasePreflight | undefined = pre.data ?? undefined;
+  const unfinished = p?.unfinished_audits ?? [];
+  const incomplete = p ? Object.values(p.incomplete) : [];
+  const blocked = !p || incomplete.length > 0 || p.videos === 0 || (unfinished.length > 0 && !anyway);
+  return (
+    <div className="confirm" role="dialog" aria-modal="true" aria-labelledby="confirm-publish-title"
+      onKeyDown={(e) => { if (e.key === "Escape") { e.stopPropagation(); onCancel(); } }}>
+      <h3 id="confirm-publish-title">Publish {draft.name} {draft.version}?</h3>
+      <p>A release is immutable: once written it can never be changed or deleted, only followed by a new version.</p>
+      {pre.error ? <ErrorState error={pre.error} title="What the release would hold could not be read" />
+        : !p ? <Loading what="what the release would hold" />
+        : (
+          <>
+            <ul>
+              <li>Splits {p.splits.join(", ")}: {count(p.videos, "benchmark video")}</li>
+              <li>{p.parent ? <>Follows {p.parent.name} {p.parent.version}; its changes are recorded.</> : "The first release of this name."}</li>
+            </ul>
+            {incomplete.map((r) => (
+              <div key={r.split} className="refusal" role="region" aria-label={`What the ${r.split} split misses`}>
+                <h3>The {r.split} split misses relations: publishing is refused</h3>
+                <CompletenessReport report={r} />
+              </div>
+            ))}
+            {unfinished.length > 0 && (
+              <div className="warning" role="alert">
+                <strong>An audit of a released split is unfinished:</strong> {unfinishedText(unfinished)}. Its residual-error
+                estimate is not final.
+                <label className="check">
+                  <input type="checkbox" checked={anyway} onChange={(e) => setAnyway(e.target.checked)} />
+                  {" "}Publish anyway (the release records the unfinished audits)
+                </label>
+              </div>
+            )}
+          </>
+        )}
+      <div className="confirm-actions">
+        <button type="button" className="primary" disabled={busy || blocked} onClick={() => onConfirm(anyway)} autoFocus>
+          {busy ? "Writing the release…" : unfinished.length > 0 ? "Publish anyway" : "Publish"}
+        </button>
+        <button type="button" disabled={busy} onClick={onCancel}>Cancel</button>
+      </div>
+    </div>
+  );
+}
+
 function CreateForm({ latest, onCreated }: { latest?: Release; onCreated: (r: Release) => void }) {
   const [name, setName] = useState(latest?.name ?? "trajlab");
   const [version, setVersion] = useState(latest ? nextPatch(latest.version) : "1.0.0");
   const [splits, setSplits] = useState<string[]>(["dev", "test"]);
   const [description, setDescription] = useState("");
+  const [draft, setDraft] = useState<Draft | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const toggle = (s: string) => setSplits((xs) => (xs.includes(s) ? xs.filter((x) => x !== s) : [...xs, s]));
-  const submit = async () => {
+  const publish = async (d: Draft, publishAnyway: boolean) => {
     setBusy(true);
     setError(null);
     try {
-      const r = await api.createRelease({ name: name.trim(), version: version.trim(), splits: SPLITS.filter((s) => splits.includes(s)), description });
+      const r = await api.createRelease({ ...d, publish_anyway: publishAnyway });
+      setDraft(null);
       if (r) onCreated(r);
     } catch (e) {
+      setDraft(null);
       setError(e);
     } finally {
       setBusy(false);
@@ -51,21 +124,28 @@ function CreateForm({ latest, onCreated }: { latest?: Release; onCreated: (r: Re
   };
   const missing = refusedSplits(error);
   return (
-    <form className="run-form" onSubmit={(e) => { e.preventDefault(); void submit(); }}>
+    <form className="run-form" aria-label="Publish a release" onSubmit={(e) => {
+      e.preventDefault();
+      setError(null);
+      setDraft({ name: name.trim(), version: version.trim(), splits: SPLITS.filter((s) => splits.includes(s)), description });
+    }}>
       <div className="inline-form">
-        <label>Name<input type="text" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} /></label>
-        <label>Version<input type="text" value={version} onChange={(e) => setVersion(e.target.value)} size={8} /></label>
-        <fieldset className="inline-checks">
+        <label>Name<input type="text" value={name} onChange={(e) => setName(e.target.value)} maxLength={100} disabled={draft !== null} /></label>
+        <label>Version<input type="text" value={version} onChange={(e) => setVersion(e.target.value)} size={8} disabled={draft !== null} /></label>
+        <fieldset className="inline-checks" disabled={draft !== null}>
           <legend>Splits</legend>
           {SPLITS.map((s) => (
             <label key={s} className="check"><input type="checkbox" checked={splits.includes(s)} onChange={() => toggle(s)} /> {s}</label>
           ))}
         </fieldset>
       </div>
-      <label className="reason">Description<textarea value={description} onChange={(e) => setDescription(e.target.value)} rows={2} maxLength={5000} /></label>
-      <button type="submit" className="primary" disabled={busy || splits.length === 0 || !name.trim()}>
-        {busy ? "Writing the release…" : "Publish the release"}
-      </button>
+      <label className="reason">Description<textarea value={description} onChange={(e) => setDescription(e.target.value)} rows={2} maxLength={5000} disabled={draft !== null} /></label>
+      {draft === null && (
+        <button type="submit" className="primary" disabled={splits.length === 0 || !name.trim()}>Publish the release…</button>
+      )}
+      {draft !== null && (
+        <ConfirmPublish draft={draft} busy={busy} onConfirm={(anyway) => void publish(draft, anyway)} onCancel={() => setDraft(null)} />
+      )}
       {error !== null && <ErrorState error={error} title="The release was not published" details={missing.length === 0} />}
       {missing.map((r) => (
         <div key={r.split} className="refusal" role="region" aria-label={`What the ${r.split} split misses`}>
@@ -99,7 +179,7 @@ export function ReleasesScreen() {
         <EmptyState title="No releases yet"><p>A release needs complete dev and test splits (see <Link to="/manage/snapshots">Snapshots</Link>).</p></EmptyState>
       ) : (
         <table className="data">
-          <caption>{releases.length} release{releases.length === 1 ? "" : "s"} (immutable), newest first</caption>
+          <caption>{count(releases.length, "release")} (immutable), newest first</caption>
           <thead><tr><th scope="col">release</th><th scope="col">splits</th><th scope="col">origin</th><th scope="col">records</th><th scope="col">manifest</th><th scope="col">published</th></tr></thead>
           <tbody>
             {releases.map((r) => (
@@ -135,11 +215,15 @@ function Diff({ releaseId, others }: { releaseId: number; others: Release[] }) {
       </label>
       {diff.error ? <ErrorState error={diff.error} title="The releases could not be compared" />
         : !d ? <Loading what="the differences" />
-        : (
+        : d.total === 0 ? (
+          <p role="status" className="ok">
+            No changes: {String(d.old.name)} {String(d.old.version)} and {String(d.new.name)} {String(d.new.version)} hold the same records.
+          </p>
+        ) : (
           <>
             <table className="data">
               <caption>
-                {String(d.old.name)} {String(d.old.version)} → {String(d.new.name)} {String(d.new.version)}: {d.total} changed record{d.total === 1 ? "" : "s"}
+                {String(d.old.name)} {String(d.old.version)} → {String(d.new.name)} {String(d.new.version)}: {count(d.total, "changed record")}
               </caption>
               <thead><tr><th scope="col">table</th><th scope="col">added</th><th scope="col">removed</th><th scope="col">changed</th></tr></thead>
               <tbody>
@@ -182,6 +266,10 @@ export function ReleaseScreen({ releaseId }: { releaseId: number }) {
         <div><dt>parent</dt><dd>{r.parent ? <Link to={`/manage/releases/${r.parent}`}>release {r.parent}</Link> : "–"}</dd></div>
       </dl>
       {r.description && <p>{r.description}</p>}
+      {r.unfinished_audits && r.unfinished_audits.length > 0 && (
+        <p className="warning" role="note">Published anyway before {unfinishedText(r.unfinished_audits)} was finished.</p>
+      )}
+      <Download release={r} />
       <table className="data">
         <caption>Files ({r.files.length}) with their checksums</caption>
         <thead><tr><th scope="col">file</th><th scope="col">rows</th><th scope="col">size</th><th scope="col">sha256</th></tr></thead>
@@ -197,5 +285,54 @@ export function ReleaseScreen({ releaseId }: { releaseId: number }) {
         <pre className="log">{JSON.stringify({ stats: r.stats, config: r.config }, null, 2)}</pre>
       </details>
     </div>
+  );
+}
+
+/** Download links (the whole release as one .tar, and its SHA256SUMS) and the verify button. */
+function Download({ release: r }: { release: ReleaseDetail }) {
+  const [verify, setVerify] = useState<ReleaseVerify | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const total = r.files.reduce((sum, f) => sum + f.size_bytes, 0);
+  const check = async () => {
+    setBusy(true);
+    setError(null);
+    setVerify(null);
+    try {
+      setVerify(await api.verifyRelease(r.id));
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="download-title" className="panel">
+      <h2 id="download-title">Download and verify</h2>
+      <p className="download-links">
+        <a href={api.releaseDownloadUrl(r.id)} download={`${r.name}-${r.version}.tar`} className="button">
+          Download {r.name}-{r.version}.tar
+        </a>{" "}
+        <span className="muted small">{count(r.files.length, "file")}, {bytes(total)}</span>{" · "}
+        <a href={api.releaseChecksumsUrl(r.id)} download={`${r.name}-${r.version}.SHA256SUMS`}>SHA256SUMS</a>
+      </p>
+      <p className="muted small">
+        After unpacking: <code>cd {r.name}-{r.version} &amp;&amp; sha256sum -c SHA256SUMS</code>; the SHA-256 of SHA256SUMS itself
+        is <code>{r.manifest_sha256}</code>.
+      </p>
+      <button type="button" onClick={() => void check()} disabled={busy}
+        title="Check every file of the release's folder on the server against the published SHA-256">
+        {busy ? "Verifying…" : "Verify the release folder"}
+      </button>
+      {verify && (verify.ok
+        ? <p role="status" className="ok">Verified: every file matches its published SHA-256.</p>
+        : (
+          <div role="alert" className="refusal">
+            <strong>The folder is not what was published ({count(verify.problems.length, "problem")}):</strong>
+            <ul>{verify.problems.map((p) => <li key={p}>{p}</li>)}</ul>
+          </div>
+        ))}
+      {error !== null && <ErrorState error={error} title="The release could not be verified" />}
+    </section>
   );
 }

@@ -10,6 +10,10 @@ import { ProgressBar } from "../../components/charts";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
+import { count } from "../../components/plural";
+import { RunControls } from "../jobs/RunControls";
+import { OpenItemLinks } from "../seats/Seats";
+import { ImportTracksForm } from "./ImportTracks";
 
 interface RunsData {
   runs: ProposalRun[];
@@ -45,19 +49,26 @@ function RunActions({ run, pool, onDone }: { run: ProposalRun; pool?: Pool; onDo
       setBusy(false);
     }
   };
-  if (run.status !== "succeeded") return <span className="muted">{run.status === "failed" ? run.error || "failed" : "waiting for the run"}</span>;
+  if (run.status !== "succeeded") {
+    return (
+      <span>
+        <span className="muted">{run.status === "failed" ? run.error || "failed" : run.status === "cancelled" ? "cancelled" : "waiting for the run"}</span>{" "}
+        {run.job && <RunControls jobId={run.job.id} status={run.status} label={`proposal run ${run.id}`} onDone={onDone} />}
+      </span>
+    );
+  }
   return (
     <div className="run-actions">
-      <button type="button" disabled={busy} onClick={() => void act(async () => {
+      <button type="button" disabled={busy} title={`Create the usability and duplicate review items of run ${run.id}`} onClick={() => void act(async () => {
         const c = await api.openReview(run.id);
         return `Review open: ${c?.usability ?? 0} usability and ${c?.identity ?? 0} duplicate items.`;
       })}>Open review</button>
       {pool ? (
-        <span className="badge status-succeeded">pool v{pool.version} frozen · {pool.n_members} members</span>
+        <span className="badge status-succeeded">pool v{pool.version} frozen · {count(pool.n_members, "member")}</span>
       ) : (
-        <button type="button" className="primary" disabled={busy} onClick={() => void act(async () => {
+        <button type="button" className="primary" disabled={busy} title="Freeze the retained, consolidated trajectories as the video's candidate pool (immutable)" onClick={() => void act(async () => {
           const p = await api.freezePool(run.id, reason);
-          return `Frozen: pool v${p?.version} of video ${p?.video} with ${p?.n_members} members.`;
+          return `Frozen: pool v${p?.version} of video ${p?.video} with ${count(p?.n_members ?? 0, "member")}.`;
         })}>Freeze pool of run {run.id}</button>
       )}
       {needsReason && (
@@ -73,9 +84,16 @@ function RunActions({ run, pool, onDone }: { run: ProposalRun; pool?: Pool; onDo
         </form>
       )}
       {result && <p role="status" className="ok">{result}</p>}
-      {error !== null && <ErrorState error={error} title={`Run ${run.id} was not frozen`} />}
+      {error !== null && <ErrorState error={error} title={`Run ${run.id} was not frozen`} details={!openItemsOf(error)} />}
+      {openItemsOf(error) && <OpenItemLinks run={run.id} items={openItemsOf(error)!} />}
     </div>
   );
+}
+
+/** The open items a refused freeze names (`review_unfinished`), for links to the seat board. */
+function openItemsOf(error: unknown): { id: number; stage: string; state: string }[] | null {
+  if (!(error instanceof ApiError) || error.code !== "review_unfinished" || !Array.isArray(error.extra.open_items)) return null;
+  return error.extra.open_items as { id: number; stage: string; state: string }[];
 }
 
 export function RunsScreen() {
@@ -84,10 +102,18 @@ export function RunsScreen() {
   if (data.error && !data.data) return <ErrorState error={data.error} onRetry={data.reload} />;
   if (!data.data) return <Loading what="proposal runs" />;
   const { runs, videos, pools } = data.data;
+  const importForm = <ImportTracksForm videos={[...videos.values()]} onDone={data.reload} />;
   if (runs.length === 0) {
-    return <EmptyState title="No proposal runs yet"><p>Start one with <code>manage.py propose --queue</code> or <code>POST /api/proposal-runs/</code>.</p></EmptyState>;
+    return (
+      <>
+        {importForm}
+        <EmptyState title="No proposal runs yet"><p>Start one with <code>manage.py propose --queue</code> or <code>POST /api/proposal-runs/</code>, or import existing tracks above.</p></EmptyState>
+      </>
+    );
   }
   return (
+    <>
+    {importForm}
     <table className="data runs">
       <caption>Proposal runs ({runs.length}), refreshed every 5 s</caption>
       <thead>
@@ -100,7 +126,7 @@ export function RunsScreen() {
             <tr key={r.id}>
               <td>{r.id}</td>
               <td>{v ? `${v.name} (${v.split || "no split"})` : r.video}</td>
-              <td><span className={`badge status-${r.status}`}>{r.status}</span></td>
+              <td><span className={`badge status-${r.status}`}>{r.status}</span>{r.kind === "imported" && <span className="badge">imported</span>}</td>
               <td>{r.job ? <><ProgressBar value={r.job.progress} label={`Run ${r.id} progress`} /><span className="small muted">{r.job.message}</span></> : "–"}</td>
               <td>{r.trajectory_count}</td>
               <td>{r.duplicate_count}</td>
@@ -110,5 +136,6 @@ export function RunsScreen() {
         })}
       </tbody>
     </table>
+    </>
   );
 }

@@ -14,6 +14,7 @@ import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { navigate } from "../../router";
+import { RunControls } from "../jobs/RunControls";
 import { column, emptySeries, lastStep, mergeSeries, seriesKeys, truncateSeries } from "./series";
 
 export const LIVE_POLL_MS = 2000;
@@ -23,8 +24,22 @@ const LIVE = new Set(["queued", "running"]);
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "–");
 const pct = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? `${v.toFixed(1)}` : "–");
 
+/** The snapshot to evaluate on by default: the newest of another split than the training one
+ *  (dev before test), else any other snapshot; undefined when there is none. */
+export function defaultEvalSnapshot(snapshots: Pick<Snapshot, "id" | "split">[], train: number | ""): number | undefined {
+  const trainSplit = snapshots.find((s) => s.id === train)?.split;
+  const others = snapshots.filter((s) => s.id !== train);
+  for (const split of ["dev", "test"]) {
+    const hit = others.find((s) => s.split === split && s.split !== trainSplit);
+    if (hit) return hit.id;
+  }
+  return others.find((s) => s.split !== trainSplit)?.id ?? others[0]?.id;
+}
+
 function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted: (run: TrainingRun) => void }) {
   const [snapshot, setSnapshot] = useState<number | "">(snapshots.find((s) => s.split === "train")?.id ?? snapshots[0]?.id ?? "");
+  const [evalSnapshot, setEvalSnapshot] = useState<number | "">(() => defaultEvalSnapshot(snapshots, snapshot) ?? snapshot);
+  const [evalOnTrainingOk, setEvalOnTrainingOk] = useState(false);
   const [kind, setKind] = useState<string>(MODEL_KINDS[0]);
   const [steps, setSteps] = useState("200");
   const [busy, setBusy] = useState(false);
@@ -32,12 +47,18 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
   if (snapshots.length === 0) {
     return <p className="muted">Take a relation snapshot first (<Link to="/manage/snapshots">Snapshots</Link>): a run trains on a sealed one.</p>;
   }
+  const split = (id: number | "") => snapshots.find((s) => s.id === id)?.split;
+  const sameSnapshot = evalSnapshot !== "" && evalSnapshot === snapshot;
+  const sameSplit = !sameSnapshot && evalSnapshot !== "" && split(evalSnapshot) === split(snapshot);
   const start = async () => {
     setBusy(true);
     setError(null);
     try {
       const n = Number.parseInt(steps, 10);
-      const run = await api.startTraining({ snapshot: Number(snapshot), model_kind: kind, config: Number.isFinite(n) ? { steps: n } : {} });
+      const run = await api.startTraining({
+        snapshot: Number(snapshot), eval_snapshot: evalSnapshot === "" ? undefined : Number(evalSnapshot), model_kind: kind,
+        config: Number.isFinite(n) ? { steps: n } : {},
+      });
       if (run) onStarted(run);
     } catch (e) {
       setError(e);
@@ -45,12 +66,24 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
       setBusy(false);
     }
   };
+  const label = (s: Snapshot) => `#${s.id} ${s.split}${s.name ? ` · ${s.name}` : ""}`;
   return (
-    <form className="inline-form start-form" onSubmit={(e) => { e.preventDefault(); void start(); }}>
+    <form className="inline-form start-form" aria-label="Start a training run" onSubmit={(e) => { e.preventDefault(); void start(); }}>
       <label>
-        Snapshot
-        <select value={snapshot} onChange={(e) => setSnapshot(Number(e.target.value))}>
-          {snapshots.map((s) => <option key={s.id} value={s.id}>#{s.id} {s.split}{s.name ? ` · ${s.name}` : ""}</option>)}
+        Train on
+        <select value={snapshot} onChange={(e) => {
+          const id = Number(e.target.value);
+          setSnapshot(id);
+          setEvalSnapshot(defaultEvalSnapshot(snapshots, id) ?? id);
+          setEvalOnTrainingOk(false);
+        }}>
+          {snapshots.map((s) => <option key={s.id} value={s.id}>{label(s)}</option>)}
+        </select>
+      </label>
+      <label>
+        Evaluate on
+        <select value={evalSnapshot} onChange={(e) => { setEvalSnapshot(Number(e.target.value)); setEvalOnTrainingOk(false); }}>
+          {snapshots.map((s) => <option key={s.id} value={s.id}>{label(s)}{s.id === snapshot ? " (the training snapshot)" : ""}</option>)}
         </select>
       </label>
       <label>
@@ -63,7 +96,19 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
         Steps
         <input type="text" inputMode="numeric" value={steps} onChange={(e) => setSteps(e.target.value)} size={6} />
       </label>
-      <button type="submit" className="primary" disabled={busy || snapshot === ""}>Start training</button>
+      <button type="submit" className="primary" disabled={busy || snapshot === "" || (sameSnapshot && !evalOnTrainingOk)}>Start training</button>
+      {sameSnapshot && (
+        <div className="warning" role="alert">
+          <strong>The evaluation snapshot is the training snapshot.</strong> Its scores would measure how well the
+          model fits what it was trained on, not how it retrieves unseen queries.{" "}
+          {snapshots.length > 1 ? "Choose another snapshot, or " : "Take a dev or test snapshot, or "}
+          <label className="check">
+            <input type="checkbox" checked={evalOnTrainingOk} onChange={(e) => setEvalOnTrainingOk(e.target.checked)} />
+            {" "}evaluate on the training snapshot anyway
+          </label>
+        </div>
+      )}
+      {sameSplit && <p className="warning" role="status">Both snapshots are of the {split(snapshot)} split: the evaluation shares its queries with training.</p>}
       {error !== null && <ErrorState error={error} title="The run was not started" />}
     </form>
   );
@@ -100,7 +145,10 @@ export function TrainingRunsScreen() {
                 <tr key={r.id}>
                   <td><Link to={`/manage/training/${r.id}`}>Run {r.id}</Link></td>
                   <td>{r.model_kind}</td>
-                  <td>#{r.snapshot} {splitOf.get(r.snapshot) ?? ""}</td>
+                  <td>
+                    #{r.snapshot} {splitOf.get(r.snapshot) ?? ""}
+                    <span className="small muted"> · evaluated on {r.eval_snapshot && r.eval_snapshot !== r.snapshot ? `#${r.eval_snapshot} ${splitOf.get(r.eval_snapshot) ?? ""}` : <strong className="warning-text">its training snapshot</strong>}</span>
+                  </td>
                   <td><span className={`badge status-${r.status}`}>{r.status}</span></td>
                   <td><ProgressBar value={r.progress} label={`Run ${r.id} steps`} /><span className="small muted">{r.steps_done} of {r.steps_total}</span></td>
                   <td>{pct(t2["R@1"])}</td>
@@ -268,7 +316,8 @@ export function TrainingRunScreen({ runId }: { runId: number }) {
         <div><dt>status</dt><dd><span className={`badge status-${run.status}`}>{run.status}</span></dd>
           <dd className="muted small">{live ? `live, refreshed every ${LIVE_POLL_MS / 1000} s` : `finished ${when(run.finished_at)}`}</dd></div>
         <div><dt>steps</dt><dd>{run.steps_done} / {run.steps_total}</dd><dd><ProgressBar value={run.progress} label={`Run ${run.id} steps`} /></dd></div>
-        <div><dt>model</dt><dd>{run.model_kind}</dd><dd className="muted small">snapshot #{run.snapshot}{run.eval_snapshot ? `, evaluated on #${run.eval_snapshot}` : ""}</dd></div>
+        <div><dt>model</dt><dd>{run.model_kind}</dd><dd className="muted small">snapshot #{run.snapshot}{run.eval_snapshot && run.eval_snapshot !== run.snapshot
+          ? `, evaluated on #${run.eval_snapshot}` : <>, <strong className="warning-text">evaluated on its training snapshot</strong></>}</dd></div>
         <div><dt>batch · lr · seed</dt><dd>{String(cfg.batch_size ?? "–")} · {String(cfg.lr ?? "–")} · {String(cfg.seed ?? "–")}</dd>
           <dd className="muted small">{run.resumes.length ? `resumed ${run.resumes.map((r) => `from step ${r.from_step}`).join(", ")}` : "no resumes"}</dd></div>
         {"zero_neg_row_rate" in result && (
@@ -279,10 +328,14 @@ export function TrainingRunScreen({ runId }: { runId: number }) {
       {run.error && <p className="error-inline" role="alert">{run.error}</p>}
       {live && (
         <p>
-          <button type="button" onClick={() => void cancel()} disabled={run.cancel_requested}>
+          <button type="button" onClick={() => void cancel()} disabled={run.cancel_requested}
+            title="Stop the run at its next step, after a checkpoint (it can be queued again)">
             {run.cancel_requested ? "Cancel requested: stops after its next checkpoint" : "Cancel the run"}
           </button>
         </p>
+      )}
+      {!live && run.job && (run.status === "failed" || run.status === "cancelled") && (
+        <p><RunControls jobId={run.job.id} status={run.status} label={`training run ${run.id}`} onDone={reload} /></p>
       )}
       {cancelError !== null && <ErrorState error={cancelError} title="The run was not cancelled" />}
       {error !== null && <p className="error-inline" role="alert">Refreshing failed; showing the last figures.</p>}

@@ -106,6 +106,11 @@ function useRowData(videoId: number, poolId: number, candidates: number[]) {
   return { ...state, retry: () => setAttempt((a) => a + 1) };
 }
 
+/** The candidates whose identity with ``tid`` stayed unresolved (flagged, kept apart). */
+function sameAs(row: RelationRowTarget, tid: number): number[] {
+  return row.unresolved_identity.flatMap(([a, b]) => (a === tid ? [b] : b === tid ? [a] : []));
+}
+
 function QueryPanel({ row }: { row: RelationRowTarget }) {
   return (
     <section className="query-panel" aria-label="Query">
@@ -118,6 +123,13 @@ function QueryPanel({ row }: { row: RelationRowTarget }) {
             ? `Second review: only the disputed candidate of pool ${row.pool} is shown; label it independently.`
             : `Second review: only the ${row.candidates.length} disputed candidates of pool ${row.pool} are shown; label them independently.`}
       </p>
+      {row.unresolved_identity.length > 0 && (
+        <p className="warning small" role="note" aria-label="Unresolved identity pairs">
+          Identity review could not tell whether these candidates are one object:{" "}
+          {row.unresolved_identity.map(([a, b]) => `#${a} and #${b}`).join("; ")}. They stay separate; a query
+          that matches both is ambiguous.
+        </p>
+      )}
     </section>
   );
 }
@@ -239,6 +251,11 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
                 <div className="candidate-head">
                   <strong><span className="swatch" style={{ background: colorOf(tid) }} /> #{tid}</strong>
                   <span className="muted small">frames {track.first}–{track.last} · {track.length} obs.</span>
+                  {sameAs(row, tid).length > 0 && (
+                    <span className="small warning-text" title="identity review left this pair unresolved">
+                      maybe the same object as {sameAs(row, tid).map((o) => `#${o}`).join(", ")}
+                    </span>
+                  )}
                   <span className={`rel rel-${value ?? own ?? "none"}`} aria-label={`label ${labelText(value ?? own)}`}>{labelText(value ?? own)}</span>
                 </div>
                 {controller && <TrackView controller={controller} video={data.video} track={track}

@@ -1,0 +1,60 @@
+"""The manager's import form in real Chromium against a live server: a bad tracks file is refused
+with its line numbers and nothing stored; the MOTChallenge ground truth of a rendered scene is
+imported as a reviewed run that appears in the runs table."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from models.tracks_io.mot import format_mot
+from models.tracks_io.records import ImportedTrack
+from trajectories.models import ProposalRun, TrackImport
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_import_form_refuses_a_bad_file_then_imports_mot_ground_truth(people, scene_video, rendered_scene, open_page,
+                                                                       tmp_path, shot):
+    _, truth = rendered_scene
+    tracks = []
+    for p in truth.people:
+        frames = p.frames()
+        tracks.append(ImportedTrack(track_id=p.id + 1, category="person", frames=frames,
+                                    boxes=np.array([p.boxes[f] for f in frames], float),
+                                    scores=np.ones(len(frames)), lines=np.zeros(len(frames), int)))
+    good = tmp_path / "gt" / "gt.txt"
+    good.parent.mkdir()
+    good.write_text(format_mot(tracks))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("track_id,frame,x1,y1,x2,y2\n1,0,10,20,50,100\n1,0,12,20,52,100\n1,2,10,20,nan,100\n")
+
+    page = open_page("boss")
+    page.goto("/manage/runs")
+    form = page.get_by_role("form", name="Import tracks")
+    form.get_by_label("Video", exact=True).select_option(str(scene_video.pk))
+    form.get_by_label("Source", exact=True).fill("lab tracker export")
+
+    # a bad file: every problem with its line, nothing stored
+    form.get_by_label("File", exact=True).set_input_files(str(bad))
+    expect(form.get_by_label("Format", exact=True)).to_have_value("csv")
+    form.get_by_role("button", name="Import").click()
+    problems = form.get_by_role("list", name="Problems in the file")
+    expect(problems).to_contain_text("line 3: track 1 appears twice on frame 0")
+    expect(problems).to_contain_text("line 4: x2 is not a finite number")
+    assert not ProposalRun.objects.exists()
+
+    # the rendered scene's ground truth as MOTChallenge gt.txt: a reviewed imported run
+    form.get_by_label("File", exact=True).set_input_files(str(good))
+    expect(form.get_by_label("Format", exact=True)).to_have_value("mot")
+    form.get_by_label("Source", exact=True).fill("ui_walk ground truth")
+    form.get_by_role("button", name="Import").click()
+    expect(form.get_by_role("status")).to_have_text(re.compile(r"Imported 3 tracks as run \d+ \(reviewed\)"))
+    record = TrackImport.objects.get()
+    assert record.format == "mot" and record.options["gt"] is True and record.source == "ui_walk ground truth"
+    row = page.get_by_role("row").filter(has=page.get_by_text("imported", exact=True))
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text(f"{record.run.trajectory_count}")
+    shot(page, "import-tracks")
