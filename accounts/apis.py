@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from accounts.roles import user_roles
 from accounts.services import token_obtain
 from accounts.throttling import LoginLockoutThrottle
+from common.params import flag_field
 from common.parsers import BoundedJSONParser
 from common.schema import ERROR
 
@@ -40,7 +41,7 @@ class TokenApi(APIView):
     class InputSerializer(serializers.Serializer):
         username = serializers.CharField()
         password = serializers.CharField(style={"input_type": "password"})
-        rotate = serializers.BooleanField(default=False, help_text="issue a fresh key; the old one stops working")
+        rotate = flag_field(default=False, help_text="issue a fresh key; the old one stops working")
 
     class OutputSerializer(serializers.Serializer):
         token = serializers.CharField()

@@ -16,6 +16,7 @@ from models.curation.rules import (
     consolidate_corrections,
     decide,
     decide_counts,
+    decide_reopened,
     description_outcome,
     relation_disputed,
     relation_final,
@@ -24,5 +25,5 @@ from models.curation.rules import (
 __all__ = [
     "ADJUDICATE", "ADJUDICATE_CODE", "APPROVED", "CONSOLIDATE", "MINOR", "OUTCOMES", "PENDING",
     "PENDING_CODE", "REJECTED", "UNRESOLVED", "UNRESOLVED_CODE", "consolidate_corrections", "decide",
-    "decide_counts", "description_outcome", "relation_disputed", "relation_final",
+    "decide_counts", "decide_reopened", "description_outcome", "relation_disputed", "relation_final",
 ]

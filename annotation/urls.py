@@ -54,6 +54,8 @@ urlpatterns = [
     path("pseudo-rules/<int:rule_id>/", pseudolabels.PseudoRuleDetailApi.as_view(), name="pseudo-rule-detail"),
     path("pseudo-rules/<int:rule_id>/calibrate/", pseudolabels.PseudoRuleCalibrateApi.as_view(),
          name="pseudo-rule-calibrate"),
+    path("pseudo-rules/<int:rule_id>/calibration-sample/", pseudolabels.PseudoRuleCalibrationSampleApi.as_view(),
+         name="pseudo-rule-calibration-sample"),
     path("pseudo-rules/<int:rule_id>/apply/", pseudolabels.PseudoRuleApplyApi.as_view(), name="pseudo-rule-apply"),
     path("snapshots/", snapshots.SnapshotListApi.as_view(), name="snapshot-list"),
     path("snapshots/<int:snapshot_id>/", snapshots.SnapshotDetailApi.as_view(), name="snapshot-detail"),

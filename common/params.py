@@ -14,6 +14,27 @@ LEASE_SECONDS_MAX = 7 * 24 * 3600   # a claimed item or sample stays reserved at
 TIME_SPENT_MS_MAX = 24 * 3600 * 1000  # reviewer time on one item: at most a day
 
 
+class FlagField(serializers.BooleanField):
+    """A boolean input that is one: JSON ``true``/``false``, or ``"true"``/``"false"`` in a query
+    string or a form. DRF's ``BooleanField`` also takes 0, 1, "yes", "on"..., which the schema's
+    ``boolean`` does not say."""
+
+    TRUE_VALUES = {True, "true", "True"}
+    FALSE_VALUES = {False, "false", "False"}
+    NULL_VALUES = {None, "null"}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or (isinstance(data, str) and data in self.TRUE_VALUES | self.FALSE_VALUES):
+            return data in self.TRUE_VALUES
+        if self.allow_null and data in self.NULL_VALUES:
+            return None
+        self.fail("invalid", input=data)
+
+
+def flag_field(**kwargs) -> FlagField:
+    return FlagField(**kwargs)
+
+
 def id_field(**kwargs) -> serializers.IntegerField:
     """An id input (a filter or a body field): a positive bigint."""
     return serializers.IntegerField(min_value=1, max_value=ID_MAX, **kwargs)

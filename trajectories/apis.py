@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from accounts.roles import IsManager, IsStaffMember
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
-from common.params import int_param
+from common.params import flag_field, int_param, seed_field
 from common.schema import ERROR, PlainChoiceField
 from models.backends.tracking import BACKENDS
 from trajectories import selectors
@@ -111,9 +111,10 @@ class SplitAssignApi(APIView):
     permission_classes = [IsManager]
 
     class InputSerializer(serializers.Serializer):
-        seed = serializers.IntegerField(min_value=-(2**63), max_value=2**63 - 1)
-        ratios = serializers.DictField(child=serializers.FloatField(min_value=0), default={"train": 0.7, "dev": 0.15, "test": 0.15})
-        reassign = serializers.BooleanField(default=False, help_text="also re-draw assigned groups that are not locked")
+        seed = seed_field()
+        ratios = serializers.DictField(child=serializers.FloatField(min_value=0),
+                                       default={"train": 0.7, "dev": 0.15, "test": 0.15})
+        reassign = flag_field(default=False, help_text="also re-draw assigned groups that are not locked")
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -121,7 +122,8 @@ class SplitAssignApi(APIView):
         ratios = serializers.DictField()
         result = serializers.DictField(help_text="split group name -> split, for the groups assigned now")
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer, summary="Assign splits to split groups (seeded)")
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer},
+                   summary="Assign splits to split groups (seeded)")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

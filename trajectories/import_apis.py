@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from accounts.roles import IsManager, IsStaffMember
 from common.errors import RequestTooLarge
 from common.pagination import Page, paginate
-from common.params import int_param
+from common.params import flag_field, int_param
 from common.schema import ERROR, PlainChoiceField
 from trajectories.models import ProposalRun, TrackImport, TubeMatchReport, Video
 from trajectories.services.imports import MAX_TRACK_FILE_BYTES, track_import
@@ -49,10 +49,10 @@ class TrackImportListApi(APIView):
         purpose = PlainChoiceField(choices=TrackImport.Purpose.choices, default=TrackImport.Purpose.PROPOSALS)
         review = PlainChoiceField(choices=TrackImport.Review.choices, default=TrackImport.Review.REVIEWED)
         review_reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-        gt = serializers.BooleanField(required=False, allow_null=True, default=None,
+        gt = flag_field(required=False, allow_null=True, default=None,
                                       help_text="mot: ground truth (default: the file is named gt.txt)")
         frame_base = serializers.ChoiceField(choices=[0, 1], default=0, help_text="csv: frame numbering")
-        clip = serializers.BooleanField(default=False, help_text="clip boxes partly outside the frame")
+        clip = flag_field(default=False, help_text="clip boxes partly outside the frame")
         seqinfo = serializers.FileField(required=False, help_text="mot: the sequence's seqinfo.ini, checked")
 
     @extend_schema(parameters=[OpenApiParameter("video", int)], responses=TrackImportOutputSerializer(many=True),

@@ -8,7 +8,7 @@ from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
-from common.params import id_field, int_param, query_filters
+from common.params import flag_field, id_field, int_param, query_filters
 from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.search import search
@@ -225,7 +225,7 @@ class SearchApi(APIView):
         fuse_with = serializers.ListField(child=serializers.PrimaryKeyRelatedField(queryset=TrainingRun.objects.all()),
                                           required=False, default=list,
                                           help_text="other succeeded runs fused with CombSUM")
-        rerank = serializers.BooleanField(required=False, default=False,
+        rerank = flag_field(required=False, default=False,
                                           help_text="pivot-promote the top 10 by description similarity")
 
     @extend_schema(request=InputSerializer, responses={200: SearchOutputSerializer, 400: ERROR, 409: ERROR},

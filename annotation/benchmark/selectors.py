@@ -43,8 +43,10 @@ from annotation.benchmark.services.descriptions import approved_facts
 from annotation.curation.stages import seated_blind
 from annotation.curation.stages.pair import STAGE as PAIR
 from annotation.models import (
+    AuditSample,
     CrossPair,
     Description,
+    DescriptionDissent,
     DescriptionRun,
     DescriptionVersion,
     GenerationRun,
@@ -150,11 +152,71 @@ def description_versions_visible(*, description: Description, viewer) -> list[De
     return list(versions)
 
 
+def dissent_visible(*, description_id: int, viewer) -> bool:
+    """Whether ``viewer`` may read a description's recorded dissent (corrections are votes):
+    adjudicators and managers do; an auditor does, except while they hold an unjudged audit sample
+    of that description (the audit is blind to votes; the dissent comes with the verdict); an
+    annotator does not (they see no other reviewer's corrections)."""
+    if all_versions_visible(viewer):
+        return True
+    if user_has_role(viewer, Role.ANNOTATOR) or not user_has_role(viewer, Role.AUDITOR):
+        return False
+    return not AuditSample.objects.filter(description_id=description_id, claimed_by=viewer,
+                                          judgment__isnull=True).exists()
+
+
+def _differences(approved: dict, corrected: dict) -> list[dict]:
+    """Where a correction differs from the approved content: the texts, and each fact (by id)
+    whose value or known flag differs, or that only one of them has."""
+    out = [{"field": key, "approved": approved.get(key), "corrected": corrected.get(key)}
+           for key in ("appearance", "motion") if approved.get(key) != corrected.get(key)]
+    facts_a = {f["id"]: f for f in approved.get("facts", [])}
+    facts_c = {f["id"]: f for f in corrected.get("facts", [])}
+    for fid in [*facts_a, *(k for k in facts_c if k not in facts_a)]:
+        a, c = facts_a.get(fid), facts_c.get(fid)
+        if a != c:
+            out.append({"field": f"fact {fid}" + (f" ({(a or c)['name']})" if (a or c).get("name") else ""),
+                        "approved": None if a is None else (a.get("value") if a.get("known", True) else "unknown"),
+                        "corrected": None if c is None else (c.get("value") if c.get("known", True) else "unknown")})
+    return out
+
+
+def description_dissent_list(*, description_ids) -> list[dict]:
+    """The recorded dissent of the descriptions, oldest first: which correction lost to which
+    approved version on which item, the reviewer's reasons and where the two differ (no names)."""
+    rows = (DescriptionDissent.objects.filter(description_id__in=list(description_ids))
+            .select_related("description", "vote", "correction", "approved_version").order_by("description_id", "id"))
+    return [{"id": d.pk, "description": d.description_id, "trajectory": d.description.trajectory_id, "item": d.item_id,
+             "correction": d.correction_id, "approved_version": d.approved_version_id, "reasons": d.vote.reasons,
+             "differences": _differences(d.approved_version.content, d.correction.content), "created_at": d.created_at}
+            for d in rows]
+
+
+def item_dissent(*, item: WorkItem) -> list[dict]:
+    """The recorded dissent on the descriptions an item's decision reads: its own description, a
+    relation row's pool members' descriptions, a pair's query source and mined trajectory."""
+    if item.stage == WorkItem.Stage.DESCRIPTION:
+        ids = Description.objects.filter(versions__pk=item.description_id).values_list("pk", flat=True)
+    elif item.stage == WorkItem.Stage.RELATION:
+        ids = Description.objects.filter(pool_id=item.query.pool_id).values_list("pk", flat=True)
+    elif item.stage == WorkItem.Stage.PAIR:
+        pair = item.pair
+        ids = Description.objects.filter(Q(versions__pk=pair.query.source_version_id)
+                                         | Q(trajectory_id=pair.trajectory_id, status=Description.Status.APPROVED)
+                                         ).values_list("pk", flat=True)
+    else:
+        return []
+    return description_dissent_list(description_ids=set(ids))
+
+
 def description_get(*, description_id: int, viewer) -> Description:
     """One description with what ``viewer`` may see of it attached: ``visible_versions``,
-    ``facts`` (``D_r^H``, the approved version's known facts with their evidence frames) and
-    ``visible_raw_outputs`` (``None`` unless the viewer is a manager)."""
+    ``facts`` (``D_r^H``, the approved version's known facts with their evidence frames),
+    ``visible_raw_outputs`` (``None`` unless the viewer is a manager) and ``visible_dissent``
+    (``None`` unless :func:`dissent_visible`)."""
     description = _get(description_list().select_related("approved_version"), description_id, "description")
+    description.visible_dissent = (description_dissent_list(description_ids=[description.pk])
+                                   if dissent_visible(description_id=description.pk, viewer=viewer) else None)
     description.visible_versions = description_versions_visible(description=description, viewer=viewer)
     description.facts = [asdict(f) for f in approved_facts(description)]
     description.visible_raw_outputs = description.raw_outputs if raw_outputs_visible(viewer) else None
@@ -259,11 +321,15 @@ def cross_pair_list(*, viewer, query_id: int | None = None, stratum: str | None 
                     review: str | None = None, trajectory_id: int | None = None) -> QuerySet[CrossPair]:
     """Mined pairs with their final label (``label``: the recorded relation, ``None`` while
     unreviewed); stratum and label stay separate fields. ``visible_proposal`` is the writer's
-    proposal, ``None`` while the pair waits for its second review: that review is blind to it
-    (see the module docstring), and this list is open to its reviewer. Both read as ``None``
+    proposal, ``None`` while the pair waits for its second review or sits open on a blind item:
+    those reviews are blind to it (see the module docstring), and this list is open to them. Both read as ``None``
     where ``viewer`` is seated on a row or pair that hides them."""
     final = Relation.objects.filter(query_id=OuterRef("query_id"), trajectory_id=OuterRef("trajectory_id"))
-    second_review = WorkItem.objects.filter(PAIR.awaiting_second_review(), pair_id=OuterRef("pk"))
+    # a blind item (a calibration sample) hides the proposal from everyone until it closes
+    second_review = WorkItem.objects.filter(
+        PAIR.awaiting_second_review()
+        | Q(prelabels__blind=True, state__in=(WorkItem.State.OPEN, WorkItem.State.ADJUDICATE)),
+        pair_id=OuterRef("pk"))
     hidden = [When(Exists(second_review), then=Value(None, output_field=JSONField()))]
     label = Subquery(final.values("label")[:1])
     blind = seated_blind(viewer)

@@ -10,6 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads, Role, roles_required
+from annotation.benchmark.apis.descriptions import DissentOutputSerializer
+from annotation.benchmark.selectors import item_dissent
 from annotation.curation import selectors
 from annotation.curation.services.agreement import agreement_stats
 from annotation.curation.services.claims import assignment_release, work_item_claim_next
@@ -29,7 +31,7 @@ from annotation.models import (
     WorkItem,
 )
 from common.pagination import Page, paginate
-from common.params import TIME_SPENT_MS_MAX, int_param
+from common.params import TIME_SPENT_MS_MAX, flag_field, int_param
 from trajectories.models import ProposalRun
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
@@ -202,7 +204,7 @@ class VoteApi(APIView):
         judgments = serializers.DictField(child=serializers.IntegerField(), required=False, allow_null=True,
                                           help_text="relation items: {trajectory id: 1 | 0 | -1} for every "
                                                     "candidate shown")
-        next = serializers.BooleanField(required=False, default=False,
+        next = flag_field(required=False, default=False,
                                         help_text="answer with your next claimed item of the same stage as well "
                                                   "(one round trip instead of a vote and a claim)")
 
@@ -233,11 +235,16 @@ class VoteApi(APIView):
 
 class AdjudicationVoteSerializer(serializers.ModelSerializer):
     annotator = serializers.CharField(source="annotator.username")
+    judgments = serializers.SerializerMethodField()
 
     class Meta:
         model = Vote
         fields = ["id", "annotator", "label", "reasons", "comment", "is_adjudication", "time_spent_ms", "created_at",
-                  "correction", "payload"]
+                  "correction", "payload", "judgments"]
+
+    def get_judgments(self, vote) -> dict[str, int]:
+        """A relation row vote's labels of its candidates ({trajectory id: 1 | 0 | -1}); empty otherwise."""
+        return {str(j.trajectory_id): j.label for j in vote.judgments.all()}
 
 
 class AdjudicationItemSerializer(serializers.Serializer):
@@ -246,14 +253,23 @@ class AdjudicationItemSerializer(serializers.Serializer):
     labels = serializers.ListField(child=serializers.CharField())
     target = TargetSerializer(source="*")
     votes = AdjudicationVoteSerializer(many=True)
+    dissent = DissentOutputSerializer(many=True, source="recorded_dissent",
+                                      help_text="recorded dissent on the descriptions the decision reads: "
+                                                "corrections that lost to the approvals of another version")
+
+
+def _for_adjudication(item: WorkItem, viewer) -> WorkItem:
+    item.recorded_dissent = item_dissent(item=item)
+    return _with_review_target(item, viewer)
 
 
 class AdjudicationQueueApi(APIView):
     permission_classes = [IsAdjudicator]
 
-    @extend_schema(responses=AdjudicationItemSerializer(many=True), summary="Items waiting for adjudication, with their votes")
+    @extend_schema(responses={200: AdjudicationItemSerializer(many=True), 403: ERROR},
+                   summary="Items waiting for adjudication, with their votes")
     def get(self, request):
-        items = [_with_review_target(i, request.user) for i in selectors.adjudication_queue(user=request.user)[:100]]
+        items = [_for_adjudication(i, request.user) for i in selectors.adjudication_queue(user=request.user)[:100]]
         return Response(AdjudicationItemSerializer(items, many=True).data)
 
 
@@ -266,13 +282,18 @@ class AdjudicationApi(APIView):
         reason = serializers.CharField(max_length=2000)
         client_request_id = serializers.UUIDField(required=False, allow_null=True,
                                                   help_text="repeat a submission with the same id safely")
+        judgments = serializers.DictField(child=serializers.IntegerField(), required=False, allow_null=True,
+                                          help_text="relation rows (label reviewed): {trajectory id: 1 | 0 | -1} "
+                                                    "for exactly the candidates in target.relation_row.bottom")
 
-    @extend_schema(responses=AdjudicationItemSerializer, summary="One item in adjudication, with its votes")
+    @extend_schema(responses={200: AdjudicationItemSerializer, 403: ERROR, 404: ERROR},
+                   summary="One item in adjudication, with its votes")
     def get(self, request, item_id: int):
-        item = _with_review_target(selectors.adjudication_item(user=request.user, item_id=item_id), request.user)
+        item = _for_adjudication(selectors.adjudication_item(user=request.user, item_id=item_id), request.user)
         return Response(AdjudicationItemSerializer(item).data)
 
-    @extend_schema(request=InputSerializer, responses={201: AdjudicationVoteSerializer},
+    @extend_schema(request=InputSerializer, responses={201: AdjudicationVoteSerializer, 400: ERROR, 403: ERROR,
+                                                       404: ERROR, 409: ERROR},
                    summary="Decide an item without a panel majority (recorded as a further vote with its reason)")
     def post(self, request, item_id: int):
         data = self.InputSerializer(data=request.data)

@@ -73,7 +73,7 @@ def adjudication_queue(*, user) -> QuerySet[WorkItem]:
         raise ApplicationError("only adjudicators see the adjudication queue", code="permission_denied",
                                status_code=403)
     return (WorkItem.objects.filter(state=WorkItem.State.ADJUDICATE).exclude(assignments__annotator=user)
-            .prefetch_related("votes", "votes__annotator").order_by("video_id", "id"))
+            .prefetch_related("votes", "votes__annotator", "votes__judgments").order_by("video_id", "id"))
 
 
 def adjudication_item(*, user, item_id: int) -> WorkItem:

@@ -183,14 +183,19 @@ def simulate_relation_review(*, n_annotators: int = 3, accuracy: float = 0.95, a
             item = adjudication_queue(user=adjudicator).filter(stage__in=stages).first()
             if item is None:
                 continue
+            judgments = None
             if item.stage == WorkItem.Stage.PAIR:
                 label = pair.MATCH if truth.holds(item.pair.query.predicates, item.pair.trajectory_id) \
                     else pair.MISMATCH
+            elif item.stage == WorkItem.Stage.RELATION:   # a dev/test row's ⊥ candidates, labelled from the truth
+                label = relation.REVIEWED
+                judgments = {tid: truth.holds(item.query.predicates, tid) for tid in relation.bottom_candidates(item)}
             else:
                 facts = truth.facts(item.trajectory_id)
                 label = description.UNUSABLE if facts is None or _corrected(item.description.content, facts) is not None \
                     else description.USABLE
-            adjudication_cast(item_id=item.pk, adjudicator=adjudicator, label=label, reason=ADJUDICATION_REASON)
+            adjudication_cast(item_id=item.pk, adjudicator=adjudicator, label=label, reason=ADJUDICATION_REASON,
+                              judgments=judgments)
             counts["adjudications"] += 1
             cast += 1
         if progress is not None:

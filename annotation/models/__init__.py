@@ -9,6 +9,7 @@ from annotation.models.curation import (  # noqa: F401
     Vote,
     WorkItem,
 )
+from annotation.models.dissent import DescriptionDissent  # noqa: F401
 from annotation.models.relations import (  # noqa: F401
     CrossPair,
     Description,

@@ -77,7 +77,8 @@ class WorkItem(models.Model):
     decision = models.CharField(max_length=16, blank=True, help_text="the winning label once decided")
     decided_at = models.DateTimeField(null=True, blank=True)
     # Set when a decided identity item is sent back because consolidation found it in a conflict
-    # (its `same` would join a confirmed `different` pair): the next adjudication vote decides it.
+    # (its `same` would join a confirmed `different` pair): after the next adjudication vote, `decide`
+    # over all its votes settles it (no majority: unresolved).
     reopened_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

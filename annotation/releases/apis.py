@@ -22,6 +22,8 @@ from accounts.roles import (
     roles_required,
     writes_need,
 )
+from annotation.benchmark.apis.descriptions import DissentOutputSerializer
+from annotation.benchmark.selectors import description_dissent_list
 from annotation.benchmark.services.mining import SPLITS
 from annotation.models import Audit, AuditJudgment, AuditSample, Release
 from annotation.models.releases import (
@@ -47,7 +49,13 @@ from annotation.releases.services.releases import (
     release_verify,
 )
 from common.pagination import Page, paginate
-from common.params import LEASE_SECONDS_MAX, TIME_SPENT_MS_MAX, query_filters, seed_field
+from common.params import (
+    LEASE_SECONDS_MAX,
+    TIME_SPENT_MS_MAX,
+    flag_field,
+    query_filters,
+    seed_field,
+)
 from common.reach import RelativePathField
 from common.schema import PlainChoiceField
 
@@ -81,9 +89,14 @@ class AuditTargetSerializer(serializers.Serializer):
 
 
 class AuditJudgmentOutputSerializer(serializers.ModelSerializer):
+    dissent = DissentOutputSerializer(many=True, source="revealed_dissent",
+                                      help_text="a description sample: its recorded dissent (corrections that lost to "
+                                                "the approvals of another version), shown once the blind verdict is in; "
+                                                "empty for other kinds")
+
     class Meta:
         model = AuditJudgment
-        fields = ["id", "sample", "verdict", "error_type", "note", "time_spent_ms", "created_at"]
+        fields = ["id", "sample", "verdict", "error_type", "note", "time_spent_ms", "created_at", "dissent"]
 
 
 class AuditSampleOutputSerializer(serializers.ModelSerializer):
@@ -169,9 +182,10 @@ class AuditJudgmentApi(APIView):
         time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0,
                                                  max_value=TIME_SPENT_MS_MAX)
 
-    @extend_schema(request=InputSerializer, responses={201: AuditJudgmentOutputSerializer, 400: ERROR, 404: ERROR,
-                                                       409: ERROR},
-                   summary="Record your verdict on a claimed sample: correct, or error with its type (never changed)")
+    @extend_schema(request=InputSerializer, responses={201: AuditJudgmentOutputSerializer, 400: ERROR, 403: ERROR,
+                                                       404: ERROR, 409: ERROR},
+                   summary="Record your verdict on a claimed sample: correct, or error with its type (never changed); "
+                           "a description's recorded dissent comes back with it")
     def post(self, request, audit_id: int):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -179,6 +193,8 @@ class AuditJudgmentApi(APIView):
         audit = selectors.audit_get(audit_id=audit_id)
         sample = selectors.audit_sample_get(audit=audit, sample_id=values.pop("sample"))
         judgment = audit_judgment_record(sample=sample, auditor=request.user, **values)
+        judgment.revealed_dissent = (description_dissent_list(description_ids=[sample.description_id])
+                                     if sample.description_id else [])
         return Response(AuditJudgmentOutputSerializer(judgment).data, status=status.HTTP_201_CREATED)
 
 
@@ -258,9 +274,9 @@ class ReleaseListApi(APIView):
                                                     help_text="default: the latest release of the same name")
         description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
         license = serializers.CharField(required=False, default=DEFAULT_LICENSE, max_length=200)
-        include_media = serializers.BooleanField(required=False, default=False,
+        include_media = flag_field(required=False, default=False,
                                                  help_text="copy the video files into the release")
-        publish_anyway = serializers.BooleanField(required=False, default=False,
+        publish_anyway = flag_field(required=False, default=False,
                                                   help_text="publish although an audit of a released split is "
                                                             "unfinished (the release records those audits)")
 

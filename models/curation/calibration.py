@@ -8,14 +8,18 @@ ground truth. The protocol, in order:
    the SHA-256 of its canonical JSON.
 2. Run it on development pairs (:func:`rule_select`), audit a uniform sample of the pairs it
    selects (:func:`sample_for_audit`; :func:`min_audit_size` says how many are needed), and
-   record each audited pair as ``"correct"``, ``"error"`` or ``"uncertain"``.
+   record each audited pair as ``"correct"``, ``"error"`` or ``"uncertain"``. The audit is
+   *blinded*: only labels given by people who were not shown the model's proposal estimate the
+   rule's error (a reviewer who sees "mismatch" proposed tends to agree with it); the calibration
+   records that (``blinded``) and how many selected pairs it left out for being labelled with the
+   proposal in view (``n_not_blinded``) or not labelled at all (``n_unreviewed``).
 3. :func:`calibrate` turns the outcomes into a :class:`Calibration`: uncertain outcomes count as
    errors, and the rule is accepted only if the one-sided Clopper–Pearson upper bound of its
    error rate (:func:`clopper_pearson_upper`, 95% by default) is at most the bound declared
    before the audit.
 4. :func:`apply_rule` labels training pairs, and refuses (``ValueError``) when the rule's hash
    differs from the calibrated one ("rule changed after calibration"), when the calibration was
-   not accepted, or when the split is not ``"train"``. It reports the rule's coverage next to
+   not accepted or not blinded, or when the split is not ``"train"``. It reports the rule's coverage next to
    the coverage seen in calibration, as a drift check.
 
 The rule reads the pair's mined similarity (from ``models.curation.mining``; ``encoder`` names the space)
@@ -190,6 +194,9 @@ class Calibration(PlainConfig):
     split: str = CALIBRATION_SPLIT               # where the audited pairs came from
     n_considered: int | None = None              # dev pairs the rule was run on
     n_selected: int | None = None                # of them, selected by the rule
+    blinded: bool = False                        # every audited label came from people not shown the proposal
+    n_not_blinded: int | None = None             # selected pairs left out: labelled with the proposal in view
+    n_unreviewed: int | None = None              # selected pairs left out: no human label yet
 
     @property
     def coverage(self) -> float | None:
@@ -198,23 +205,32 @@ class Calibration(PlainConfig):
             return None
         return self.n_selected / self.n_considered
 
+    @property
+    def n_blinded(self) -> int:
+        """The blinded pairs the error rate was estimated from (0 for an audit that was not blinded)."""
+        return self.n if self.blinded else 0
+
     def as_dict(self) -> dict:
-        return super().as_dict() | {"coverage": self.coverage}
+        return super().as_dict() | {"coverage": self.coverage, "n_blinded": self.n_blinded}
 
     @classmethod
     def from_dict(cls, data: dict) -> Calibration:
-        """The inverse of :meth:`as_dict` (``coverage`` is derived, so it is dropped)."""
-        return super().from_dict({k: v for k, v in data.items() if k != "coverage"})
+        """The inverse of :meth:`as_dict` (``coverage`` and ``n_blinded`` are derived, so dropped)."""
+        return super().from_dict({k: v for k, v in data.items() if k not in ("coverage", "n_blinded")})
 
 
 def calibrate(rule: EasyNegativeRule, audit_outcomes: Sequence[str], declared_bound: float, *,
               confidence: float = 0.95, split: str = CALIBRATION_SPLIT, n_considered: int | None = None,
-              n_selected: int | None = None) -> Calibration:
+              n_selected: int | None = None, blinded: bool = False, n_not_blinded: int | None = None,
+              n_unreviewed: int | None = None) -> Calibration:
     """Accept or refuse ``rule`` from the audit of a uniform sample of the dev pairs it selected.
 
     ``audit_outcomes``: one of ``"correct"``, ``"error"``, ``"uncertain"`` per audited pair;
     uncertain counts as an error. ``declared_bound`` must have been fixed before the audit.
     ``n_considered`` / ``n_selected`` (optional) record the rule's coverage on dev pairs.
+    ``blinded``: every outcome is the label of people who were not shown the model's proposal (only
+    such a calibration lets :func:`apply_rule` label anything); ``n_not_blinded`` / ``n_unreviewed``
+    (optional) count the selected pairs left out of the audit for want of such a label.
     """
     if not isinstance(rule, EasyNegativeRule):
         raise ValueError(f"rule must be an EasyNegativeRule, got {type(rule).__name__}")
@@ -234,6 +250,14 @@ def calibrate(rule: EasyNegativeRule, audit_outcomes: Sequence[str], declared_bo
     if n_selected is not None and not (len(outcomes) <= n_selected <= n_considered):
         raise ValueError(f"need audited ({len(outcomes)}) <= selected ({n_selected}) <= considered "
                          f"({n_considered})")
+    if not isinstance(blinded, bool):
+        raise ValueError(f"blinded must be a bool, got {blinded!r}")
+    for name, value in (("n_not_blinded", n_not_blinded), ("n_unreviewed", n_unreviewed)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    left_out = (n_not_blinded or 0) + (n_unreviewed or 0)
+    if n_selected is not None and len(outcomes) + left_out > n_selected:
+        raise ValueError(f"audited ({len(outcomes)}) and left out ({left_out}) exceed selected ({n_selected})")
     n_error, n_uncertain = outcomes.count("error"), outcomes.count("uncertain")
     errors = n_error + n_uncertain
     upper = clopper_pearson_upper(errors, len(outcomes), confidence)
@@ -241,7 +265,7 @@ def calibrate(rule: EasyNegativeRule, audit_outcomes: Sequence[str], declared_bo
                        n_uncertain=n_uncertain, errors=errors, upper_bound=upper,
                        declared_bound=float(declared_bound), confidence=float(confidence),
                        accepted=bool(upper <= declared_bound), split=split, n_considered=n_considered,
-                       n_selected=n_selected)
+                       n_selected=n_selected, blinded=blinded, n_not_blinded=n_not_blinded, n_unreviewed=n_unreviewed)
 
 
 # -- application ---------------------------------------------------------------------------------
@@ -286,6 +310,9 @@ def apply_rule(rule: EasyNegativeRule, calibration: Calibration, *, query_ids, t
     if not calibration.accepted:
         raise ValueError(f"calibration not accepted: upper bound {calibration.upper_bound:.4f} > declared bound "
                          f"{calibration.declared_bound:.4f} ({calibration.errors} errors in {calibration.n})")
+    if not calibration.blinded:
+        raise ValueError("calibration not blinded: its audit labels came from reviewers who may have seen the "
+                         "model's proposal; calibrate on a blinded sample")
     if split != PSEUDO_SPLIT:
         raise ValueError(f"pseudo-labels are training-only: split {split!r} is not {PSEUDO_SPLIT!r}")
     q, t, s, st = _pair_columns(query_ids, trajectory_ids, similarity, strata)

@@ -55,6 +55,23 @@ known pair, ordered by ``s`` descending, ties to the lower input position.
   ``s < easy_max`` (all of them when fewer).
 - ``random``: ``random_k`` candidates drawn uniformly without replacement from ``C(q)``.
 
+Structured strata (``structured=True``; ``mine(..., structure=Compatibility)``, Appendix E.3.2).
+Each candidate also has a class from the query's required predicates against its approved facts
+(:mod:`models.curation.compatibility`): ``definite_conflict`` (a predicate is contradicted, e.g.
+the category or an upper colour), ``possible_conflict`` (a predicate's attribute is described with
+other values only: multi-coloured, changing, interval-scoped) or ``compatible``. Then
+
+- ``potential_match``: as above over the *compatible* candidates only (a definite conflict is
+  never a potential match, nor is a possible one);
+- ``hard_negative``: the ``hard_k`` most similar candidates with a *possible* conflict (with
+  ``s >= hard_min`` when given); similarity still ranks, the structure decides who may enter;
+- ``easy_negative``: ``easy_k`` drawn uniformly from the candidates with a *definite* conflict
+  (and ``s < easy_max`` when given);
+- ``random``: unchanged (it audits the selection of the other three).
+
+Each provenance row then carries its class (``compatibility``). Ranks in provenance are positions
+in the stratum's own list (compatible or possible-conflict candidates by similarity).
+
 The random draws of query ``q`` come from ``numpy.random.default_rng([seed, stratum, query_id])``,
 so a query's pairs depend only on the seed, its own id and the data, not on chunking or on the
 other queries. Rejection sampling (draw positions uniformly, keep the first distinct accepted
@@ -83,6 +100,7 @@ from functools import cached_property
 import numpy as np
 
 from models.config import PlainConfig
+from models.curation.compatibility import COMPATIBILITY
 from models.facts import canonical_json
 from models.training.snapshot import STRATA
 
@@ -112,6 +130,7 @@ class MiningConfig(PlainConfig):
     easy_max: float | None = 0.2            # easy negatives need s < this; required when easy_k > 0
     random_k: int = 5                       # per-query budget of uniformly random candidates (bias audit)
     seed: int = 0                           # seeds every random draw (with the stratum and query id)
+    structured: bool = False                # strata also read the structured compatibility of P(e) with D_r^H
     run_name: str = ""                      # a label for provenance; "" uses the config hash
 
     def __post_init__(self):
@@ -132,8 +151,10 @@ class MiningConfig(PlainConfig):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and -1.0 <= value <= 1.0):
                 raise ValueError(f"{name} must be None or in [-1, 1], got {value!r}")
-        if self.easy_k > 0 and self.easy_max is None:
-            raise ValueError("easy negatives (easy_k > 0) need easy_max")
+        if not isinstance(self.structured, bool):
+            raise ValueError(f"structured must be true or false, got {self.structured!r}")
+        if self.easy_k > 0 and self.easy_max is None and not self.structured:
+            raise ValueError("easy negatives (easy_k > 0) need easy_max (or structured strata)")
         if self.potential_min is not None and self.hard_min is not None and self.hard_min > self.potential_min:
             raise ValueError(f"hard_min {self.hard_min} is above potential_min {self.potential_min}")
         if self.hard_min is not None and self.easy_max is not None and self.easy_max > self.hard_min:
@@ -161,12 +182,21 @@ class MiningConfig(PlainConfig):
         cut = (f"the top {self.potential_k} candidates" if self.potential_min is None else
                f"the top {self.potential_k} of the candidates with s >= {self.potential_min:g}")
         floor = "" if self.hard_min is None else f" with s >= {self.hard_min:g}"
-        easy = ("none" if self.easy_k == 0 else
-                f"{self.easy_k} drawn uniformly from the candidates with s < {self.easy_max:g}")
+        below = "" if self.easy_max is None else f" with s < {self.easy_max:g}"
+        if self.structured:
+            easy = ("none" if self.easy_k == 0 else f"{self.easy_k} drawn uniformly from the candidates whose "
+                    f"approved facts definitely conflict with a required predicate{below}")
+            cut = (f"the top {self.potential_k} compatible candidates (no predicate conflicts)"
+                   + ("" if self.potential_min is None else f" with s >= {self.potential_min:g}"))
+            hard = (f"the top {self.hard_k} candidates with a possible (never a definite) conflict of a "
+                    f"required predicate{floor}")
+        else:
+            easy = ("none" if self.easy_k == 0 else f"{self.easy_k} drawn uniformly from the candidates{below}")
+            hard = f"the next {self.hard_k} candidates after the potential cut{floor}"
         return {
             "candidates": "same split, other video, not a known pair; " + sim,
             "potential_match": cut,
-            "hard_negative": f"the next {self.hard_k} candidates after the potential cut{floor}",
+            "hard_negative": hard,
             "easy_negative": easy,
             "random": f"{self.random_k} drawn uniformly from all candidates",
             "priority": " > ".join(STRATA_PRIORITY),
@@ -183,7 +213,8 @@ class MinedPair:
     stratum: str                                 # first of STRATA_PRIORITY it was mined into
     strata: tuple[str, ...]                      # every stratum it was mined into, priority order
     similarity: float                            # the similarity under the run that gave `stratum`
-    provenance: tuple[dict, ...]                 # {run, config_hash, encoder, stratum, similarity, rank}
+    provenance: tuple[dict, ...]                 # {run, config_hash, encoder, stratum, similarity, rank[,
+                                                 #  compatibility]}
 
 
 @dataclass
@@ -206,6 +237,11 @@ class MiningResult:
     prov_rank: np.ndarray                        # int64 [M], similarity rank or -1 for sampled strata
     configs: tuple[MiningConfig, ...]            # the runs, in order of first appearance
     log: dict = field(default_factory=dict)      # counts, timings, config echo (JSON-ready)
+    prov_compat: np.ndarray | None = None        # int8 [M], COMPATIBILITY index or -1 (similarity only)
+
+    def __post_init__(self):
+        if self.prov_compat is None:
+            self.prov_compat = np.full(self.prov_pair.size, -1, np.int8)
 
     def __len__(self) -> int:
         return int(self.query_ids.size)
@@ -226,6 +262,7 @@ class MiningResult:
             self._run_info[self.prov_run[j]] | {"stratum": STRATA_PRIORITY[self.prov_stratum[j]],
                                                 "similarity": float(self.prov_similarity[j]),
                                                 "rank": int(self.prov_rank[j])}
+            | ({"compatibility": COMPATIBILITY[self.prov_compat[j]]} if self.prov_compat[j] >= 0 else {})
             for j in range(lo, hi))
         strata = tuple(STRATA_PRIORITY[c] for c in sorted({int(self.prov_stratum[j]) for j in range(lo, hi)}))
         return MinedPair(int(self.query_ids[i]), int(self.trajectory_ids[i]), STRATA_PRIORITY[self.stratum[i]],
@@ -245,20 +282,25 @@ class MiningResult:
 
 
 # -- assembly and merging ------------------------------------------------------------------------
-def _assemble(q_ids, t_ids, run, stratum, sim, rank, configs: tuple[MiningConfig, ...]) -> MiningResult:
-    """Group provenance rows by pair; drop repeated (pair, config hash, stratum) rows."""
+def _assemble(q_ids, t_ids, run, stratum, sim, rank, configs: tuple[MiningConfig, ...],
+              compat: np.ndarray | None = None) -> MiningResult:
+    """Group provenance rows by pair; drop repeated (pair, config hash, stratum) rows.
+    ``compat``: the rows' compatibility classes (-1 or None: similarity only)."""
+    compat = np.full(q_ids.size, -1, np.int8) if compat is None else np.asarray(compat, np.int8)
     hashes = [c.config_hash() for c in configs]
     first = {h: hashes.index(h) for h in hashes}
     keep_cfg = sorted(set(first.values()))
     remap = np.array([keep_cfg.index(first[h]) for h in hashes], np.int32) if hashes else np.zeros(0, np.int32)
     run = remap[run] if run.size else run.astype(np.int32)
     order = np.lexsort((run, stratum, t_ids, q_ids))                            # pair, then priority, then run
-    q_ids, t_ids, run, stratum, sim, rank = (a[order] for a in (q_ids, t_ids, run, stratum, sim, rank))
+    q_ids, t_ids, run, stratum, sim, rank, compat = (a[order] for a in (q_ids, t_ids, run, stratum, sim, rank,
+                                                                        compat))
     if q_ids.size:
         same = (q_ids[1:] == q_ids[:-1]) & (t_ids[1:] == t_ids[:-1]) & (run[1:] == run[:-1]) & \
             (stratum[1:] == stratum[:-1])
         keep = np.concatenate([[True], ~same])
-        q_ids, t_ids, run, stratum, sim, rank = (a[keep] for a in (q_ids, t_ids, run, stratum, sim, rank))
+        q_ids, t_ids, run, stratum, sim, rank, compat = (a[keep] for a in (q_ids, t_ids, run, stratum, sim, rank,
+                                                                           compat))
     new_pair = np.ones(q_ids.size, bool)
     new_pair[1:] = (q_ids[1:] != q_ids[:-1]) | (t_ids[1:] != t_ids[:-1])
     starts = np.flatnonzero(new_pair)                                           # [N] first row = primary
@@ -267,7 +309,8 @@ def _assemble(q_ids, t_ids, run, stratum, sim, rank, configs: tuple[MiningConfig
         stratum=stratum[starts].astype(np.int8), similarity=sim[starts].astype(np.float64),
         prov_pair=(np.cumsum(new_pair) - 1).astype(np.int64), prov_run=run.astype(np.int32),
         prov_stratum=stratum.astype(np.int8), prov_similarity=sim.astype(np.float64),
-        prov_rank=rank.astype(np.int64), configs=tuple(configs[i] for i in keep_cfg))
+        prov_rank=rank.astype(np.int64), configs=tuple(configs[i] for i in keep_cfg),
+        prov_compat=compat.astype(np.int8))
 
 
 def merge_results(results: Sequence[MiningResult]) -> MiningResult:
@@ -281,9 +324,9 @@ def merge_results(results: Sequence[MiningResult]) -> MiningResult:
         offset = len(configs)
         configs.extend(r.configs)
         cols.append((r.query_ids[r.prov_pair], r.trajectory_ids[r.prov_pair], r.prov_run + offset,
-                     r.prov_stratum, r.prov_similarity, r.prov_rank))
-    q, t, run, st, sim, rank = (np.concatenate(c) for c in zip(*cols))
-    merged = _assemble(q, t, run.astype(np.int32), st, sim, rank, tuple(configs))
+                     r.prov_stratum, r.prov_similarity, r.prov_rank, r.prov_compat))
+    q, t, run, st, sim, rank, compat = (np.concatenate(c) for c in zip(*cols))
+    merged = _assemble(q, t, run.astype(np.int32), st, sim, rank, tuple(configs), compat)
     merged.log = {"merged_runs": [c.run for c in merged.configs], "pairs": len(merged),
                   "provenance_rows": int(merged.prov_pair.size),
                   "duplicates_merged": int(merged.prov_pair.size) - len(merged),

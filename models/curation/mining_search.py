@@ -5,11 +5,18 @@ tests hold it to. Configuration, results and strata are in :mod:`models.curation
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import faiss
 import numpy as np
 
+from models.curation.compatibility import (
+    COMPATIBLE,
+    DEFINITE_CONFLICT,
+    POSSIBLE_CONFLICT,
+    Compatibility,
+    classify_pair,
+)
 from models.curation.mining import (
     EASY,
     HARD,
@@ -25,6 +32,7 @@ UNIT_TOLERANCE = 1e-3        # largest accepted | ||row|| - 1 | of an input embe
 _SAMPLING_ROUNDS = 4         # rejection-sampling rounds before a query falls back to its exact set
 _PAIR_BLOCK = 2048           # pairs per float64 rescoring block (~6 MB per operand at d = 384)
 _CHECK_BLOCK = 16384         # rows per block when checking inputs
+_DEPTH_DRAW = 4096           # random pairs that estimate each structured class's share (first search depth)
 _FALLBACK_BLOCK = 64         # queries per exact float32 similarity block in the sampling fallback
 
 
@@ -95,15 +103,22 @@ class _Inputs:
     split_names: np.ndarray                      # str [S]
     known: np.ndarray                            # int64 [K'] sorted codes q_pos * T + t_pos
     known_log: dict
+    compat: Compatibility | None = None          # structured compatibility (config.structured)
 
 
 def _check_inputs(config: MiningConfig, query_ids, query_videos, query_splits, query_emb,
-                  traj_ids, traj_videos, traj_splits, traj_emb, known_pairs) -> _Inputs:
+                  traj_ids, traj_videos, traj_splits, traj_emb, known_pairs, structure=None) -> _Inputs:
     if not isinstance(config, MiningConfig):
         raise ValueError(f"config must be a MiningConfig, got {type(config).__name__}")
     q_ids = _ids(query_ids, "query_ids")
     t_ids = _ids(traj_ids, "traj_ids")
     n_q, n_t = q_ids.size, t_ids.size
+    if config.structured != (structure is not None):
+        raise ValueError("structured strata (config.structured) need a structure (a Compatibility of the "
+                         "queries' predicates and the trajectories' facts), and a structure needs them")
+    if structure is not None and (not isinstance(structure, Compatibility)
+                                  or (structure.n_queries, structure.n_trajectories) != (n_q, n_t)):
+        raise ValueError(f"structure must be a Compatibility of {n_q} queries and {n_t} trajectories")
     q_video = _ids(query_videos, "query_videos", n_q)
     t_video = _ids(traj_videos, "traj_videos", n_t)
     for name, arr in (("query_ids", q_ids), ("traj_ids", t_ids)):
@@ -144,7 +159,7 @@ def _check_inputs(config: MiningConfig, query_ids, query_videos, query_splits, q
             known = np.unique(qp[in_scope] * np.int64(n_t) + tp[in_scope])
         known_log = {"given": len(kp), "ids_not_found": int((~ok).sum()), "in_scope": int(known.size)}
     return _Inputs(q_ids, q_video, q_split, _fuse(q_spaces, config.weights), t_ids, t_video, t_split,
-                   _fuse(t_spaces, config.weights), split_names, known, known_log)
+                   _fuse(t_spaces, config.weights), split_names, known, known_log, structure)
 
 
 def _is_known(known: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -240,6 +255,8 @@ class _SplitMiner:
         self.video_sizes = dict(zip(videos.tolist(), counts.tolist()))
         self.known_per_query = np.bincount(data.known // np.int64(data.t_ids.size),
                                            minlength=data.q_ids.size)                 # [Q]
+        # queries with no possible-conflict candidate in the split settle their hard list at once
+        self.possible_anywhere = None if data.compat is None else data.compat.possible_anywhere(self.members)
 
     def split_rows(self) -> np.ndarray:
         """The split's fused trajectory rows [Ts, D]: a view of the index's own copy."""
@@ -252,6 +269,35 @@ class _SplitMiner:
         other = self.t_video[local] != self.data.q_video[qpos][:, None]
         return other & ~_is_known(self.data.known, qpos[:, None] * np.int64(self.data.t_ids.size) + gpos)
 
+    def _lists(self, qp: np.ndarray, local: np.ndarray, ok: np.ndarray) -> list[tuple]:
+        """The ranked lists of a block as (the config, the candidates [R, k], the rows settled
+        whatever the depth [R]): one list without structure; with it the compatible candidates for
+        the potential cut and the possible conflicts for hard negatives."""
+        none = np.zeros(qp.size, bool)
+        if self.data.compat is None:
+            return [(self.cfg, ok, none)]
+        cls = self.data.compat.classify(qp[:, None], self.members[local])       # [R, k]
+        return [(replace(self.cfg, hard_k=0, hard_min=None), ok & (cls == COMPATIBLE), none),
+                (replace(self.cfg, potential_k=0, potential_min=None), ok & (cls == POSSIBLE_CONFLICT),
+                 ~self.possible_anywhere[qp])]
+
+    def _first_depth(self, qpos: np.ndarray) -> int:
+        """The first search depth for the budgets: ``potential_k + hard_k``, or with the structure
+        each budget over its class's share of a random draw of the block's pairs (with a margin), so
+        that most queries settle without a deeper search. It only sets where searching starts."""
+        cfg = self.cfg
+        if self.data.compat is None:
+            return cfg.potential_k + cfg.hard_k
+        rng = np.random.default_rng([cfg.seed, int(qpos[0])])
+        draw = self.data.compat.classify(rng.choice(qpos, _DEPTH_DRAW),
+                                         self.members[rng.integers(0, self.members.size, _DEPTH_DRAW)])
+        depth = 0.0
+        for budget, cls in ((cfg.potential_k, COMPATIBLE), (cfg.hard_k, POSSIBLE_CONFLICT)):
+            share = float((draw == cls).mean())
+            if budget:
+                depth = max(depth, 1.5 * budget / share if share else float(self.members.size))
+        return int(min(self.members.size, np.ceil(depth)))
+
     def rank_strata(self, qpos: np.ndarray, rows: _Rows) -> None:
         cfg, n_split = self.cfg, self.members.size
         need = cfg.potential_k + cfg.hard_k
@@ -259,44 +305,60 @@ class _SplitMiner:
             return
         own = np.array([self.video_sizes.get(int(v), 0) for v in self.data.q_video[qpos]])
         # enough for the budgets when the own video and the known pairs fill the head of the list
-        k = int(min(n_split, need + 1 + int((own + self.known_per_query[qpos]).max())))
+        k = int(min(n_split, self._first_depth(qpos) + 1 + int((own + self.known_per_query[qpos]).max())))
         pending = np.arange(qpos.size)
         while pending.size:
             qp = qpos[pending]
             scores32, local = self.index.search(self.data.qf[qp], k)          # [R, k] each
             self.log["faiss_searches"] += 1
             self.log["faiss_queries"] += int(qp.size)
-            ok = self.allowed(qp, local)                                        # [R, k]
             s64 = _pair_scores(self.data.qf, self.data.tf, qp[:, None], self.members[local])  # [R, k]
-            s64[~ok] = -np.inf
             by_pos = np.argsort(local, axis=1, kind="stable")                  # ties → lower position
             local = np.take_along_axis(local, by_pos, axis=1)
             s64 = np.take_along_axis(s64, by_pos, axis=1)
-            order = np.argsort(-s64, axis=1, kind="stable")                     # [R, k]
-            local = np.take_along_axis(local, order, axis=1)
-            ss = np.take_along_axis(s64, order, axis=1)
             exhausted = k >= n_split
             bound = np.full(qp.size, -np.inf) if exhausted else scores32[:, -1].astype(np.float64) + self.eps
-            complete, p, pot_n, hard = _decide(cfg, ss, bound, exhausted)
+            decided = []
+            complete = np.ones(qp.size, bool)
+            for list_cfg, keep, settled in self._lists(qp, local, self.allowed(qp, local)):
+                s_list = np.where(keep, s64, -np.inf)                           # [R, k]
+                order = np.argsort(-s_list, axis=1, kind="stable")              # [R, k]
+                ss = np.take_along_axis(s_list, order, axis=1)
+                list_complete, p, pot_n, hard = _decide(list_cfg, ss, bound, exhausted)
+                complete &= list_complete | settled
+                decided.append((list_cfg, np.take_along_axis(local, order, axis=1), ss, p, pot_n, hard))
             done = np.flatnonzero(complete)
             pos = np.arange(k)[None, :]
-            pot = (pos < pot_n[done, None])                                     # [r, k]
-            r_idx, c_idx = np.nonzero(pot)
-            rows.add(qp[done][r_idx], self.members[local[done][r_idx, c_idx]], POTENTIAL,
-                     ss[done][r_idx, c_idx], c_idx)
-            r_idx, c_idx = np.nonzero(hard[done])
-            rows.add(qp[done][r_idx], self.members[local[done][r_idx, c_idx]], HARD,
-                     ss[done][r_idx, c_idx], c_idx)
-            self.log["potential_overflow"] += int((p[done] - pot_n[done]).sum())
-            self.log["short"]["potential_match"] += int((pot_n[done] < cfg.potential_k).sum())
-            self.log["short"]["hard_negative"] += int((hard[done].sum(axis=1) < cfg.hard_k).sum())
+            for list_cfg, ranked, ss, p, pot_n, hard in decided:
+                pot = (pos < pot_n[done, None])                                 # [r, k]
+                r_idx, c_idx = np.nonzero(pot)
+                rows.add(qp[done][r_idx], self.members[ranked[done][r_idx, c_idx]], POTENTIAL,
+                         ss[done][r_idx, c_idx], c_idx)
+                r_idx, c_idx = np.nonzero(hard[done])
+                rows.add(qp[done][r_idx], self.members[ranked[done][r_idx, c_idx]], HARD,
+                         ss[done][r_idx, c_idx], c_idx)
+                self.log["potential_overflow"] += int((p[done] - pot_n[done]).sum())
+                self.log["short"]["potential_match"] += int((pot_n[done] < list_cfg.potential_k).sum())
+                self.log["short"]["hard_negative"] += int((hard[done].sum(axis=1) < list_cfg.hard_k).sum())
             if not exhausted and (~complete).any():
                 self.log["deepened_queries"] += int((~complete).sum())
             pending = pending[~complete]
             k = min(n_split, 2 * k)
 
-    def sample(self, qpos: np.ndarray, stratum: int, budget: int, s_max: float | None, rows: _Rows) -> None:
-        """Uniform draws without replacement from each query's candidates (with s < s_max)."""
+    def _of_class(self, ok: np.ndarray, qp: np.ndarray, local: np.ndarray, need_class: int | None) -> np.ndarray:
+        """``ok`` [R, m] narrowed to candidates of the structured class ``need_class`` (None: all)."""
+        if need_class is None:
+            return ok
+        r_idx, c_idx = np.nonzero(ok)
+        cls = self.data.compat.classify(qp[r_idx], self.members[local[r_idx, c_idx]])   # [n] only where ok
+        ok = ok.copy()
+        ok[r_idx[cls != need_class], c_idx[cls != need_class]] = False
+        return ok
+
+    def sample(self, qpos: np.ndarray, stratum: int, budget: int, s_max: float | None, rows: _Rows,
+               need_class: int | None = None) -> None:
+        """Uniform draws without replacement from each query's candidates (with s < s_max, and of
+        the structured class ``need_class`` when given)."""
         if budget == 0 or self.members.size == 0:
             return
         n_split = self.members.size
@@ -315,6 +377,7 @@ class _SplitMiner:
             s = _pair_scores(self.data.qf, self.data.tf, qp[:, None], self.members[draws])  # [A, m]
             if s_max is not None:
                 ok &= s < s_max
+            ok = self._of_class(ok, qp, draws, need_class)
             for row, i in enumerate(active):
                 have = set(chosen[i])
                 for j in np.flatnonzero(ok[row]):
@@ -330,7 +393,7 @@ class _SplitMiner:
         if 2 * budget >= n_split:
             active = np.arange(qpos.size)
         if active.size:
-            self._finish_exactly(qpos, active, rngs, chosen, sims, budget, s_max)
+            self._finish_exactly(qpos, active, rngs, chosen, sims, budget, s_max, need_class)
         name = STRATA_PRIORITY[stratum]
         self.log["short"][name] += sum(len(c) < budget for c in chosen)
         n_chosen = np.array([len(c) for c in chosen], np.int64)                 # [R]
@@ -338,7 +401,7 @@ class _SplitMiner:
         rows.add(np.repeat(qpos, n_chosen), self.members[flat], stratum,
                  np.fromiter((v for c in sims for v in c), np.float64, flat.size), np.full(flat.size, -1))
 
-    def _finish_exactly(self, qpos, active, rngs, chosen, sims, budget, s_max) -> None:
+    def _finish_exactly(self, qpos, active, rngs, chosen, sims, budget, s_max, need_class=None) -> None:
         """Fill the rest of each active query's budget from its exact accepted set, in a random
         order drawn from its own generator (so the subset stays uniform)."""
         self.log["sampling_fallbacks"] += int(active.size)
@@ -355,6 +418,7 @@ class _SplitMiner:
                 r_idx, c_idx = np.nonzero(near)
                 exact = _pair_scores(self.data.qf, self.data.tf, qp[r_idx], self.members[c_idx])
                 ok[r_idx[exact >= s_max], c_idx[exact >= s_max]] = False
+            ok = self._of_class(ok, qp, everything, need_class)
             for row, i in enumerate(block):
                 rest = np.setdiff1d(np.flatnonzero(ok[row]), np.asarray(chosen[i], np.int64))
                 pick = rngs[i].permutation(rest)[:budget - len(chosen[i])]
@@ -364,8 +428,11 @@ class _SplitMiner:
 
 
 def mine(config: MiningConfig, *, query_ids, query_videos, query_splits, query_emb, traj_ids, traj_videos,
-         traj_splits, traj_emb, known_pairs=None, chunk: int = 1024) -> MiningResult:
-    """Mine cross-video candidate pairs within each split into strata (see the module docstring).
+         traj_splits, traj_emb, known_pairs=None, chunk: int = 1024,
+         structure: Compatibility | None = None) -> MiningResult:
+    """Mine cross-video candidate pairs within each split into strata (see the module docstring of
+    ``models.curation.mining``). ``structure``: the queries' predicates and the trajectories'
+    approved facts in input order, required by (and only with) ``config.structured``.
 
     Memory: one float32 copy of a split's trajectory rows in the FAISS index, plus per chunk of
     queries FAISS's blocked score buffer and ``chunk × k`` candidates; the ``Q × T`` matrix is
@@ -375,7 +442,7 @@ def mine(config: MiningConfig, *, query_ids, query_videos, query_splits, query_e
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     started = time.perf_counter()
     data = _check_inputs(config, query_ids, query_videos, query_splits, query_emb, traj_ids, traj_videos,
-                         traj_splits, traj_emb, known_pairs)
+                         traj_splits, traj_emb, known_pairs, structure)
     log = {"faiss_searches": 0, "faiss_queries": 0, "deepened_queries": 0, "potential_overflow": 0,
            "sampling_fallbacks": 0, "short": dict.fromkeys(STRATA_PRIORITY, 0), "splits": {}}
     rows = _Rows()
@@ -394,11 +461,14 @@ def mine(config: MiningConfig, *, query_ids, query_videos, query_splits, query_e
         for s in range(0, qs.size, chunk):
             qpos = qs[s:s + chunk]
             miner.rank_strata(qpos, rows)
-            miner.sample(qpos, EASY, config.easy_k, config.easy_max, rows)
+            miner.sample(qpos, EASY, config.easy_k, config.easy_max, rows,
+                         DEFINITE_CONFLICT if config.structured else None)
             miner.sample(qpos, RANDOM, config.random_k, None, rows)
     log["short"] = {f"{k}_queries_under_budget": v for k, v in log["short"].items()}
     qp, tp, st, sim, rank = rows.arrays()
-    result = _assemble(data.q_ids[qp], data.t_ids[tp], np.zeros(qp.size, np.int32), st, sim, rank, (config,))
+    compat = None if data.compat is None else data.compat.classify(qp, tp)      # [M] vectorised
+    result = _assemble(data.q_ids[qp], data.t_ids[tp], np.zeros(qp.size, np.int32), st, sim, rank, (config,),
+                       compat)
     result.log = _run_log(config, data, result, log, started)
     return result
 
@@ -417,15 +487,20 @@ def _run_log(config: MiningConfig, data: _Inputs, result: MiningResult, log: dic
 
 # -- the brute-force reference -------------------------------------------------------------------
 def mine_bruteforce(config: MiningConfig, *, query_ids, query_videos, query_splits, query_emb, traj_ids,
-                    traj_videos, traj_splits, traj_emb, known_pairs=None, block: int = 64) -> MiningResult:
+                    traj_videos, traj_splits, traj_emb, known_pairs=None, block: int = 64,
+                    structure: Compatibility | None = None) -> MiningResult:
     """The potential-match and hard-negative strata the slow, obvious way: for each query every
     similarity to its split in float64, the excluded ones dropped, a full sort, and a loop down
-    the sorted list. Sampled strata are not produced (they are checked by their definitions)."""
+    the sorted list (with ``structure``: each candidate's class read pair by pair through
+    ``predicate_support``, :func:`~models.curation.compatibility.classify_pair`). Sampled strata
+    are not produced (they are checked by their definitions)."""
     started = time.perf_counter()
     data = _check_inputs(config, query_ids, query_videos, query_splits, query_emb, traj_ids, traj_videos,
-                         traj_splits, traj_emb, known_pairs)
+                         traj_splits, traj_emb, known_pairs, structure)
     n_t = data.t_ids.size
     out: list[tuple[int, int, int, float, int]] = []
+    if structure is not None:
+        return _structured_bruteforce(config, data, block, started)
     for split in range(data.split_names.size):
         members = np.flatnonzero(data.t_split == split)
         qs = np.flatnonzero(data.q_split == split)
@@ -457,6 +532,47 @@ def mine_bruteforce(config: MiningConfig, *, query_ids, query_videos, query_spli
     qp, tp = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
     result = _assemble(data.q_ids[qp], data.t_ids[tp], np.zeros(qp.size, np.int32), arr[:, 2].astype(np.int8),
                        arr[:, 3], arr[:, 4].astype(np.int64), (config,))
+    result.log = {"pairs": len(result), "pairs_by_stratum": result.counts(),
+                  "seconds": round(time.perf_counter() - started, 3)}
+    return result
+
+
+def _structured_bruteforce(config: MiningConfig, data: _Inputs, block: int, started: float) -> MiningResult:
+    """``mine_bruteforce`` with structured strata: potential matches from the compatible candidates,
+    hard negatives from those with a possible conflict, each list by similarity."""
+    n_t, structure = data.t_ids.size, data.compat
+    out: list[tuple[int, int, int, float, int, int]] = []
+    for split in range(data.split_names.size):
+        members = np.flatnonzero(data.t_split == split)
+        qs = np.flatnonzero(data.q_split == split)
+        if members.size == 0 or qs.size == 0:
+            continue
+        t64 = data.tf[members].astype(np.float64)                              # [Ts, D]
+        for s in range(0, qs.size, block):
+            qb = qs[s:s + block]
+            sims = t64 @ data.qf[qb].astype(np.float64).T                       # [Ts, b]
+            for col, q in enumerate(qb):
+                keep = np.flatnonzero((data.t_video[members] != data.q_video[q])
+                                      & ~np.isin(q * n_t + members, data.known))
+                ranked = keep[np.lexsort((keep, -sims[keep, col]))]
+                classes = [classify_pair(structure.query_predicates[q], structure.trajectory_facts[members[j]])
+                           for j in ranked]
+                compatible = [j for j, c in zip(ranked, classes) if c == COMPATIBLE]
+                possible = [j for j, c in zip(ranked, classes) if c == POSSIBLE_CONFLICT]
+                for rank, j in enumerate(compatible):
+                    value = float(sims[j, col])
+                    if rank >= config.potential_k or (config.potential_min is not None and value < config.potential_min):
+                        break
+                    out.append((q, members[j], POTENTIAL, value, rank, COMPATIBLE))
+                for rank, j in enumerate(possible):
+                    value = float(sims[j, col])
+                    if rank >= config.hard_k or (config.hard_min is not None and value < config.hard_min):
+                        break
+                    out.append((q, members[j], HARD, value, rank, POSSIBLE_CONFLICT))
+    arr = np.array(out, dtype=np.float64).reshape(-1, 6)
+    qp, tp = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
+    result = _assemble(data.q_ids[qp], data.t_ids[tp], np.zeros(qp.size, np.int32), arr[:, 2].astype(np.int8),
+                       arr[:, 3], arr[:, 4].astype(np.int64), (config,), arr[:, 5].astype(np.int8))
     result.log = {"pairs": len(result), "pairs_by_stratum": result.counts(),
                   "seconds": round(time.perf_counter() - started, 3)}
     return result

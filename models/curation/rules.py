@@ -58,6 +58,21 @@ def decide(votes: Sequence[str], decisive: Collection[str], required: int = 2, p
     return label if label is not None else UNRESOLVED
 
 
+def decide_reopened(votes: Sequence[str], decisive: Collection[str], required: int = 2, *,
+                    adjudicated: bool) -> str:
+    """The state of an item reopened by a consolidation conflict (DESIGN 2.4): its panel majority
+    is part of a contradiction, so it cannot settle the item again by itself. Until an adjudication
+    follows the reopening the item is ``"adjudicate"``; then :func:`decide` runs over all its
+    ``votes`` (panel and adjudication votes together, in casting order) as one panel, and a result
+    without a majority is ``"unresolved"``, never a further round of adjudication."""
+    if not adjudicated:
+        return ADJUDICATE
+    if not votes:
+        raise ValueError("an adjudicated item has at least one vote")
+    outcome = decide(votes, decisive, required=min(required, len(votes)), panel=len(votes))
+    return UNRESOLVED if outcome == ADJUDICATE else outcome
+
+
 # -- the same rule over many items at once --------------------------------------------------------
 PENDING_CODE, ADJUDICATE_CODE, UNRESOLVED_CODE = -1, -2, -3
 

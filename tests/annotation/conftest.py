@@ -175,12 +175,13 @@ def var_dir(settings, tmp_path):
     return settings.VAR_DIR
 
 
-def reviewed_pair(query: Query, trajectory_id: int, label: int) -> CrossPair:
-    """A mined easy negative that pair review has settled."""
+def reviewed_pair(query: Query, trajectory_id: int, label: int, *, blind: bool = True) -> CrossPair:
+    """A mined easy negative that pair review has settled (by people not shown the writer's
+    proposal unless ``blind`` is false: what pair review records as ``evidence["blind"]``)."""
     pair = CrossPair.objects.create(query=query, trajectory_id=trajectory_id, stratum="easy_negative",
                                     strata=["easy_negative"],
                                     provenance=[{"stratum": "easy_negative", "encoder": "minilm"}],
                                     similarity=0.1, review="done")
     Relation.objects.create(query=query, trajectory_id=trajectory_id, label=label, source="human",
-                            stratum="easy_negative")
+                            stratum="easy_negative", evidence={"blind": blind})
     return pair

@@ -71,27 +71,57 @@ def test_freeze_consolidates_the_retained_trajectories(annotators, make_user):
                      members[3].trajectory_id: "single"}
 
 
-def test_a_conflict_goes_back_to_adjudication(annotators, adjudicator, make_user):
+def _conflicting_run(annotators, votes_23):
+    """Tracks 1, 2, 3 with 1-2 same, 2-3 decided by ``votes_23`` and 1-3 different: a cycle."""
     run = make_run(tracks=[proposal(1, 0, 30, x=10), proposal(2, 0, 30, x=12), proposal(3, 0, 30, x=14)])
     assert WorkItem.objects.filter(stage="identity").count() == 3
-    review(run, annotators, unusable=(), pairs={(1, 2): "same", (2, 3): "same", (1, 3): "different"})
+    review(run, annotators, unusable=(), pairs={(1, 2): "same", (1, 3): "different"})
+    panel_votes(identity(run, 2, 3), annotators, votes_23)
+    return run
+
+
+def _pair_ids(run, pairs):
+    return sorted((identity(run, a, b).duplicate.trajectory_a_id, identity(run, a, b).duplicate.trajectory_b_id)
+                  for a, b in pairs)
+
+
+def test_a_conflict_goes_back_to_adjudication_and_is_decided_by_all_votes(annotators, adjudicator, make_user):
+    run = _conflicting_run(annotators, ["same", "same", "different"])
     with pytest.raises(ConflictError) as err:
         pool_freeze(run=run)
     assert err.value.code == "consolidation_conflict"
-    assert sorted(map(tuple, err.value.extra["pairs"])) == sorted(
-        (identity(run, a, b).duplicate.trajectory_a_id, identity(run, a, b).duplicate.trajectory_b_id)
-        for a, b in [(1, 2), (1, 3), (2, 3)])
+    assert sorted(map(tuple, err.value.extra["pairs"])) == _pair_ids(run, [(1, 2), (1, 3), (2, 3)])
     reopened = WorkItem.objects.filter(stage="identity", state="adjudicate", reopened_at__isnull=False)
     assert reopened.count() == 3 and not CandidatePool.objects.exists()
-    # the adjudicator settles the cycle: 2 and 3 are not the same after all
+    # the adjudicator finds 2 and 3 different: with the panel's two `same` that is no majority
     adjudication_cast(item_id=identity(run, 2, 3).pk, adjudicator=adjudicator, label="different", reason="2 turns left")
     adjudication_cast(item_id=identity(run, 1, 2).pk, adjudicator=adjudicator, label="same", reason="same coat")
     adjudication_cast(item_id=identity(run, 1, 3).pk, adjudicator=adjudicator, label="different", reason="confirmed")
-    assert identity(run, 2, 3).decision == "different"          # the adjudication overrides the panel
+    assert (identity(run, 2, 3).state, identity(run, 2, 3).decision) == ("unresolved", "")  # 2 same, 2 different
+    assert identity(run, 1, 2).decision == "same" and identity(run, 1, 3).decision == "different"
     pool = pool_freeze(run=run)
     roles = sorted(pool.members.values_list("trajectory__track_id", "role"))
     assert roles == [(1, "representative"), (3, "single")]      # 2 lies wholly under 1
     assert {row["role"] for row in pool.lineage} == {"representative", "removed", "single"}  # 2 is on record
+
+
+def test_a_unanimous_panel_outvotes_its_adjudicator_and_the_cycle_cannot_loop(annotators, adjudicator, make_user):
+    run = _conflicting_run(annotators, ["same"] * 3)
+    with pytest.raises(ConflictError):
+        pool_freeze(run=run)
+    adjudication_cast(item_id=identity(run, 2, 3).pk, adjudicator=adjudicator, label="different", reason="2 turns left")
+    assert identity(run, 2, 3).decision == "same"               # three panel votes against one: not overridden
+    adjudication_cast(item_id=identity(run, 1, 2).pk, adjudicator=adjudicator, label="same", reason="same coat")
+    adjudication_cast(item_id=identity(run, 1, 3).pk, adjudicator=adjudicator, label="different", reason="confirmed")
+    # the votes still contradict each other: the judgments decided again end unresolved, not reopened
+    with pytest.raises(ConflictError) as err:
+        pool_freeze(run=run)
+    assert err.value.extra["pairs"] == []
+    assert sorted(map(tuple, err.value.extra["unresolved"])) == _pair_ids(run, [(1, 2), (1, 3), (2, 3)])
+    assert not WorkItem.objects.filter(stage="identity").exclude(state="unresolved").exists()
+    pool = pool_freeze(run=run)                                  # nothing left to contradict
+    roles = sorted(pool.members.values_list("trajectory__track_id", "role"))
+    assert roles == [(1, "single"), (2, "single"), (3, "single")]
 
 
 def test_a_frozen_pool_cannot_change_even_in_raw_sql(annotators):

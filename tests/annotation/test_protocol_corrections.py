@@ -152,7 +152,7 @@ def test_unresolved_identity_pairs_are_flagged_on_the_relation_rows_of_their_vid
     assert seat_["target"]["relation_row"]["unresolved_identity"] == [pair]
 
 
-def test_releases_count_the_queries_rejected_for_bottom_per_split(reviewable_run, annotators):
+def test_releases_count_the_queries_rejected_for_bottom_per_split(reviewable_run, annotators, adjudicator):
     from annotation.models import Query
     from annotation.releases.services.pseudonyms import reviewer_pseudonyms_assign
     from annotation.releases.services.release_io.statistics import release_statistics
@@ -169,7 +169,10 @@ def test_releases_count_the_queries_rejected_for_bottom_per_split(reviewable_run
     row = WorkItem.objects.get(stage="relation", query=blue)
     _vote(row, annotators[3], "reviewed", judgments={m[0]: 0, m[1]: 1, m[2]: -1, m[3]: 0},
           payload={"faithful": True, "natural": 4})
-    _vote(row, annotators[4], "reviewed", judgments={m[2]: -1})       # the second review is unsure too
+    row = _vote(row, annotators[4], "reviewed", judgments={m[2]: -1})  # the second review is unsure too
+    assert row.state == "adjudicate"                                  # dev ⊥ is adjudicated first
+    adjudication_cast(item_id=row.pk, adjudicator=adjudicator, label="reviewed", reason="never in view",
+                      judgments={m[2]: -1})                           # the adjudicator cannot tell either
     blue.refresh_from_db()
     assert blue.status == Query.Status.REJECTED and "fully binary row" in blue.rejection_reason
     scope = ReleaseScope.of(["dev"])

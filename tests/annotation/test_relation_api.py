@@ -195,7 +195,8 @@ def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotat
     assert row2["review_round"] == 2 and row2["rate_query"] is False
     assert [c["trajectory"] for c in row2["candidates"]] == [t4]
     assert set(row2) == {"query", "text", "predicates", "pool", "review_round", "rate_query", "candidates",
-                         "unresolved_identity"}                  # the pool's flags tell nothing of the first review
+                         "unresolved_identity", "bottom"}        # the pool's flags tell nothing of the first review
+    assert row2["bottom"] == []                                  # filled only for an adjudicator of the row
     assert set(row2["candidates"][0]) == {"trajectory", "prelabel"} and seat2["my_vote"] is None
     # t4's pre-label was ⊥, so showing it would tell that the first reviewer said ⊥ too
     assert row2["candidates"][0]["prelabel"] is None
@@ -488,7 +489,7 @@ def test_pseudo_label_rules_are_declared_calibrated_and_applied(world, reviewabl
                                  format="json").json()
     too_small = manager_client.post(f"/api/pseudo-rules/{strict['id']}/calibrate/")
     assert too_small.status_code == 409 and too_small.json()["code"] == "audit_too_small"
-    assert too_small.json()["extra"] == {"selected": 5, "needed": 59}
+    assert too_small.json()["extra"] == {"selected": 5, "blinded": 5, "not_blinded": 0, "unreviewed": 0, "needed": 59}
     listed = client_for(annotators[0]).get("/api/pseudo-rules/").json()["results"]
     assert [r["name"] for r in listed] == ["strict", rule["name"]]
     assert client_for(annotators[0]).get(f"/api/pseudo-rules/{rule_id}/").json()["accepted"] is True

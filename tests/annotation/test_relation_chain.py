@@ -182,6 +182,7 @@ def test_pseudo_label_gate_calibrates_on_dev_and_labels_train_only(db, media_roo
     from django.db import IntegrityError, InternalError, transaction
 
     from annotation.benchmark.services.pseudolabels import (
+        pseudo_calibration_sample_queue,
         pseudo_labels_apply,
         pseudo_rule_calibrate,
         pseudo_rule_declare,
@@ -207,9 +208,14 @@ def test_pseudo_label_gate_calibrates_on_dev_and_labels_train_only(db, media_roo
         pseudo_labels_apply(rule_row=rule_row)
     assert refused.value.code == "rule_not_accepted"
 
+    # the reviews of the mined pairs saw the writer's proposal: they do not calibrate; a blinded
+    # sample of the selected pairs nobody reviewed does
+    sample = pseudo_calibration_sample_queue(rule_row=rule_row, size=50, seed=1)
+    assert sample["queued"] > 0
+    simulate_relation_review(accuracy=1.0, seed=4, stage=WorkItem.Stage.PAIR)
     rule_row = pseudo_rule_calibrate(rule_row=rule_row)
-    assert rule_row.calibration["n"] >= 4 and rule_row.calibration["errors"] == 0
-    assert rule_row.accepted
+    assert rule_row.calibration["n_blinded"] >= max(4, sample["queued"]) and rule_row.calibration["errors"] == 0
+    assert rule_row.calibration["blinded"] and rule_row.accepted
     with pytest.raises(ConflictError):
         pseudo_rule_calibrate(rule_row=rule_row)               # once only
 

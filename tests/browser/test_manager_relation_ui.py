@@ -121,10 +121,15 @@ def test_a_manager_takes_snapshots_and_sees_what_an_incomplete_split_misses(open
     expect(page.get_by_text("No releases yet")).to_be_visible()
     page.get_by_label("test", exact=True).uncheck()
     page.get_by_role("button", name="Publish the release").click()
-    expect(page.get_by_role("alert")).to_contain_text("The release was not published")
+    # the confirmation says why it would be refused, and offers no way to publish
+    confirm = page.get_by_role("dialog", name=re.compile(r"^Publish trajlab"))
+    misses = confirm.get_by_role("region", name="What the dev split misses")
+    expect(misses).to_contain_text("publishing is refused")
     now_missing = completeness_report(split="dev", limit=50)["missing"]
     assert now_missing == report["missing"] - 1  # the pair just reviewed is binary now
-    expect(page.get_by_role("region", name="What the dev split misses")).to_contain_text(f"{now_missing} missing")
+    expect(misses).to_contain_text(f"{now_missing} missing")
+    expect(confirm.get_by_role("button", name="Publish", exact=True)).to_be_disabled()
+    confirm.get_by_role("button", name="Cancel").click()
     assert not Release.objects.exists()
 
     # The runs that built the benchmark are listed with their jobs, the frozen pools to choose from.

@@ -15,6 +15,7 @@ from annotation.models import (
     AuditSample,
     CandidatePool,
     Description,
+    DescriptionDissent,
     DescriptionRun,
     DescriptionVersion,
     PoolMember,
@@ -46,6 +47,7 @@ CHANGES = {
     "annotation_releasefile": {"size_bytes": "size_bytes + 1"},
     "annotation_pseudolabelrule": {"declared_bound": "0.5"},
     "trajectories_splitgroup": {"split": "'test'"},
+    "annotation_descriptiondissent": {"created_at": "'2000-01-01 00:00:00'"},
 }
 TABLES = list(CHANGES)
 
@@ -73,6 +75,14 @@ def build() -> dict[str, int]:
     query = Query.objects.create(pool=pool, video=run.video, target=item.trajectory, source_version=version,
                                  text="the person", predicates=[], status=Query.Status.IN_REVIEW)
     judgment = RelationJudgment.objects.create(vote=vote, trajectory=item.trajectory, label=1)
+    correction = DescriptionVersion.objects.create(description=description, number=2, origin="correction",
+                                                   parent=version, content={}, content_sha256="1" * 64)
+    description_item = WorkItem.objects.create(stage="description", video=run.video, trajectory=item.trajectory,
+                                               description=version, panel_size=3, required_votes=2)
+    minor = Vote.objects.create(item=description_item, annotator=user, label="usable_after_minor_correction",
+                                correction=correction)
+    dissent = DescriptionDissent.objects.create(description=description, item=description_item, vote=minor,
+                                                correction=correction, approved_version=version)
     snapshot = RelationSnapshot.objects.create(split="train", content_sha256="0" * 64, path="snapshots/x",
                                                pool_versions={}, counts={}, complete=True)
     relation = SnapshotRelation.objects.create(snapshot=snapshot, query=query, trajectory=item.trajectory, label=1,
@@ -94,7 +104,7 @@ def build() -> dict[str, int]:
             "annotation_poolmember": member.pk, "annotation_relationsnapshot": snapshot.pk,
             "annotation_snapshotrelation": relation.pk, "annotation_release": release.pk,
             "annotation_releasefile": release_file.pk, "annotation_pseudolabelrule": rule.pk,
-            "trajectories_splitgroup": run.video.split_group_id}
+            "trajectories_splitgroup": run.video.split_group_id, "annotation_descriptiondissent": dissent.pk}
 
 
 def contents() -> dict[str, list]:

@@ -176,7 +176,7 @@ def test_bad_calibrations_are_refused(outcomes, bound, kwargs, message):
 
 
 def test_apply_rule_tags_pseudo_negatives_and_reports_coverage():
-    cal = calibrate(RULE, ["correct"] * 100, 0.05, n_considered=500, n_selected=100)
+    cal = calibrate(RULE, ["correct"] * 100, 0.05, n_considered=500, n_selected=100, blinded=True)
     result = apply_rule(RULE, cal, **columns())
     assert [(p.query_id, p.trajectory_id) for p in result.labels] == [(1, 10), (1, 11)]
     for p in result.labels:
@@ -190,7 +190,7 @@ def test_apply_rule_tags_pseudo_negatives_and_reports_coverage():
 
 
 def test_apply_rule_refuses_a_rule_changed_after_calibration():
-    cal = calibrate(RULE, ["correct"] * 100, 0.05)
+    cal = calibrate(RULE, ["correct"] * 100, 0.05, blinded=True)
     for changed in (replace(RULE, s_max=0.3), replace(RULE, min_contradicted=2), replace(RULE, encoder="x")):
         with pytest.raises(ValueError, match="rule changed after calibration"):
             apply_rule(changed, cal, **columns())
@@ -200,7 +200,7 @@ def test_apply_rule_refuses_an_unaccepted_calibration_and_other_splits():
     refused = calibrate(RULE, ["correct"] * 90 + ["uncertain"] * 5, 0.05)
     with pytest.raises(ValueError, match="not accepted"):
         apply_rule(RULE, refused, **columns())
-    cal = calibrate(RULE, ["correct"] * 100, 0.05)
+    cal = calibrate(RULE, ["correct"] * 100, 0.05, blinded=True)
     for split in ("dev", "test"):
         with pytest.raises(ValueError, match="training-only"):
             apply_rule(RULE, cal, **columns(), split=split)
@@ -221,3 +221,18 @@ def test_sample_for_audit_is_uniform_seeded_and_without_repeats():
     assert np.array_equal(sample_for_audit(5, 59, seed=0), np.arange(5))
     hits = np.bincount(np.concatenate([sample_for_audit(10, 3, seed=s) for s in range(2000)]), minlength=10)
     assert math.isclose(hits.min() / hits.max(), 1.0, abs_tol=0.15)
+
+
+def test_only_a_blinded_calibration_lets_a_rule_label_and_the_record_says_how_many():
+    sighted = calibrate(RULE, ["correct"] * 100, 0.05)
+    assert sighted.accepted and sighted.n_blinded == 0
+    with pytest.raises(ValueError, match="not blinded"):
+        apply_rule(RULE, sighted, **columns())
+    blind = calibrate(RULE, ["correct"] * 60, 0.05, n_considered=900, n_selected=300, blinded=True,
+                      n_not_blinded=40, n_unreviewed=200)
+    record = blind.as_dict()
+    assert (record["n_blinded"], record["n_not_blinded"], record["n_unreviewed"]) == (60, 40, 200)
+    assert Calibration.from_dict(record) == blind
+    assert len(apply_rule(RULE, blind, **columns()).labels) == 2
+    with pytest.raises(ValueError, match="exceed selected"):
+        calibrate(RULE, ["correct"] * 60, 0.05, n_considered=900, n_selected=100, blinded=True, n_not_blinded=41)

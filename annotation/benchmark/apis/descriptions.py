@@ -106,6 +106,26 @@ class DescriptionVersionOutputSerializer(BlindableOutputMixin, serializers.Model
                         "created_by": {"required": False}}
 
 
+class DissentDifferenceSerializer(serializers.Serializer):
+    field = serializers.CharField(help_text="appearance, motion, or a fact by id (and name)")
+    approved = serializers.CharField(allow_null=True, help_text="the approved value (null: not in it)")
+    corrected = serializers.CharField(allow_null=True, help_text="the dissenting correction's value (null: removed)")
+
+
+class DissentOutputSerializer(serializers.Serializer):
+    """A minor correction that lost to the approvals of another version (E.2), read-only."""
+
+    id = serializers.IntegerField()
+    description = serializers.IntegerField()
+    trajectory = serializers.IntegerField()
+    item = serializers.IntegerField(help_text="the review item that approved the other version")
+    correction = serializers.IntegerField(help_text="the corrected version the dissenting reviewer approved")
+    approved_version = serializers.IntegerField()
+    reasons = serializers.ListField(child=serializers.CharField(), help_text="the dissenting reviewer's reasons")
+    differences = DissentDifferenceSerializer(many=True)
+    created_at = serializers.DateTimeField()
+
+
 class DescriptionDetailOutputSerializer(DescriptionOutputSerializer):
     versions = DescriptionVersionOutputSerializer(many=True, source="visible_versions",
                                                   help_text="annotators see no other reviewer's corrections; "
@@ -116,8 +136,13 @@ class DescriptionDetailOutputSerializer(DescriptionOutputSerializer):
                                         allow_null=True, help_text="the describer's raw text per attempt "
                                                                    "(managers only)")
 
+    dissent = DissentOutputSerializer(many=True, source="visible_dissent", allow_null=True,
+                                      help_text="recorded dissent: corrections that lost to the approvals of another "
+                                                "version (adjudicators, managers, and auditors outside a claimed audit "
+                                                "sample of it; null for others)")
+
     class Meta(DescriptionOutputSerializer.Meta):
-        fields = [*DescriptionOutputSerializer.Meta.fields, "inputs", "versions", "facts", "raw_outputs"]
+        fields = [*DescriptionOutputSerializer.Meta.fields, "inputs", "versions", "facts", "raw_outputs", "dissent"]
 
 
 class DescriptionListApi(APIView):
@@ -143,8 +168,9 @@ class DescriptionListApi(APIView):
 class DescriptionDetailApi(APIView):
     permission_classes = [IsStaffMember]
 
-    @extend_schema(responses=DescriptionDetailOutputSerializer,
-                   summary="One description: its versions, status and approved facts with their evidence")
+    @extend_schema(responses={200: DescriptionDetailOutputSerializer, 403: ERROR, 404: ERROR},
+                   summary="One description: its versions, status, approved facts with their evidence, and its "
+                           "recorded dissent")
     def get(self, request, description_id: int):
         description = selectors.description_get(description_id=description_id, viewer=request.user)
         return Response(DescriptionDetailOutputSerializer(description, context=_reader(request)).data)

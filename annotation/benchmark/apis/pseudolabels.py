@@ -13,6 +13,8 @@ from annotation.benchmark.apis.common import (
     ManagerWritesApi,
 )
 from annotation.benchmark.services.pseudolabels import (
+    MAX_CALIBRATION_SAMPLE,
+    pseudo_calibration_sample_queue,
     pseudo_labels_apply,
     pseudo_rule_calibrate,
     pseudo_rule_declare,
@@ -61,12 +63,42 @@ class PseudoRuleDetailApi(APIView):
         return Response(PseudoRuleOutputSerializer(selectors.pseudo_rule_get(rule_id=rule_id)).data)
 
 
+class PseudoRuleCalibrationSampleApi(APIView):
+    permission_classes = [IsManager]
+
+    class InputSerializer(serializers.Serializer):
+        size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_CALIBRATION_SAMPLE,
+                                        help_text="pairs to open; default: the smallest audit that can accept the "
+                                                  "declared bound")
+        seed = serializers.IntegerField(required=False, default=0, min_value=0, help_text="seeds the uniform draw")
+
+    class OutputSerializer(serializers.Serializer):
+        considered = serializers.IntegerField(help_text="dev pairs scored by the rule's encoder")
+        selected = serializers.IntegerField(help_text="of them, selected by the rule")
+        eligible = serializers.IntegerField(help_text="selected pairs with no review item and no label yet")
+        queued = serializers.IntegerField(help_text="blind pair items opened now (no proposal shown)")
+        blinded = serializers.IntegerField(help_text="selected pairs that already carry a blinded label")
+        needed = serializers.IntegerField(help_text="blinded pairs the declared bound needs at the least")
+        other_encoder = serializers.IntegerField(help_text="dev pairs of another encoder, not read")
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: ERROR, 404: ERROR, 409: ERROR},
+                   summary="Open blind pair review (no proposal shown) for a uniform sample of the unreviewed dev "
+                           "pairs the rule selects: the sample its calibration reads")
+    def post(self, request, rule_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        counts = pseudo_calibration_sample_queue(rule_row=selectors.pseudo_rule_get(rule_id=rule_id),
+                                                 **data.validated_data)
+        return Response(self.OutputSerializer(counts).data)
+
+
 class PseudoRuleCalibrateApi(APIView):
     permission_classes = [IsManager]
 
     @extend_schema(request=None, responses={200: PseudoRuleOutputSerializer, 409: ERROR},
-                   summary="Audit the rule on the dev split's reviewed pairs, once: accepted only if the one-sided "
-                           "95% Clopper-Pearson upper bound of its error rate is within the declared bound")
+                   summary="Audit the rule on the blinded labels of the dev pairs it selects (reviewers not shown the "
+                           "proposal), once: refused with too few; accepted only if the one-sided 95% Clopper-Pearson "
+                           "upper bound of its error rate is within the declared bound")
     def post(self, request, rule_id: int):
         rule = pseudo_rule_calibrate(rule_row=selectors.pseudo_rule_get(rule_id=rule_id))
         return Response(PseudoRuleOutputSerializer(rule).data)

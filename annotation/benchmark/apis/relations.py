@@ -30,7 +30,7 @@ from annotation.models import (
 )
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
-from common.params import id_field, query_filters
+from common.params import flag_field, id_field, query_filters
 from common.schema import PlainChoiceField
 
 
@@ -58,7 +58,7 @@ class RelationListApi(APIView):
         trajectory = id_field(required=False)
         label = serializers.ChoiceField(choices=[1, 0, -1], required=False, help_text="1, 0 or -1 (⊥)")
         stratum = serializers.CharField(required=False, max_length=24)
-        pseudo = serializers.BooleanField(required=False, allow_null=True, default=None)
+        pseudo = flag_field(required=False, allow_null=True, default=None)
         split = serializers.ChoiceField(choices=SPLITS, required=False)
         video = id_field(required=False, help_text="the query's or the trajectory's video")
 

@@ -22,9 +22,11 @@ from annotation.curation.services.items import review_policy_get
 from annotation.models import (
     CandidatePool,
     Description,
+    DescriptionDissent,
     DescriptionRun,
     DescriptionVersion,
     PoolMember,
+    Vote,
     WorkItem,
 )
 from common.errors import ApplicationError
@@ -127,6 +129,21 @@ def description_correction_create(*, version: DescriptionVersion, content: dict,
 
 
 # -- reading ----------------------------------------------------------------------------------------
+def description_dissent_record(*, item: WorkItem, approved: DescriptionVersion) -> list[DescriptionDissent]:
+    """Keep as recorded dissent every minor correction on ``item`` (a description review item that
+    approved ``approved``) whose corrected version is not the one approved: it lost to the plain
+    approvals (E.2). Runs inside the vote's transaction with the item row locked (the stage's
+    on-closed step), so each correction vote is recorded once; idempotent all the same (a vote
+    already recorded is skipped)."""
+    if item.stage != WorkItem.Stage.DESCRIPTION:
+        raise ValueError(f"dissent is recorded on description items, not {item.stage}")
+    losing = (Vote.objects.filter(item=item, label="usable_after_minor_correction", dissent__isnull=True)
+              .exclude(correction=approved).order_by("created_at", "id"))
+    return [DescriptionDissent.objects.create(description_id=approved.description_id, item=item, vote=vote,
+                                              correction_id=vote.correction_id, approved_version=approved)
+            for vote in losing]
+
+
 def approved_facts(description: Description) -> list[Fact]:
     """``D_r^H``: the known facts of the approved version (empty unless approved)."""
     if description.status != Description.Status.APPROVED or description.approved_version is None:

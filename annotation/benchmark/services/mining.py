@@ -2,7 +2,10 @@
 completeness report of dev/test.
 
 A mining run embeds a split's admitted queries and its benchmark trajectories, mines candidate
-pairs across videos into strata (``models.curation.mining``), records each pair once (a pair mined again
+pairs across videos into strata (``models.curation.mining``) by similarity *and* the structured
+compatibility of the query's predicates with each trajectory's approved facts (a definite conflict
+is an easy negative, never a potential match; a possible conflict among the similar ones a hard
+negative; the reason goes into the pair's provenance), records each pair once (a pair mined again
 gains a provenance and keeps its review), asks the query writer for a proposal
 ``Ŷ ∈ {1, 0, ⊥}`` with decisive predicates and evidence, and routes the pairs: potential matches,
 hard negatives and random pairs to pair review, easy negatives to review in a seeded stratified
@@ -47,12 +50,15 @@ from common.errors import ApplicationError
 from common.jobs.runs import run_enqueue
 from common.jobs.services import JobReporter, job_create
 from models.backends.encoders.text import build_text_encoder
+from models.curation.compatibility import Compatibility
 from models.curation.mining import MiningConfig
 from models.curation.mining_search import mine
 
 logger = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
-DEFAULT_MINING = {"potential_k": 5, "hard_k": 10, "easy_k": 10, "easy_max": 0.2, "random_k": 5, "seed": 0}
+# Easy negatives are the candidates whose approved facts definitely conflict with a required
+# predicate (structured strata), at any similarity unless a run sets easy_max.
+DEFAULT_MINING = {"potential_k": 5, "hard_k": 10, "easy_k": 10, "easy_max": None, "random_k": 5, "seed": 0}
 
 
 def split_members(split: str) -> tuple[list[Query], list[PoolMember]]:
@@ -79,8 +85,11 @@ def mining_run_create(*, split: str, config: dict | None = None, writer: dict | 
     source_query_only = config.pop("source_query_only", split == "train")
     if not isinstance(source_query_only, bool):
         raise ApplicationError("source_query_only must be true or false", code="invalid_config")
+    if config.pop("structured", True) is not True:
+        raise ApplicationError("mining strata always read the structured compatibility of the query's predicates "
+                               "with the approved facts (structured must be true)", code="invalid_config")
     try:
-        mining = MiningConfig.from_dict({**config, "encoders": ["text"], "weights": [1.0]})
+        mining = MiningConfig.from_dict({**config, "encoders": ["text"], "weights": [1.0], "structured": True})
     except (TypeError, ValueError) as exc:
         raise ApplicationError(f"invalid mining config: {exc}", code="invalid_config") from None
     backends.build_writer(writer, None)   # refuse a bad writer now, not in the worker
@@ -135,6 +144,9 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
     t_emb = t_emb / np.linalg.norm(t_emb, axis=1, keepdims=True)
     config = MiningConfig.from_dict({**run.config["mining"], "encoders": [encoder.name],
                                      "run_name": f"mining-run-{run.pk}"})
+    # structured strata: the query's predicates against each trajectory's approved facts (E.3.2)
+    structure = Compatibility([q.predicates for q in queries],
+                              [facts_by_traj.get(m.trajectory_id, []) for m in members]) if config.structured else None
     # Pairs with a relation are known (never mined, never counted against a budget). Pairs mined
     # before but not yet decided may be mined again: the stored pair gains this run's provenance
     # and is still reviewed once. A re-delivered run mines the same pairs and finds them stored.
@@ -147,7 +159,9 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
                   traj_ids=np.array([m.trajectory_id for m in members]),
                   traj_videos=np.array([m.pool.video_id for m in members]),
                   traj_splits=np.array([run.split] * len(members)), traj_emb=t_emb,
-                  known_pairs=np.array(known, dtype=np.int64).reshape(-1, 2))
+                  known_pairs=np.array(known, dtype=np.int64).reshape(-1, 2), structure=structure)
+    q_pos = {q.pk: i for i, q in enumerate(queries)}
+    t_pos = {m.trajectory_id: i for i, m in enumerate(members)}
     writer = backends.build_writer(run.config.get("writer") or None, None)
     queries_by_id = {q.pk: q for q in queries}
     rng = np.random.default_rng([run.config["mining"].get("seed", 0), run.pk])
@@ -156,7 +170,10 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
     for i in range(len(result)):
         pair = result.pair(i)
         query = queries_by_id[pair.query_id]
-        provenance = [dict(p, mining_run=run.pk) for p in pair.provenance]
+        # why the structure put the pair where it is: the conflicting predicates and the facts' values
+        reason = {} if structure is None else {"reason": structure.explain(q_pos[pair.query_id],
+                                                                           t_pos[pair.trajectory_id])}
+        provenance = [dict(p, mining_run=run.pk, **reason) for p in pair.provenance]
         sampled = pair.stratum != "easy_negative" or rng.random() < rate   # drawn for every pair: reproducible
         stored = CrossPair.objects.filter(query=query, trajectory_id=pair.trajectory_id).first()
         proposal = None if stored is not None else writer.propose_relation(

@@ -2,12 +2,22 @@
 
 1. ``pseudo_rule_declare``: a manager freezes a rule (``models.curation.calibration.EasyNegativeRule``) and
    declares the largest acceptable error rate before any audit.
-2. ``pseudo_rule_calibrate``: the rule runs on the dev split's mined pairs; the pairs it selects
-   are audited against the verified relations people gave them (a ``0`` is correct, a ``1`` an
-   error, ``⊥`` or no verified label uncertain, which counts as an error); the rule is accepted
-   only if the one-sided 95% Clopper–Pearson upper bound of its error rate is at most the declared
-   bound. Calibration happens once; from then on the database refuses any change to the rule.
-3. ``pseudo_labels_apply``: an accepted rule labels the train split's mined pairs that nobody
+2. ``pseudo_calibration_sample_queue``: the rule runs on the dev split's mined pairs, and a
+   uniform sample of the selected pairs that nobody has reviewed yet goes to pair review *blind*:
+   no reviewer on those items is shown the writer's proposal.
+3. ``pseudo_rule_calibrate``: the selected pairs are audited against the verified relations people
+   gave them, **blinded labels only** (E.3.2: independent human calibration): a pair counts when
+   the vote that decided its label was cast without the proposal in view (an item opened blind,
+   an independent second review, an adjudication of a widened item; ``annotation.curation.stages
+   .pair.decided_blind``, recorded as ``evidence["blind"]``). A ``0`` is correct, a ``1`` an
+   error, ``⊥`` uncertain, which counts as an error. Pairs labelled with the proposal in view, and
+   pairs without a label, are left out and counted. Second reviews happen where the first
+   reviewer disputed the proposal, so they can only make the estimate more cautious. Too few
+   blinded pairs for the declared bound: refused (409 ``audit_too_small``). Otherwise the rule is
+   accepted only if the one-sided 95% Clopper–Pearson upper bound of its error rate is at most
+   the declared bound. Calibration happens once; from then on the database refuses any change to
+   the rule.
+4. ``pseudo_labels_apply``: an accepted rule labels the train split's mined pairs that nobody
    reviewed as ``0``, tagged ``pseudo`` with the rule and the contradicted predicates as evidence.
    They are training signal only: dev and test snapshots leave them out.
 
@@ -23,7 +33,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.benchmark.services.descriptions import approved_facts
-from annotation.models import CrossPair, Description, PseudoLabelRule, Relation
+from annotation.curation.stages import pair as pair_stage
+from annotation.models import CrossPair, Description, PseudoLabelRule, Relation, WorkItem
 from common.errors import ApplicationError, ConflictError
 from models.curation.calibration import (
     Calibration,
@@ -32,7 +43,10 @@ from models.curation.calibration import (
     calibrate,
     min_audit_size,
     rule_select,
+    sample_for_audit,
 )
+
+MAX_CALIBRATION_SAMPLE = 10_000      # blind pair items one call opens at the most
 
 # models.curation.calibration (and the FAISS miner it imports) loads on first use, not with the web routes.
 
@@ -99,10 +113,64 @@ def _frozen(rule_row: PseudoLabelRule):
     return rule
 
 
+def _selected_dev_pairs(rule: EasyNegativeRule) -> tuple[list, list, int]:
+    """(the dev pairs of the rule's encoder, those the rule selects, how many dev pairs another
+    encoder scored)."""
+    pairs, other_encoder = _same_encoder(rule, _pairs_of("dev"))
+    chosen = rule_select(rule, **_columns(pairs)) if pairs else np.zeros(0, bool)
+    return pairs, [pairs[i] for i in np.flatnonzero(chosen)], other_encoder
+
+
+def _human_relations(pairs) -> dict[tuple[int, int], Relation]:
+    return {(r.query_id, r.trajectory_id): r for r in Relation.objects.filter(
+        query_id__in={p.query_id for p in pairs}, pseudo=False)}
+
+
+def relation_blinded(relation: Relation) -> bool:
+    """Whether a pair's verified label was decided by people not shown the writer's proposal (as
+    pair review recorded it when the item closed; a label without that record is not blinded)."""
+    return (relation.evidence or {}).get("blind") is True
+
+
+def pseudo_calibration_sample_queue(*, rule_row: PseudoLabelRule, size: int | None = None,
+                                    seed: int = 0) -> dict:
+    """Open blind pair review (no proposal shown to anyone) for ``size`` dev pairs (default: the
+    smallest audit that can accept the declared bound) drawn uniformly from those the rule selects
+    that have no review item and no verified label yet. Refused: a calibrated rule (409
+    ``rule_calibrated``), a size outside 1..``MAX_CALIBRATION_SAMPLE`` (400 ``invalid_size``), a
+    negative seed (400 ``invalid_seed``).
+    Locks the rule row, so two calls do not open the same pairs twice."""
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int)
+                             or not 1 <= size <= MAX_CALIBRATION_SAMPLE):
+        raise ApplicationError(f"size must be an integer in 1..{MAX_CALIBRATION_SAMPLE}", code="invalid_size")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ApplicationError("seed must be a non-negative integer", code="invalid_seed")
+    with transaction.atomic():
+        rule_row = PseudoLabelRule.objects.select_for_update().get(pk=rule_row.pk)
+        if rule_row.calibrated_at is not None:
+            raise ConflictError(f"rule {rule_row.name!r} is calibrated; its sample is closed", code="rule_calibrated")
+        rule = _frozen(rule_row)
+        pairs, selected, other_encoder = _selected_dev_pairs(rule)
+        needed = min_audit_size(rule_row.declared_bound)
+        reviewing = set(WorkItem.objects.filter(stage=WorkItem.Stage.PAIR, pair__in=[p.pk for p in selected])
+                        .values_list("pair_id", flat=True))
+        labelled = _human_relations(selected)
+        eligible = [p for p in selected if p.pk not in reviewing and (p.query_id, p.trajectory_id) not in labelled]
+        picked = [eligible[i] for i in sample_for_audit(len(eligible), needed if size is None else size, seed)]
+        WorkItem.objects.bulk_create([WorkItem(
+            stage=WorkItem.Stage.PAIR, video_id=p.query.video_id, pair=p, panel_size=pair_stage.STAGE.panel,
+            required_votes=pair_stage.STAGE.required, prelabels={"blind": True, "calibration_rule": rule_row.pk})
+            for p in picked])
+        CrossPair.objects.filter(pk__in=[p.pk for p in picked]).update(review=CrossPair.Review.QUEUED)
+    blinded = sum(relation_blinded(r) for r in labelled.values())
+    return {"considered": len(pairs), "selected": len(selected), "eligible": len(eligible), "queued": len(picked),
+            "blinded": blinded, "needed": needed, "other_encoder": other_encoder}
+
+
 def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
-    """Audit the rule on the dev split's mined pairs and accept or refuse it, once. Refused: a rule
-    calibrated before (409 ``rule_calibrated``), too few audited pairs for the declared bound
-    (409 ``audit_too_small``). Locks the rule row."""
+    """Audit the rule on the blinded labels of the dev pairs it selects and accept or refuse it,
+    once. Refused: a rule calibrated before (409 ``rule_calibrated``), too few blinded pairs for the
+    declared bound (409 ``audit_too_small``, with the counts). Locks the rule row."""
 
     with transaction.atomic():
         rule_row = PseudoLabelRule.objects.select_for_update().get(pk=rule_row.pk)
@@ -110,25 +178,31 @@ def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
             raise ConflictError(f"rule {rule_row.name!r} was calibrated on {rule_row.calibrated_at:%Y-%m-%d}; "
                                 "declare a new rule to calibrate again", code="rule_calibrated")
         rule = _frozen(rule_row)
-        pairs, other_encoder = _same_encoder(rule, _pairs_of("dev"))
-        columns = _columns(pairs) if pairs else None
-        chosen = rule_select(rule, **columns) if pairs else np.zeros(0, bool)
-        selected = [pairs[i] for i in np.flatnonzero(chosen)]
-        verified = {(r.query_id, r.trajectory_id): r.label for r in Relation.objects.filter(
-            query_id__in={p.query_id for p in selected}, pseudo=False)}
-        outcomes = []
+        pairs, selected, other_encoder = _selected_dev_pairs(rule)
+        verified = _human_relations(selected)
+        outcomes, not_blinded, unreviewed = [], 0, 0
         for p in selected:
-            label = verified.get((p.query_id, p.trajectory_id))
-            outcomes.append("correct" if label == 0 else "error" if label == 1 else "uncertain")
+            relation = verified.get((p.query_id, p.trajectory_id))
+            if relation is None:
+                unreviewed += 1
+            elif not relation_blinded(relation):
+                not_blinded += 1                     # the reviewer saw the proposal: not an independent audit
+            else:
+                outcomes.append("correct" if relation.label == 0 else "error" if relation.label == 1 else "uncertain")
         needed = min_audit_size(rule_row.declared_bound)
         if len(outcomes) < needed:
-            skipped = (f" ({other_encoder} dev pairs have a similarity of another encoder than the rule's "
-                       f"{rule.encoder!r} and were not read)") if other_encoder else ""
-            raise ConflictError(f"the rule selects {len(outcomes)} dev pairs{skipped}; a bound of "
-                                f"{rule_row.declared_bound:g} needs at least {needed} audited pairs", code="audit_too_small",
-                                extra={"selected": len(outcomes), "needed": needed})
+            skipped = (f"; {other_encoder} dev pairs have a similarity of another encoder than the rule's "
+                       f"{rule.encoder!r} and were not read") if other_encoder else ""
+            raise ConflictError(
+                f"the rule selects {len(selected)} dev pairs, of which {len(outcomes)} carry a blinded label "
+                f"({not_blinded} were labelled with the proposal in view, {unreviewed} are not labelled{skipped}); "
+                f"a bound of {rule_row.declared_bound:g} needs at least {needed} blinded pairs: queue a blinded "
+                "calibration sample and review it", code="audit_too_small",
+                extra={"selected": len(selected), "blinded": len(outcomes), "not_blinded": not_blinded,
+                       "unreviewed": unreviewed, "needed": needed})
         calibration = calibrate(rule, outcomes, rule_row.declared_bound, n_considered=len(pairs),
-                                n_selected=len(selected))
+                                n_selected=len(selected), blinded=True, n_not_blinded=not_blinded,
+                                n_unreviewed=unreviewed)
         rule_row.calibration = calibration.to_dict()
         rule_row.accepted = calibration.accepted
         rule_row.calibrated_at = timezone.now()
@@ -139,13 +213,18 @@ def pseudo_rule_calibrate(*, rule_row: PseudoLabelRule) -> PseudoLabelRule:
 def pseudo_labels_apply(*, rule_row: PseudoLabelRule) -> dict:
     """Label the train split's unreviewed mined pairs that the accepted rule selects (idempotent:
     pairs with any relation already are left alone). Refused: an uncalibrated or refused rule
-    (409 ``rule_not_accepted``), a rule that changed after calibration (409 ``rule_changed``)."""
+    (409 ``rule_not_accepted``), a rule that changed after calibration (409 ``rule_changed``), a
+    calibration that was not blinded (409 ``calibration_not_blinded``)."""
     if rule_row.calibrated_at is None or not rule_row.accepted:
         raise ConflictError(f"rule {rule_row.name!r} is not calibrated and accepted; it labels nothing",
                             code="rule_not_accepted", extra={"calibration": rule_row.calibration})
 
     rule = _frozen(rule_row)
     calibration = Calibration.from_dict(rule_row.calibration)
+    if not calibration.blinded:
+        raise ConflictError(f"rule {rule_row.name!r} was calibrated on labels given with the model's proposal in "
+                            "view; declare a new rule and calibrate it on a blinded sample",
+                            code="calibration_not_blinded")
     pairs, other_encoder = _same_encoder(
         rule, [p for p in _pairs_of("train") if p.review == CrossPair.Review.NOT_SAMPLED])
     if not pairs:

@@ -86,8 +86,9 @@ def decisions_audit(*, stage: str) -> dict:
     """Recompute every item's state of a stage from its votes, in bulk, and compare with the stored
     state: grouped counts from the database, the rule vectorised (``rules.decide_counts``).
 
-    Items reopened by a consolidation conflict follow their adjudication, not the panel rule, and
-    are left out. Returns counts per outcome and the ids of items whose stored state disagrees.
+    Items reopened by a consolidation conflict follow ``decide`` over all their votes as one panel
+    (``rules.decide_reopened``), or were closed unresolved by a later conflict, not the panel rule,
+    and are left out. Returns counts per outcome and the ids of items whose stored state disagrees.
     """
     declared = stage_get(stage)
     if not declared.majority_rule:

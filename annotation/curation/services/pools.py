@@ -12,7 +12,7 @@ from django.utils import timezone
 from annotation.benchmark.services.queries import queries_mark_for_reverification
 from annotation.curation.stages.identity import SAME
 from annotation.curation.stages.usability import USABLE
-from annotation.models import CandidatePool, PoolMember, WorkItem
+from annotation.models import CandidatePool, PoolMember, Vote, WorkItem
 from common.errors import ConflictError
 from models.curation.consolidation import TrackObs, consolidate
 from trajectories.models import ProposalRun, Trajectory
@@ -37,14 +37,36 @@ def _named(rows: list[dict], total: int) -> str:
     return names + (f" and {total - len(rows)} more" if total > len(rows) else "")
 
 
-def _reopen_conflicts(conflicts, items_by_pair: dict[tuple[int, int], WorkItem]) -> list[list[int]]:
-    """Send every judgment on a conflicting cycle back to adjudication; returns the pairs."""
-    pairs = sorted({pair for c in conflicts for pair in c.pairs_to_adjudicate()})
+def _redecided(items: list[WorkItem]) -> set[int]:
+    """The items of ``items`` that were reopened before and decided again by all their votes (an
+    adjudication followed the reopening)."""
+    reopened = [item for item in items if item.reopened_at is not None]
+    return {item.pk for item in reopened
+            if Vote.objects.filter(item=item, is_adjudication=True, created_at__gte=item.reopened_at).exists()}
+
+
+def _reopen_conflicts(conflicts, items_by_pair: dict[tuple[int, int], WorkItem]
+                      ) -> tuple[list[list[int]], list[list[int]]]:
+    """Send every judgment on a conflicting cycle back to adjudication, where ``decide`` over all
+    its votes settles it (``annotation.curation.stages.identity``). A cycle that holds judgments
+    already decided that way again cannot be settled by more rounds: those judgments end
+    unresolved (kept apart, flagged for relation review), so no item loops. Returns the pairs
+    reopened and the pairs left unresolved."""
+    reopen, unresolved = set(), set()
+    for conflict in conflicts:
+        pairs = [p for p in conflict.pairs_to_adjudicate() if p in items_by_pair]
+        again = _redecided([items_by_pair[p] for p in pairs])
+        if again:
+            unresolved.update(p for p in pairs if items_by_pair[p].pk in again)
+        else:
+            reopen.update(pairs)
+    reopen -= unresolved
     now = timezone.now()
-    ids = [items_by_pair[p].pk for p in pairs if p in items_by_pair]
-    WorkItem.objects.filter(pk__in=ids).update(state=WorkItem.State.ADJUDICATE, decision="", decided_at=None,
-                                               reopened_at=now)
-    return [list(p) for p in pairs]
+    WorkItem.objects.filter(pk__in=[items_by_pair[p].pk for p in reopen]).update(
+        state=WorkItem.State.ADJUDICATE, decision="", decided_at=None, reopened_at=now)
+    WorkItem.objects.filter(pk__in=[items_by_pair[p].pk for p in unresolved]).update(
+        state=WorkItem.State.UNRESOLVED, decision="", decided_at=now)
+    return [list(p) for p in sorted(reopen)], [list(p) for p in sorted(unresolved)]
 
 
 def _pool_hash(members: list[PoolMember]) -> str:
@@ -61,8 +83,9 @@ def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> Candid
     item of it is decided or unresolved. Retained trajectories are those decided ``usable`` (every
     trajectory of a source-verified import, which has no review items); duplicate groups come from
     confirmed ``same`` pairs among them, never joining a confirmed ``different`` pair. If such a
-    conflict exists, the judgments on its cycle are reopened for adjudication and the freeze is
-    refused (409 ``consolidation_conflict``). A video that already has a pool from another run gets
+    conflict exists, the judgments on its cycle are reopened for adjudication (or, those already
+    decided again after a reopening, end unresolved) and the freeze is refused (409
+    ``consolidation_conflict``). A video that already has a pool from another run gets
     a new version only with a ``reason`` (the tracking defect fixed), and the old version's
     queries are marked for re-verification in the same transaction. Freezing the same run again returns its pool. Locks the video's latest pool row.
     """
@@ -108,11 +131,14 @@ def pool_freeze(*, run: ProposalRun, frozen_by=None, reason: str = "") -> Candid
         result = consolidate([TrackObs(t.pk, t.frames_array(), t.boxes_array()) for t in retained],
                              same_edges=same, different_edges=different)
         if result.conflicts:
-            pairs = _reopen_conflicts(result.conflicts, items_by_pair)
+            pairs, unresolved = _reopen_conflicts(result.conflicts, items_by_pair)
     if result.conflicts:  # outside the atomic block: the reopened items stay reopened
         raise ConflictError(
             f"{len(result.conflicts)} duplicate decision(s) would join trajectories judged different; "
-            f"{len(pairs)} judgments went back to adjudication", code="consolidation_conflict", extra={"pairs": pairs})
+            f"{len(pairs)} judgments went back to adjudication"
+            + (f", {len(unresolved)} decided again by all their votes and still contradicting ended unresolved"
+               if unresolved else ""),
+            code="consolidation_conflict", extra={"pairs": pairs, "unresolved": unresolved})
     with transaction.atomic():
         latest = (CandidatePool.objects.select_for_update().filter(video_id=run.video_id)
                   .order_by("-version").first())

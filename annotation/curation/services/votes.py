@@ -121,12 +121,14 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
 
 
 def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str,
-                      client_request_id: uuid.UUID | None = None) -> Vote:
+                      client_request_id: uuid.UUID | None = None, judgments: dict[int, int] | None = None) -> Vote:
     """Record an adjudicator's decision on an item without a panel majority, as a further vote.
 
     The adjudicator must hold the adjudicator role and must not sit on the item's panel; a reason
-    is required. A retry with the same ``client_request_id`` returns the recorded decision. Locks
-    the item row.
+    is required. ``judgments`` (a relation row's ``{trajectory id: 1 | 0 | -1}`` for exactly the
+    candidates its reviews left ⊥) are checked by the stage's ``adjudication_check`` and stored
+    with the vote; a stage without one refuses them (400). A retry with the same
+    ``client_request_id`` returns the recorded decision. Locks the item row.
     """
     if not user_has_role(adjudicator, Role.ADJUDICATOR):
         raise ApplicationError("only adjudicators adjudicate", code="not_an_adjudicator", status_code=403)
@@ -150,10 +152,18 @@ def adjudication_cast(*, item_id: int, adjudicator, label: str, reason: str,
         if Assignment.objects.filter(item=item, annotator=adjudicator).exists():
             raise ApplicationError("you sat on this item's panel; another adjudicator must decide it",
                                    code="panel_member", status_code=403)
+        if stage.adjudication_check is not None:
+            stage.adjudication_check(item=item, judgments=judgments)
+        elif judgments:
+            raise ApplicationError(f"a {item.stage} adjudication carries a label and a reason only",
+                                   code="unexpected_fields")
         try:
-            vote = Vote.objects.create(item=item, annotator=adjudicator, label=label, comment=reason,
-                                       is_adjudication=True, client_request_id=client_request_id)
+            with transaction.atomic():
+                vote = Vote.objects.create(item=item, annotator=adjudicator, label=label, comment=reason,
+                                           is_adjudication=True, client_request_id=client_request_id)
         except IntegrityError:
             raise ConflictError("you have adjudicated this item already", code="already_voted") from None
+        if judgments:
+            stage.after_vote(item=item, vote=vote, judgments=judgments)
         _apply_rule(item)
         return vote

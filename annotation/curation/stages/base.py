@@ -5,7 +5,10 @@ transaction with the item row locked (``annotation.curation.services.votes``):
 
 - ``check(item=, annotator=, label=, correction=, payload=, judgments=)`` validates what a vote
   carries besides its label and returns the extra ``Vote`` fields (raises ``ApplicationError``);
-- ``after_vote(item=, vote=, judgments=)`` stores rows that belong to the vote;
+- ``after_vote(item=, vote=, judgments=)`` stores rows that belong to the vote (an adjudication's
+  too, when it carries judgments);
+- ``adjudication_check(item=, judgments=)``, where a stage has one, validates the judgments an
+  adjudication carries (a stage without one takes an adjudication's label and reason only);
 - ``rule(item)`` gives the item's ``(state, decision)`` from its votes (it may widen the panel for
   an independent second review);
 - ``on_closed(item)`` runs once the item is decided or unresolved;
@@ -142,6 +145,7 @@ class ReviewStage:
     not_adjudicated: tuple[str, ...] = ()    # labels an adjudicator may not give
     majority_rule: bool = False              # decided by ``annotation.rules.decide`` (bulk audit applies)
     blinds: Callable[[QuerySet[WorkItem]], Blind] | None = None  # what its seated reviewers may not read
+    adjudication_check: Callable[..., dict] | None = None  # validates an adjudication's judgments
 
     def __post_init__(self) -> None:
         # A stage whose votes are labels counts agreement over them, one unit per item.

@@ -5,7 +5,10 @@ as a new version), ``unusable`` or ``uncertain``. Approvals count on exact versi
 hashes, ``annotation.rules.description_outcome``); corrections without a majority are
 consolidated into one final version (``consolidate_corrections``: disagreements become unknown)
 that a new round reviews; a round without any majority goes to adjudication. An adjudicator
-decides usable, unusable or uncertain: corrections come from the panel.
+decides usable, unusable or uncertain: corrections come from the panel. A correction that loses
+to the approvals of another version is kept as recorded dissent
+(``annotation.benchmark.services.descriptions.description_dissent_record``), which adjudicators
+and auditors read.
 
 Every reviewer sees the version under review with the describer's inputs, never another
 reviewer's vote; which other versions a reader sees is
@@ -16,7 +19,10 @@ from __future__ import annotations
 from django.db.models import Max
 from rest_framework import serializers
 
-from annotation.benchmark.services.descriptions import description_correction_create
+from annotation.benchmark.services.descriptions import (
+    description_correction_create,
+    description_dissent_record,
+)
 from annotation.curation.stages.base import Label, ReviewStage, nothing_after_vote
 from annotation.models import Description, DescriptionVersion, Vote, WorkItem
 from annotation.rules import (
@@ -98,6 +104,7 @@ def _on_closed(item: WorkItem) -> None:
     if outcome == APPROVED:
         description.approved_version = DescriptionVersion.objects.get(description=description, content_sha256=approved_sha)
         description.status = Description.Status.APPROVED
+        description_dissent_record(item=item, approved=description.approved_version)
     elif outcome == REJECTED:
         description.status = Description.Status.REJECTED
     elif outcome == CONSOLIDATE:

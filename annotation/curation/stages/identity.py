@@ -1,7 +1,9 @@
 """Identity (DESIGN 2.4): are two proposed trajectories of a video the same object? Decided like
-usability, except that a judgment reopened by a consolidation conflict (its ``same`` would join a
-confirmed ``different`` pair, ``annotation.curation.services.pools``) is decided by the
-adjudication that follows: a panel majority cannot settle it, it is part of the contradiction."""
+usability, except for a judgment reopened by a consolidation conflict (its ``same`` would join a
+confirmed ``different`` pair, ``annotation.curation.services.pools``): its panel majority is part of
+the contradiction, so after the adjudication that follows the reopening ``decide`` runs over all its
+votes, panel and adjudication together in casting order (``annotation.rules.decide_reopened``),
+and without a majority it ends unresolved (kept apart and flagged), never back in adjudication."""
 from __future__ import annotations
 
 from annotation.curation.stages.base import (
@@ -15,7 +17,7 @@ from annotation.curation.stages.base import (
     trajectory_target,
 )
 from annotation.models import Vote, WorkItem
-from annotation.rules import ADJUDICATE, UNRESOLVED
+from annotation.rules import decide_reopened
 
 SAME, DIFFERENT, UNCERTAIN = "same", "different", "uncertain"
 LABELS = (Label(SAME, "Same object"), Label(DIFFERENT, "Different objects"), Label(UNCERTAIN, "Uncertain"))
@@ -28,17 +30,16 @@ REASONS = (
 )
 
 
-def _conflict_outcome(item: WorkItem) -> str:
-    later = (Vote.objects.filter(item=item, is_adjudication=True, created_at__gte=item.reopened_at)
-             .order_by("-created_at", "-id").values_list("label", flat=True).first())
-    if later is None:
-        return ADJUDICATE
-    return later if later in DECISIVE else UNRESOLVED
+def reopened_outcome(item: WorkItem) -> str:
+    """``decide`` over every vote of a reopened item, once an adjudication follows its reopening."""
+    votes = list(Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", flat=True))
+    adjudicated = Vote.objects.filter(item=item, is_adjudication=True, created_at__gte=item.reopened_at).exists()
+    return decide_reopened(votes, DECISIVE, required=item.required_votes, adjudicated=adjudicated)
 
 
 def rule(item: WorkItem) -> tuple[str, str]:
     if item.reopened_at is not None:
-        return outcome_state(_conflict_outcome(item))
+        return outcome_state(reopened_outcome(item))
     return outcome_state(majority_outcome(item, DECISIVE))
 
 

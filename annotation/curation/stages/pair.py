@@ -8,7 +8,9 @@ disagreements prompt independent adjudication), and on dev and test so does any 
 (their galleries need every pair binary); a dev/test pair left ⊥ even then takes its query out of
 the benchmark.
 
-Blinding: the proposal is shown neither to the second reviewer nor to an auditor; the mined-pair
+Blinding: the proposal is shown neither to the second reviewer nor to an auditor, nor to anyone on
+an item opened blind (``prelabels["blind"]``: the blinded calibration sample of a pseudo-label
+rule); the mined-pair
 list hides it while the pair waits for its second review (``ReviewStage.awaiting_second_review``).
 A person seated on an open pair reads, through no endpoint, the proposal or the label of that pair
 or of the same trajectory's pairs with the query's family (its revisions, parents and the queries
@@ -44,6 +46,26 @@ REASONS = (
 PAIR_LABEL_VALUES = {MATCH: 1, MISMATCH: 0, UNCERTAIN: -1}
 # The words of the rejection of a dev/test query whose cross-video pair stays ⊥ (releases count them).
 BOTTOM_PAIR = "stayed unresolved after review and adjudication"
+
+
+def opened_blind(item: WorkItem) -> bool:
+    """Whether the item was opened without the writer's proposal (nobody on it is shown one)."""
+    return bool((item.prelabels or {}).get("blind"))
+
+
+def decided_blind(item: WorkItem) -> bool:
+    """Whether the pair's label was decided by a vote cast without the writer's proposal shown: on
+    an item opened blind, or of a pair without a proposal, every vote; otherwise the independent second review
+    (its label stands, ``relation_final``) and an adjudication of a widened item (adjudicators read
+    it as a second reviewer would), never a single first review, which was shown the proposal."""
+    if opened_blind(item) or model_proposal(item.pair.proposal) is None:
+        return True
+    reviews, adjudications = _pair_votes(item)
+    if not reviews:
+        return False
+    if relation_final(reviews) == -1 and adjudications:
+        return True
+    return len(reviews) >= 2
 
 
 def _check_pair(*, item: WorkItem, annotator, label: str, correction, payload, judgments) -> dict:
@@ -110,7 +132,8 @@ def _on_pair_closed(item: WorkItem) -> None:
               else Relation.Source.SECOND_REVIEW if len(reviews) > 1 else Relation.Source.HUMAN)
     Relation.objects.update_or_create(query_id=pair.query_id, trajectory_id=pair.trajectory_id, defaults=dict(
         label=final, source=source, stratum=pair.stratum, item=item, pseudo=False, rule=None,
-        evidence={"proposal": pair.proposal, "reviews": reviews, "adjudication": adjudications}))
+        evidence={"proposal": pair.proposal, "reviews": reviews, "adjudication": adjudications,
+                  "blind": decided_blind(item)}))
     pair.review = CrossPair.Review.DONE
     pair.save(update_fields=["review"])
     if final == -1 and _needs_binary(item):
@@ -133,13 +156,15 @@ class PairTargetSerializer(serializers.Serializer):
 
 def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> dict:
     """The query, the trajectory and the writer's proposal where ``suggestions`` allows (not for
-    an auditor, nor on an audit) and this is not the second review (a pair is disputed only when
-    its first reviewer said ⊥ or disagreed with the proposal, so showing it would tell which)."""
+    an auditor, nor on an audit), this is not the second review (a pair is disputed only when
+    its first reviewer said ⊥ or disagreed with the proposal, so showing it would tell which) and
+    the item was not opened blind (a calibration sample)."""
     pair = CrossPair.objects.select_related("query", "trajectory").get(pk=item.pair_id)
     return {"pair": pair.pk, "query": pair.query_id, "text": pair.query.text, "predicates": pair.query.predicates,
             "query_video": pair.query.video_id, "trajectory": pair.trajectory_id,
             "trajectory_video": pair.trajectory.video_id,
-            "proposal": model_proposal(pair.proposal) if suggestions and not second else None}
+            "proposal": model_proposal(pair.proposal) if suggestions and not second and not opened_blind(item)
+            else None}
 
 
 def blinds(items) -> Blind:

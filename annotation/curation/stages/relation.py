@@ -4,7 +4,10 @@ A relation item starts with one reviewer, who labels every candidate 1, 0 or ⊥
 query (faithful, natural 1-5). Candidates the reviewer marks ⊥ or labels against a binary
 pre-label are disputed: the panel widens to two and an independent second reviewer labels those
 candidates only; ``annotation.rules.relation_final`` gives each candidate's final label and what
-stays unresolved is ⊥. Then the query is admitted or rejected (:func:`query_admission_problem`).
+stays unresolved is ⊥. On dev and test a row that still holds ⊥ goes to an adjudicator, whose vote
+labels exactly those candidates (:func:`bottom_candidates`) 1, 0 or ⊥ again; training rows keep
+their ⊥ without adjudication. Then the query is admitted or rejected
+(:func:`query_admission_problem`).
 
 Blinding: the second reviewer sees only the disputed candidates, never the first review, and no
 pre-label (a candidate is disputed only when the first reviewer said ⊥ or disagreed with a binary
@@ -102,16 +105,71 @@ def _store_judgments(*, item: WorkItem, vote: Vote, judgments) -> None:
 
 
 def _row_labels(item: WorkItem) -> dict[int, list[int]]:
+    """The panel's labels of each candidate, in casting order (adjudication left out)."""
     out: dict[int, list[int]] = {}
-    rows = (RelationJudgment.objects.filter(vote__item=item).order_by("vote__created_at", "vote_id")
-            .values_list("trajectory_id", "label"))
+    rows = (RelationJudgment.objects.filter(vote__item=item, vote__is_adjudication=False)
+            .order_by("vote__created_at", "vote_id").values_list("trajectory_id", "label"))
     for tid, label in rows:
         out.setdefault(tid, []).append(label)
     return out
 
 
+def _adjudication_labels(item: WorkItem) -> dict[int, int]:
+    """The adjudicator's labels of the candidates the panel left ⊥ (empty before adjudication)."""
+    return dict(RelationJudgment.objects.filter(vote__item=item, vote__is_adjudication=True)
+                .values_list("trajectory_id", "label"))
+
+
+def _needs_binary_row(item: WorkItem) -> bool:
+    return item.query.video.split in ("dev", "test")
+
+
+def bottom_candidates(item: WorkItem) -> list[int]:
+    """The candidates of a dev/test row whose final label after its panel (both reviews) is ⊥:
+    what an adjudicator labels before the query is admitted or rejected. Empty for a training row
+    (it keeps its ⊥) and while the panel is incomplete."""
+    if not _needs_binary_row(item):
+        return []
+    if Vote.objects.filter(item=item, is_adjudication=False).count() < item.panel_size:
+        return []
+    return sorted(tid for tid, labels in _row_labels(item).items() if relation_final(labels) == -1)
+
+
+def final_row(item: WorkItem) -> dict[int, int]:
+    """Each candidate's final label: the panel's (``relation_final``), and for a candidate the
+    panel left ⊥ the adjudicator's where there is one."""
+    final = {tid: relation_final(labels) for tid, labels in _row_labels(item).items()}
+    for tid, label in _adjudication_labels(item).items():
+        if final.get(tid) == -1:
+            final[tid] = label
+    return final
+
+
+def _check_adjudication(*, item: WorkItem, judgments) -> dict:
+    """An adjudication of a row labels exactly its ⊥ candidates, 1, 0 or -1 (⊥: they cannot tell
+    either)."""
+    bottom = bottom_candidates(item)
+    if not isinstance(judgments, dict) or not judgments:
+        raise ApplicationError(f"label the candidates left ⊥: judgments {{trajectory id: 1 | 0 | -1}} for {bottom}",
+                               code="judgments_required", extra={"candidates": bottom})
+    try:
+        labels = {int(k): int(v) for k, v in judgments.items()}
+    except (TypeError, ValueError):
+        raise ApplicationError("judgments map trajectory ids to 1, 0 or -1", code="invalid_judgments") from None
+    if len(labels) != len(judgments):
+        raise ApplicationError("each trajectory is labelled once", code="invalid_judgments")
+    bad = sorted(k for k, v in labels.items() if v not in (1, 0, -1))
+    if bad:
+        raise ApplicationError(f"labels must be 1, 0 or -1 (⊥); trajectories {bad} have others", code="invalid_judgments")
+    if set(labels) != set(bottom):
+        raise ApplicationError(f"an adjudication labels exactly the candidates left ⊥ ({bottom}); missing "
+                               f"{sorted(set(bottom) - set(labels))}, not left ⊥ {sorted(set(labels) - set(bottom))}",
+                               code="not_bottom", extra={"candidates": bottom})
+    return {}
+
+
 def _row_rule(item: WorkItem) -> tuple[str, str]:
-    n_votes = Vote.objects.filter(item=item).count()
+    n_votes = Vote.objects.filter(item=item, is_adjudication=False).count()
     if n_votes == 0:
         return WorkItem.State.OPEN, ""
     if n_votes == 1 and item.panel_size == STAGE.panel:
@@ -123,13 +181,15 @@ def _row_rule(item: WorkItem) -> tuple[str, str]:
             return WorkItem.State.OPEN, ""
     if n_votes < item.panel_size:
         return WorkItem.State.OPEN, ""
+    if not Vote.objects.filter(item=item, is_adjudication=True).exists() and bottom_candidates(item):
+        return WorkItem.State.ADJUDICATE, ""
     return WorkItem.State.DECIDED, REVIEWED
 
 
 def query_admission_problem(query: Query, row: dict[int, int]) -> str:
     """Why a verified query is not admitted (empty when it is): unfaithful or unnatural wording, a
     row without exactly one match (several fragments, or none), or, on dev/test, a row that is not
-    fully binary."""
+    fully binary (``row`` is final: on dev/test its ⊥ has been adjudicated)."""
     ratings = query.ratings or {}
     if ratings.get("faithful") is False:
         return "the reviewer found the query unfaithful to the target's facts"
@@ -145,7 +205,8 @@ def query_admission_problem(query: Query, row: dict[int, int]) -> str:
                 "from")
     unknown = [tid for tid, label in row.items() if label == -1]
     if query.video.split in ("dev", "test") and unknown:
-        return f"a {query.video.split} query {BOTTOM_ROW}; {len(unknown)} candidates stay ⊥ ({unknown})"
+        return (f"a {query.video.split} query {BOTTOM_ROW}; {len(unknown)} candidates stay ⊥ ({unknown}) after "
+                "review and adjudication")
     return ""
 
 
@@ -154,15 +215,18 @@ def _on_row_closed(item: WorkItem) -> None:
     query = Query.objects.select_for_update().get(pk=item.query_id)
     if query.status != Query.Status.IN_REVIEW:
         return  # revised or re-pooled meanwhile: its row no longer decides anything
-    labels = _row_labels(item)
-    final = {tid: relation_final(ls) for tid, ls in labels.items()}
+    labels, adjudicated = _row_labels(item), _adjudication_labels(item)
+    final = final_row(item)
     for tid, label in final.items():
-        source = (Relation.Source.HUMAN if len(labels[tid]) == 1 else Relation.Source.SECOND_REVIEW) if label != -1 \
-            else Relation.Source.POOL
+        source = (Relation.Source.POOL if label == -1 else Relation.Source.ADJUDICATED if tid in adjudicated
+                  else Relation.Source.HUMAN if len(labels[tid]) == 1 else Relation.Source.SECOND_REVIEW)
+        evidence = {"prelabel": item.prelabels.get(str(tid)), "reviews": labels[tid]}
+        if tid in adjudicated:
+            evidence["adjudication"] = adjudicated[tid]
         Relation.objects.update_or_create(query=query, trajectory_id=tid, defaults=dict(
-            label=label, source=source, stratum="within", item=item, pseudo=False, rule=None,
-            evidence={"prelabel": item.prelabels.get(str(tid)), "reviews": labels[tid]}))
-    ratings = Vote.objects.filter(item=item).order_by("created_at", "id").values_list("payload", flat=True).first()
+            label=label, source=source, stratum="within", item=item, pseudo=False, rule=None, evidence=evidence))
+    ratings = (Vote.objects.filter(item=item, is_adjudication=False).order_by("created_at", "id")
+               .values_list("payload", flat=True).first())
     query.ratings = ratings or {}
     reason = query_admission_problem(query, final)
     if reason:
@@ -185,6 +249,10 @@ class RelationRowTargetSerializer(serializers.Serializer):
     review_round = serializers.IntegerField(help_text="1: label every candidate; 2: only the disputed ones")
     rate_query = serializers.BooleanField(help_text="the vote's payload must rate it: faithful, natural 1-5")
     candidates = RowCandidateSerializer(many=True)
+    bottom = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="a dev/test row in adjudication: the candidates both reviews left ⊥, which an adjudication labels "
+                  "(exactly these, 1, 0 or -1); empty otherwise")
     unresolved_identity = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
         help_text="pairs of the pool's members whose identity review stayed unresolved: they may be one object "
@@ -215,6 +283,7 @@ def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> d
     return {"query": query.pk, "text": query.text, "predicates": query.predicates, "pool": query.pool_id,
             "review_round": 2 if second else 1, "rate_query": not second,
             "unresolved_identity": unresolved_identity_pairs(query.pool_id),
+            "bottom": bottom_candidates(item) if item.state == WorkItem.State.ADJUDICATE else [],
             "candidates": [{"trajectory": tid, "prelabel": model_proposal(prelabels.get(str(tid)))}
                            for tid in candidates]}
 
@@ -248,7 +317,7 @@ def blinds(items: QuerySet[WorkItem]) -> Blind:
 
 STAGE = ReviewStage(
     name="relation", labels=LABELS, decisive=DECISIVE, reasons=(), panel=1, required=1, widened_panel=2,
-    check=_check_row, after_vote=_store_judgments, rule=_row_rule, on_closed=_on_row_closed,
+    check=_check_row, after_vote=_store_judgments, adjudication_check=_check_adjudication, rule=_row_rule, on_closed=_on_row_closed,
     read_target=read_target, target_key="relation_row", target_serializer=RelationRowTargetSerializer,
     agreement_rows=agreement_rows, categories=CATEGORIES, agreement_panel=2,
     accepted=(REVIEWED,), accepted_where=Q(query__status=Query.Status.ACCEPTED), blinds=blinds)

@@ -1,17 +1,23 @@
 // Adjudication: the items whose panel found no majority, every vote visible, and a decision
-// with a reason (recorded as a further vote). Keyboard: 1/2/3 choose the label and put the
-// focus in the reason; Ctrl+Enter submits; P / N move through the queue.
+// with a reason (recorded as a further vote). A dev/test relation row whose reviews left
+// candidates ⊥ is decided by labelling exactly those candidates (`BottomRowJudgments`). The
+// recorded dissent on the descriptions the decision reads is shown beside the votes.
+// Keyboard: 1/2/3 choose the label and put the focus in the reason; Y / X / U label a row's next
+// ⊥ candidate; Ctrl+Enter submits; P / N move through the queue.
 
 import { useEffect, useRef, useState } from "react";
 import { api, requestId } from "../api/endpoints";
-import type { AdjudicationItem } from "../api/types";
+import type { AdjudicationItem, RelationLabel } from "../api/types";
 import { Link } from "../components/Link";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { useAsync } from "../components/useAsync";
 import { ariaKeys, useShortcutList } from "../keyboard/useShortcut";
 import { markFirstFrame, markItemOpen } from "../perf";
+import { DissentList } from "../review/description/Dissent";
 import { stageByName } from "../review/stages";
 import { navigate } from "../router";
+import { BottomRowJudgments } from "./BottomRowJudgments";
+import { type BottomRow, initBottomRow, missing, setLabel as labelCandidate, toJudgments } from "./bottomRow";
 
 function tally(item: AdjudicationItem): string {
   const counts = new Map<string, number>();
@@ -71,6 +77,18 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
   const [done, setDone] = useState<string | null>(null);
   const reasonBox = useRef<HTMLTextAreaElement>(null);
   const rid = useRef(requestId());
+  // A relation row in adjudication: the candidates its reviews left ⊥ (as a key, so a reload of
+  // the same item keeps the labels given so far).
+  const bottomKey = (item.data?.target.relation_row?.bottom ?? []).join(",");
+  const [row, setRow] = useState<BottomRow>(() => initBottomRow([]));
+  useEffect(() => {
+    setRow(initBottomRow(bottomKey ? bottomKey.split(",").map(Number) : []));
+  }, [bottomKey]);
+  const needsRow = row.candidates.length > 0;
+  const labelNext = (l: RelationLabel) => {
+    const t = missing(row)[0];
+    if (t !== undefined) setRow(labelCandidate(row, t, l));
+  };
 
   const ids = (queue.data ?? []).map((i) => i.item);
   const at = ids.indexOf(itemId);
@@ -89,10 +107,15 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
       reasonBox.current?.focus();
       return;
     }
+    const judgments = needsRow ? toJudgments(row) : null;
+    if (needsRow && !judgments) {
+      setError(new Error(`Label every candidate left ⊥ first: ${missing(row).map((t) => `#${t}`).join(", ")} have no label.`));
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
-      await api.adjudicate(itemId, { label, reason: reason.trim(), client_request_id: rid.current });
+      await api.adjudicate(itemId, { label, reason: reason.trim(), client_request_id: rid.current, ...(judgments ? { judgments } : {}) });
       setDone(label);
       const rest = (await api.adjudicationQueue()).filter((i) => i.item !== itemId);
       navigate(rest.length ? `/adjudication/${rest[0].item}` : "/adjudication");
@@ -112,11 +135,14 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
     { id: "adjudication.submit", handler: () => void submit(), enabled: !!label && !done },
     { id: "adjudication.previous", handler: () => go(-1), enabled: at > 0 },
     { id: "adjudication.next", handler: () => go(1), enabled: at >= 0 && at < ids.length - 1 },
+    { id: "adjudication.bottomMatch", handler: () => labelNext(1), enabled: needsRow && !done },
+    { id: "adjudication.bottomMismatch", handler: () => labelNext(0), enabled: needsRow && !done },
+    { id: "adjudication.bottomUnknown", handler: () => labelNext(-1), enabled: needsRow && !done },
   ]);
 
   useEffect(() => {
     rid.current = requestId();
-  }, [label]);
+  }, [label, row]);
 
   if (item.error) return <ErrorState error={item.error} onRetry={() => navigate("/adjudication")} />;
   if (!data) return <Loading what={`item ${itemId}`} />;
@@ -145,7 +171,11 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
             ))}
           </tbody>
         </table>
+        <DissentList dissent={data.dissent} caption="Recorded dissent on the descriptions this decision reads" />
         <form className="decision" onSubmit={(e) => { e.preventDefault(); void submit(); }}>
+          {needsRow && (
+            <BottomRowJudgments row={row} votes={data.votes} disabled={!!done} onLabel={(t, l) => setRow(labelCandidate(row, t, l))} />
+          )}
           <div className="labels" role="radiogroup" aria-label="Decision">
             {labels.map((l, i) => (
               <button key={l} type="button" role="radio" aria-checked={label === l} className={`vote label-${l}${label === l ? " chosen" : ""}`}
@@ -158,7 +188,8 @@ export function AdjudicationScreen({ itemId }: { itemId: number }) {
             Reason (required)
             <textarea ref={reasonBox} value={reason} onChange={(e) => setReason(e.target.value)} rows={3} maxLength={2000} />
           </label>
-          <button type="submit" className="primary" disabled={!label || busy || !!done} aria-keyshortcuts={ariaKeys("adjudication.submit")}>
+          <button type="submit" className="primary" disabled={!label || busy || !!done || (needsRow && !toJudgments(row))}
+            aria-keyshortcuts={ariaKeys("adjudication.submit")}>
             Decide {label ?? "…"} <kbd>Ctrl + Enter</kbd>
           </button>
         </form>

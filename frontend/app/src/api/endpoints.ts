@@ -7,6 +7,7 @@ import type {
   Agreement,
   Assignment,
   Audit,
+  AuditJudgment,
   AuditStats,
   AuditTarget,
   Completeness,
@@ -78,7 +79,7 @@ export const api = {
   // adjudication
   adjudicationQueue: () => get<AdjudicationItem[]>("/api/adjudication/"),
   adjudicationItem: (id: number, signal?: AbortSignal) => get<AdjudicationItem>(`/api/adjudication/${id}/`, signal),
-  adjudicate: (id: number, body: { label: string; reason: string; client_request_id: string }) =>
+  adjudicate: (id: number, body: { label: string; reason: string; client_request_id: string; judgments?: Record<string, number> }) =>
     request<AdjudicationVote>(`/api/adjudication/${id}/`, { method: "POST", body }),
 
   // media and trajectories
@@ -140,7 +141,7 @@ export const api = {
     request<Audit>("/api/audits/", { method: "POST", body }),
   auditNext: (id: number) => request<AuditTarget>(`/api/audits/${id}/next/`, { method: "POST" }),
   auditJudge: (id: number, body: { sample: number; verdict: string; error_type?: string; note?: string; time_spent_ms?: number }) =>
-    request<unknown>(`/api/audits/${id}/judgments/`, { method: "POST", body }),
+    request<AuditJudgment>(`/api/audits/${id}/judgments/`, { method: "POST", body }),
   auditStats: (id: number, signal?: AbortSignal) => get<AuditStats>(`/api/audits/${id}/stats/`, signal),
 
   // search (managers)

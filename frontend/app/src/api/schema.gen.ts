@@ -82,7 +82,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record your verdict on a claimed sample: correct, or error with its type (never changed) */
+        /** Record your verdict on a claimed sample: correct, or error with its type (never changed); a description's recorded dissent comes back with it */
         post: operations["audits_judgments_create"];
         delete?: never;
         options?: never;
@@ -277,7 +277,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One description: its versions, status and approved facts with their evidence */
+        /** One description: its versions, status, approved facts with their evidence, and its recorded dissent */
         get: operations["descriptions_retrieve"];
         put?: never;
         post?: never;
@@ -668,8 +668,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Audit the rule on the dev split's reviewed pairs, once: accepted only if the one-sided 95% Clopper-Pearson upper bound of its error rate is within the declared bound */
+        /** Audit the rule on the blinded labels of the dev pairs it selects (reviewers not shown the proposal), once: refused with too few; accepted only if the one-sided 95% Clopper-Pearson upper bound of its error rate is within the declared bound */
         post: operations["pseudo_rules_calibrate_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/pseudo-rules/{rule_id}/calibration-sample/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open blind pair review (no proposal shown) for a uniform sample of the unreviewed dev pairs the rule selects: the sample its calibration reads */
+        post: operations["pseudo_rules_calibration_sample_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1546,6 +1563,10 @@ export interface components {
              * @description repeat a submission with the same id safely
              */
             client_request_id?: string | null;
+            /** @description relation rows (label reviewed): {trajectory id: 1 | 0 | -1} for exactly the candidates in target.relation_row.bottom */
+            judgments?: {
+                [key: string]: number;
+            } | null;
         };
         AdjudicationItem: {
             item: number;
@@ -1553,6 +1574,8 @@ export interface components {
             labels: string[];
             target: components["schemas"]["Target"];
             votes: components["schemas"]["AdjudicationVote"][];
+            /** @description recorded dissent on the descriptions the decision reads: corrections that lost to the approvals of another version */
+            dissent: components["schemas"]["DissentOutput"][];
         };
         AdjudicationVote: {
             readonly id: number;
@@ -1568,6 +1591,10 @@ export interface components {
             readonly created_at: string;
             correction?: number | null;
             payload?: unknown;
+            /** @description A relation row vote's labels of its candidates ({trajectory id: 1 | 0 | -1}); empty otherwise. */
+            readonly judgments: {
+                [key: string]: number;
+            };
         };
         /** @description Every refused request under ``/api/`` (``common.errors``). */
         ApiError: {
@@ -1631,6 +1658,8 @@ export interface components {
             time_spent_ms?: number | null;
             /** Format: date-time */
             readonly created_at: string;
+            /** @description a description sample: its recorded dissent (corrections that lost to the approvals of another version), shown once the blind verdict is in; empty for other kinds */
+            dissent: components["schemas"]["DissentOutput"][];
         };
         AuditListInputRequest: {
             /** @description One of: train, dev, test. */
@@ -1796,6 +1825,8 @@ export interface components {
             facts: components["schemas"]["FactOutput"][];
             /** @description the describer's raw text per attempt (managers only) */
             raw_outputs: string[] | null;
+            /** @description recorded dissent: corrections that lost to the approvals of another version (adjudicators, managers, and auditors outside a claimed audit sample of it; null for others) */
+            dissent: components["schemas"]["DissentOutput"][] | null;
         };
         DescriptionOutput: {
             readonly id: number;
@@ -1871,6 +1902,30 @@ export interface components {
             created_by?: number | null;
             /** Format: date-time */
             readonly created_at: string;
+        };
+        DissentDifference: {
+            /** @description appearance, motion, or a fact by id (and name) */
+            field: string;
+            /** @description the approved value (null: not in it) */
+            approved: string | null;
+            /** @description the dissenting correction's value (null: removed) */
+            corrected: string | null;
+        };
+        /** @description A minor correction that lost to the approvals of another version (E.2), read-only. */
+        DissentOutput: {
+            id: number;
+            description: number;
+            trajectory: number;
+            /** @description the review item that approved the other version */
+            item: number;
+            /** @description the corrected version the dissenting reviewer approved */
+            correction: number;
+            approved_version: number;
+            /** @description the dissenting reviewer's reasons */
+            reasons: string[];
+            differences: components["schemas"]["DissentDifference"][];
+            /** Format: date-time */
+            created_at: string;
         };
         DuplicateCandidateListInputRequest: {
             trajectory_a: number;
@@ -2780,6 +2835,31 @@ export interface components {
             /** Format: double */
             coverage_drift?: number;
         };
+        PseudoRuleCalibrationSampleInputRequest: {
+            /** @description pairs to open; default: the smallest audit that can accept the declared bound */
+            size?: number;
+            /**
+             * @description seeds the uniform draw
+             * @default 0
+             */
+            seed: number;
+        };
+        PseudoRuleCalibrationSampleOutput: {
+            /** @description dev pairs scored by the rule's encoder */
+            considered: number;
+            /** @description of them, selected by the rule */
+            selected: number;
+            /** @description selected pairs with no review item and no label yet */
+            eligible: number;
+            /** @description blind pair items opened now (no proposal shown) */
+            queued: number;
+            /** @description selected pairs that already carry a blinded label */
+            blinded: number;
+            /** @description blinded pairs the declared bound needs at the least */
+            needed: number;
+            /** @description dev pairs of another encoder, not read */
+            other_encoder: number;
+        };
         PseudoRuleListInputRequest: {
             /** @description models.curation.calibration.EasyNegativeRule: name, s_max, encoder, min_contradicted, strata, event_absence */
             rule: {
@@ -2925,6 +3005,8 @@ export interface components {
             /** @description the vote's payload must rate it: faithful, natural 1-5 */
             rate_query: boolean;
             candidates: components["schemas"]["RowCandidate"][];
+            /** @description a dev/test row in adjudication: the candidates both reviews left ⊥, which an adjudication labels (exactly these, 1, 0 or -1); empty otherwise */
+            bottom: number[];
             /** @description pairs of the pool's members whose identity review stayed unresolved: they may be one object kept as two candidates (E.1), so a query matching both is ambiguous */
             unresolved_identity: number[][];
         };
@@ -3899,7 +3981,6 @@ export interface operations {
                     "application/json": components["schemas"]["AdjudicationItem"][];
                 };
             };
-            /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3929,7 +4010,6 @@ export interface operations {
                     "application/json": components["schemas"]["AdjudicationItem"];
                 };
             };
-            /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3938,7 +4018,6 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description No such record (or not one the user may see) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3972,7 +4051,6 @@ export interface operations {
                     "application/json": components["schemas"]["AdjudicationVote"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3981,7 +4059,6 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3990,8 +4067,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description No such record (or not one the user may see) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4203,7 +4287,6 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4828,7 +4911,6 @@ export interface operations {
                     "application/json": components["schemas"]["DescriptionDetailOutput"];
                 };
             };
-            /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4837,7 +4919,6 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description No such record (or not one the user may see) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6243,6 +6324,82 @@ export interface operations {
                 };
             };
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    pseudo_rules_calibration_sample_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PseudoRuleCalibrationSampleInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PseudoRuleCalibrationSampleOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8011,7 +8168,7 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };

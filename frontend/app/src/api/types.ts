@@ -95,6 +95,8 @@ export type SeatItem = Schemas["SeatItem"];
 
 export type AdjudicationVote = Json<Sent<Schemas["AdjudicationVote"]>, { reasons: string[]; payload: Dict }>;
 export type AdjudicationItem = Json<Schemas["AdjudicationItem"], { target: Target; votes: AdjudicationVote[] }>;
+/** A description correction that lost to the approvals of another version (recorded dissent). */
+export type Dissent = Schemas["DissentOutput"];
 
 /** A review stage as the server declares it (GET /api/review/stages/): its labels in vote-key
  *  order with their button text, the labels that decide an item, the reasons an annotator may
@@ -213,6 +215,7 @@ export type Audit = Json<Sent<Schemas["AuditOutput"]>, {
 
 /** What an auditor checks: the record as accepted, nothing about how it was decided. */
 export type AuditTarget = Json<Schemas["AuditTarget"], { kind: "relation" | "query" | "description"; record: Dict }>;
+export type AuditJudgment = Schemas["AuditJudgmentOutput"];
 
 /** GET /api/audits/{id}/stats/ (the schema declares a free-form object). */
 export type AuditStratumStats = {

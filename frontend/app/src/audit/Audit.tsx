@@ -2,18 +2,21 @@
 // screen shows the record as accepted (a relation's query, predicates, trajectory and label; a
 // query's text, predicates and target; a description's approved content) and nothing else: no
 // model suggestion, no vote, no source, not why the record was sampled (the API sends nothing
-// more). The verdict is `correct`, or `error` with an error type of the record's kind.
+// more). The verdict is `correct`, or `error` with an error type of the record's kind. Once the
+// verdict is in, a description's recorded dissent (corrections that lost to the approvals of
+// another version) comes back with it and is shown under the next record.
 //
 // Keyboard: 1 correct, 2 error, Shift+1… the error type, Ctrl+Enter records the verdict and takes
 // the next record.
 
 import { useEffect, useRef, useState } from "react";
 import { api } from "../api/endpoints";
-import type { AuditTarget, DescriptionContent, Predicate, RelationLabel } from "../api/types";
+import type { AuditTarget, DescriptionContent, Dissent, Predicate, RelationLabel } from "../api/types";
 import { Link } from "../components/Link";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { useAsync } from "../components/useAsync";
 import { ariaKeys, useShortcutList } from "../keyboard/useShortcut";
+import { DissentList } from "../review/description/Dissent";
 import { DescriptionReadOnly } from "../review/description/DescriptionReview";
 import { Predicates } from "../review/relation/RelationReview";
 import { labelMeaning, labelText } from "../review/relation/relationGrid";
@@ -92,6 +95,7 @@ export function AuditScreen({ auditId }: { auditId: number }) {
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState(""); // about the record on screen: reset with each record
   const [recorded, setRecorded] = useState(""); // the last verdict recorded, naming its sample
+  const [revealed, setRevealed] = useState<{ sample: number; dissent: Dissent[] } | null>(null); // after the verdict
   const [progress, setProgress] = useState<{ judged: number; samples: number } | null>(null);
   const shownAt = useRef(performance.now());
   const [attempt, setAttempt] = useState(0);
@@ -132,11 +136,12 @@ export function AuditScreen({ auditId }: { auditId: number }) {
     setBusy(true);
     setError(null);
     try {
-      await api.auditJudge(auditId, {
+      const judgment = await api.auditJudge(auditId, {
         sample: sample.sample, verdict, error_type: verdict === "error" ? errorType : "", note: note.trim(),
         time_spent_ms: Math.round(performance.now() - shownAt.current),
       });
       setRecorded(`Recorded ${verdict}${verdict === "error" ? ` (${errorType.replaceAll("_", " ")})` : ""} for sample ${sample.sample}.`);
+      setRevealed({ sample: sample.sample, dissent: judgment?.dissent ?? [] });
       setAttempt((a) => a + 1);
     } catch (e) {
       setError(e);
@@ -207,6 +212,10 @@ export function AuditScreen({ auditId }: { auditId: number }) {
         <p className="muted small">Sample {sample.sample} · claimed until {new Date(sample.claim_expires_at).toLocaleTimeString()}</p>
         <p className="status" role="status" aria-live="polite">{status}</p>
         {recorded && <p className="status muted small" role="status">{recorded}</p>}
+        {revealed && (
+          <DissentList dissent={revealed.dissent}
+            caption={`Recorded dissent on the description of sample ${revealed.sample}, now that your verdict is in`} />
+        )}
       </aside>
     </div>
   );

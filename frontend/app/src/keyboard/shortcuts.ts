@@ -82,6 +82,9 @@ export const SHORTCUTS: readonly ShortcutDef[] = [
   { id: "adjudication.submit", description: "Submit the decision with its reason", keys: ["mod+enter"], scope: "adjudication", allowInInput: true },
   { id: "adjudication.previous", description: "Previous item in the queue", keys: ["p", "["], scope: "adjudication" },
   { id: "adjudication.next", description: "Next item in the queue", keys: ["n", "]"], scope: "adjudication" },
+  { id: "adjudication.bottomMatch", description: "Relation row: label the next candidate left ⊥ 1 (match)", keys: ["y"], scope: "adjudication" },
+  { id: "adjudication.bottomMismatch", description: "Relation row: label the next candidate left ⊥ 0 (mismatch)", keys: ["x"], scope: "adjudication" },
+  { id: "adjudication.bottomUnknown", description: "Relation row: the next candidate left ⊥ stays ⊥ (cannot tell either)", keys: ["u"], scope: "adjudication" },
   // manager screens
   { id: "manager.refresh", description: "Refresh now", keys: ["shift+r"], scope: "manager" },
 ];
