@@ -381,7 +381,10 @@ class ReleaseVerifyApi(APIView):
 
 
 class ReleaseDownloadApi(APIView):
-    permission_classes = [IsStaffMember]
+    """Managers and auditors only, like the diff: the files hold published labels, which a reviewer
+    seated on a revision of a published query may not read (``annotation.curation.stages.seated_blind``)."""
+
+    permission_classes = [IsManagerOrAuditor]
 
     @extend_schema(responses={(200, "application/x-tar"): OpenApiTypes.BINARY, 404: ERROR, 409: ERROR},
                    summary="The release as one .tar (streamed): every file under <name>-<version>/, SHA256SUMS "

@@ -103,7 +103,9 @@ def test_an_unfinished_audit_needs_publish_anyway_which_the_release_records(db, 
 
 def test_a_release_downloads_as_a_tar_that_matches_its_checksums(db, train, client_for, make_user):
     release = release_create(name="dl", version="1.0.0", splits=["train"], created_by=train["manager"])
-    client = client_for(make_user("annotator"))          # every staff member may download
+    client = client_for(make_user("auditor"))            # managers and auditors download
+    assert client_for(make_user("annotator")).get(f"/api/releases/{release.pk}/download/").status_code == 403
+    assert client_for(make_user("annotator")).get(f"/api/releases/{release.pk}/SHA256SUMS").status_code == 200
     response = client.get(f"/api/releases/{release.pk}/download/")
     assert response.status_code == 200 and response["Content-Type"] == "application/x-tar"
     assert response["Content-Disposition"] == 'attachment; filename="dl-1.0.0.tar"'

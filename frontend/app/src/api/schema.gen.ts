@@ -844,7 +844,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The release as one .tar (streamed): every file under <name>-<version>/, SHA256SUMS among them; 409 release_tampered when a file on disk is missing or resized */
+        /**
+         * The release as one .tar (streamed): every file under <name>-<version>/, SHA256SUMS among them; 409 release_tampered when a file on disk is missing or resized
+         * @description Managers and auditors only, like the diff: the files hold published labels, which a reviewer
+         *     seated on a revision of a published query may not read (``annotation.curation.stages.seated_blind``).
+         */
         get: operations["releases_download_retrieve"];
         put?: never;
         post?: never;
