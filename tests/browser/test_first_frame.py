@@ -44,7 +44,8 @@ def test_first_frame_of_an_opened_item_is_on_screen_within_300_ms(open_page, peo
         item = open_item(page, "review/usability", after=previous)
         in_app.append(wait_first_frame(page, item))
         items.append(item)
-        page.keyboard.press("1" if i % 3 else "2")  # vote: the next item opens
+        page.keyboard.press("1" if i % 3 else "2")  # vote, and send it now (no undo wait): the next item opens
+        page.keyboard.press("Enter")
         previous = item
     open_item(page, "review/usability", after=previous)  # the last vote is in: its next item opened
     assert Vote.objects.filter(annotator=people["ann1"]).count() == N_ITEMS

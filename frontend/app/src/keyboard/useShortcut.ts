@@ -1,7 +1,8 @@
 // Binding shortcuts from React components: the handler may change on every render; the binding
-// lives as long as the component (and `enabled`).
+// lives as long as the component (and `enabled`). Bindings are made in a layout effect, before the
+// browser paints: a key pressed as soon as the screen shows what it acts on is never lost.
 
-import { useEffect, useRef, useSyncExternalStore } from "react";
+import { useLayoutEffect, useRef, useSyncExternalStore } from "react";
 import { shortcuts } from "./shortcuts";
 import type { ActiveShortcut } from "./registry";
 
@@ -9,7 +10,7 @@ export function useShortcut(id: string, handler: () => void, opts: { detail?: st
   const latest = useRef(handler);
   latest.current = handler;
   const enabled = opts.enabled ?? true;
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (!enabled) return undefined;
     return shortcuts.bind(id, () => latest.current(), opts.detail);
   }, [id, enabled, opts.detail]);
@@ -61,7 +62,7 @@ export function useShortcutList(bindings: ShortcutBinding[]): void {
   const latest = useRef(bindings);
   latest.current = bindings;
   const signature = bindings.map((b) => `${b.id}:${b.detail ?? ""}:${b.enabled !== false}`).join("|");
-  useEffect(() => {
+  useLayoutEffect(() => {
     const offs = latest.current.map((b, i) =>
       b.enabled === false ? null : shortcuts.bind(b.id, () => latest.current[i]?.handler(), b.detail),
     );
