@@ -57,10 +57,10 @@ class TargetSerializer(serializers.Serializer):
     pair = serializers.SerializerMethodField()
 
     def get_trajectory_a(self, item) -> int | None:
-        return item.duplicate.trajectory_a_id if item.duplicate_id else None
+        return selectors.duplicate_ends(item)[0]
 
     def get_trajectory_b(self, item) -> int | None:
-        return item.duplicate.trajectory_b_id if item.duplicate_id else None
+        return selectors.duplicate_ends(item)[1]
 
     @staticmethod
     def _part(item, stage_name: str):
@@ -95,7 +95,8 @@ class OwnVoteSerializer(serializers.ModelSerializer):
 
     def get_judgments(self, vote) -> dict[str, int]:
         """One's own labels of a relation row's candidates ({trajectory id: 1 | 0 | -1})."""
-        return {str(j.trajectory_id): j.label for j in vote.judgments.all()}
+        judgments = getattr(vote, "judgments_written", None)
+        return {str(j.trajectory_id): j.label for j in (vote.judgments.all() if judgments is None else judgments)}
 
 
 class UpcomingSerializer(serializers.Serializer):
@@ -125,7 +126,7 @@ def _assignment_body(seat: Assignment) -> dict:
     # A vote completes its seat in the same transaction: an uncompleted seat has no vote to read.
     seat.my_vote = None if seat.completed_at is None else selectors.own_vote(annotator=seat.annotator,
                                                                              item_id=seat.item_id)
-    seat.upcoming = selectors.upcoming_item(item_id=getattr(seat, "upcoming", None))
+    seat.upcoming = getattr(seat, "upcoming", None)  # set by a claim (selectors.upcoming_of)
     _with_review_target(seat.item, seat.annotator)
     return AssignmentOutputSerializer(seat).data
 
@@ -182,7 +183,8 @@ class SkipApi(APIView):
         data.is_valid(raise_exception=True)
         seat = selectors.assignment_for_annotator(annotator=request.user, item_id=item_id)
         assignment_release(assignment=seat, reason=data.validated_data["reason"])
-        following = work_item_claim_next(annotator=request.user, stage=seat.item.stage)
+        following = work_item_claim_next(annotator=request.user, stage=seat.item.stage,
+                                         last_video_id=seat.item.video_id)
         return Response({"next": None if following is None else _assignment_body(following)})
 
 
@@ -226,9 +228,12 @@ class VoteApi(APIView):
         fields = dict(data.validated_data)
         with_next = fields.pop("next")
         vote, created = vote_cast(item_id=item_id, annotator=request.user, **fields)
+        if created and not fields.get("judgments"):
+            vote.judgments_written = ()  # a vote just cast without judgments has none to read back
         body = OwnVoteSerializer(vote).data
         if with_next:
-            following = work_item_claim_next(annotator=request.user, stage=vote.item.stage)
+            following = work_item_claim_next(annotator=request.user, stage=vote.item.stage,
+                                             last_video_id=vote.item.video_id)
             body["next"] = None if following is None else _assignment_body(following)
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

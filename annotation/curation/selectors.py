@@ -167,16 +167,19 @@ def seat_board(*, stage: str | None = None, item_id: int | None = None, run_id: 
                                        .order_by("-at", "-id"))))
 
 
-def upcoming_item(*, item_id: int | None) -> dict | None:
+def duplicate_ends(item: WorkItem) -> tuple[int | None, int | None]:
+    """An identity item's two trajectories (``(None, None)`` for other stages): from the
+    ``duplicate_a``/``duplicate_b`` columns a claim reads with the item, else its duplicate."""
+    if not item.duplicate_id:
+        return None, None
+    if hasattr(item, "duplicate_a"):
+        return item.duplicate_a, item.duplicate_b
+    return item.duplicate.trajectory_a_id, item.duplicate.trajectory_b_id
+
+
+def upcoming_of(item: WorkItem) -> dict:
     """What a client needs to fetch an item's first frames ahead (video, shown trajectories), for
-    the item a claim would likely give next; ``None`` for no item. Nobody's vote is read."""
-    if item_id is None:
-        return None
-    row = (WorkItem.objects.filter(pk=item_id)
-           .values("pk", "stage", "video_id", "trajectory_id", "duplicate__trajectory_a_id",
-                   "duplicate__trajectory_b_id").first())
-    if row is None:
-        return None
-    shown = [row["trajectory_id"], row["duplicate__trajectory_a_id"], row["duplicate__trajectory_b_id"]]
-    return {"item": row["pk"], "stage": row["stage"], "video": row["video_id"],
+    the item a claim would likely give next. Nobody's vote is read."""
+    shown = [item.trajectory_id, *duplicate_ends(item)]
+    return {"item": item.pk, "stage": item.stage, "video": item.video_id,
             "trajectories": [t for t in shown if t is not None]}

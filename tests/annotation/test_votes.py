@@ -212,10 +212,7 @@ def test_a_held_seat_is_returned_only_for_its_stage(reviewable_run, annotators):
     assert work_item_claim_next(annotator=a, stage="usability").pk == usability_seat.pk
 
 
-def test_claims_page_through_a_queue_whose_head_is_full(reviewable_run, annotators, monkeypatch):
-    from annotation.curation.services import claims
-
-    monkeypatch.setattr(claims, "SCAN_PAGE", 2)  # pages of two items: the head spans several pages
+def test_a_claim_finds_the_free_item_behind_a_queue_whose_head_is_full(reviewable_run, annotators):
     reviewable_run()
     reviewable_run()
     items = list(WorkItem.objects.filter(stage="usability").order_by("video_id", "id"))

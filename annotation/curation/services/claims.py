@@ -1,28 +1,21 @@
 """Claiming work: the next item for an annotator, under a lease, on a panel of distinct people."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
-from annotation.curation.selectors import (
-    active_assignment,
-    not_claimable_by,
-    seat_taken,
-)
+from annotation.curation import selectors
+from annotation.curation.selectors import active_assignment, upcoming_of
 from annotation.curation.services.items import review_policy_get
 from annotation.models import Assignment, SeatEvent, WorkItem
 from common.errors import ApplicationError
 
-CANDIDATES_PER_TRY = 20  # candidate items tried per pass
-SCAN_PAGE = 200          # open items read per query while looking for free seats
-SCAN_LIMIT = 20_000      # open items looked at per claim before reporting no work
+CANDIDATES_PER_TRY = 20  # candidate items tried per pass before reporting no work
 MAX_REASON = 200         # characters of a skip's reason
 
 
@@ -31,24 +24,40 @@ def _last_video_id(annotator) -> int | None:
             .values_list("item__video_id", flat=True).first())
 
 
-def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment | None:
+def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: int | None = None) -> Assignment | None:
     """Claim a seat on the next open item for ``annotator``; ``None`` when there is no work.
 
-    Items of the video the annotator worked on last come first (they keep their context), then
-    items in video order. An annotator never gets an item they voted on, nor one they skipped in
-    the last ``SKIP_COOLDOWN`` (it does not come straight back); a seat whose lease lapsed
-    without a vote is free again for anyone, the person who let it lapse included, and its
-    taking back is recorded (``SeatEvent``). Seats are numbered: the unique
-    (item, seat) constraint holds the panel size even when claims race, and a losing claim tries
-    the next candidate. On PostgreSQL the candidate rows are read with ``FOR UPDATE SKIP LOCKED``
-    so concurrent annotators do not queue behind each other; on SQLite, which serialises writes,
-    the constraint alone decides. The claimed seat carries ``upcoming``: the id of the item the
-    annotator would likely get next (for the client to fetch ahead; it is not reserved).
+    Items of the video the annotator worked on last come first (they keep their context; a
+    caller that knows that video, such as a vote answering with the next item, passes
+    ``last_video_id``), then items in video order. An annotator never gets an item they voted
+    on, nor one they skipped in the last ``SKIP_COOLDOWN`` (it does not come straight back); a
+    seat whose lease lapsed without a vote is free again for anyone, the person who let it lapse
+    included, and its taking back is recorded (``SeatEvent``). Seats are numbered: the unique
+    (item, seat) constraint holds the panel size.
+
+    On PostgreSQL one query finds and locks the best claimable item (``FOR UPDATE SKIP LOCKED``,
+    the job-queue pattern), so concurrent annotators spread over the queue instead of trying the
+    rows another claim holds; a second pass waits for locked rows, so the last free seats are not
+    reported as "no work". Every path that adds a seat locks its item first, so the seat check
+    under the lock is final. On SQLite, which serialises writing transactions, the claim runs
+    alone. The claimed seat carries ``upcoming``: what a client needs to fetch ahead the item
+    the annotator would likely get next (not reserved).
     """
     if not user_has_role(annotator, Role.ANNOTATOR):
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
     if stage is not None and stage not in WorkItem.Stage.values:
         raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
+    for attempt in range(2):
+        try:
+            return _claim(annotator, stage, last_video_id)
+        except IntegrityError:
+            # A seat written outside the locking rule (a script) raced this claim: start again.
+            if attempt:
+                raise
+    return None  # unreachable: the loop returns or raises
+
+
+def _claim(annotator, stage: str | None, last_video_id: int | None) -> Assignment | None:
     with transaction.atomic():
         # One claim per annotator at a time: the annotator's user row is locked, so a second,
         # simultaneous claim waits here and then finds the seat the first one took.
@@ -56,83 +65,93 @@ def work_item_claim_next(*, annotator, stage: str | None = None) -> Assignment |
         current = active_assignment(annotator=annotator, stage=stage)
         if current is not None:
             return current
-        policy = review_policy_get()
-        # First pass: skip items another claim is holding (annotators spread over the queue).
-        # Second pass: wait for those rows, so the last free seats are not reported as "no work".
+        lease_seconds = review_policy_get().lease_seconds
+        if last_video_id is None:
+            last_video_id = _last_video_id(annotator)
+        tried: list[int] = []
         for skip_locked in (True, False):
-            candidates = _free_candidates(annotator, stage)
-            for item_id in candidates:
-                claimed = _try_claim(item_id, annotator, policy.lease_seconds, skip_locked=skip_locked)
+            for _ in range(CANDIDATES_PER_TRY):
+                found = _next_candidates(annotator, stage, last_video_id, tried, skip_locked=skip_locked)
+                if not found:
+                    break
+                tried.append(found[0].pk)
+                claimed = _take_seat(found[0], annotator, lease_seconds)
                 if claimed is not None:
-                    claimed.upcoming = next(candidates, None)
+                    claimed.upcoming = upcoming_of(found[1]) if len(found) > 1 else None
                     return claimed
         return None
 
 
-def _free_candidates(annotator, stage: str | None) -> Iterator[int]:
-    """Open items with a free seat that the annotator may claim (``not_claimable_by``), best
-    first, up to ``CANDIDATES_PER_TRY`` of them, yielded as they are found.
+def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tried: list[int], *,
+                     skip_locked: bool) -> list[WorkItem]:
+    """The best two open items, except ``tried``, on which the annotator may take a free seat
+    (``selectors.claimable_items``, the reference this query is tested against); the first one
+    is locked (with ``skip_locked``, rows other claims hold are passed over). Items of
+    ``last_video_id`` first, then video order; each part is one limited query in index order,
+    so a claim costs the same with ten open items or a million.
 
-    Reads the queue in pages (the annotator's last video first, then video order), each page
-    with its items' taken seats in the same query, so a claim costs the same with ten open items
-    or a million; and lazily, so a claim that takes the first candidate reads no further.
-    """
+    Written as SQL because it runs on every claim and the ORM spends longer building this
+    query (three correlated subqueries) than the database spends answering it."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    cooldown = connection.ops.adapt_datetimefield_value(timezone.now() - selectors.SKIP_COOLDOWN)
+    found: list[WorkItem] = []
+    parts = [last_video_id, None] if last_video_id is not None else [None]
+    for video in parts:
+        skip = [*tried, *(item.pk for item in found)]
+        lock = not found and connection.features.has_select_for_update_skip_locked
+        sql = _candidates_sql(stage=stage is not None, video=video is not None, skip=len(skip),
+                              lock="SKIP LOCKED" if lock and skip_locked else "WAIT" if lock else "")
+        params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
+                  WorkItem.State.OPEN.value, *([stage] if stage is not None else []),
+                  *([video] if video is not None else []), *skip, 2 - len(found)]
+        found += WorkItem.objects.raw(sql, params)
+        if len(found) == 2:
+            break
+    return found
+
+
+@functools.cache
+def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str) -> str:
+    """The claim rule (``selectors.not_claimable_by``, ``seat_taken``) as one query; ``lock``:
+    "" (none), "WAIT" or "SKIP LOCKED"."""
+    item, seat, event = WorkItem._meta.db_table, Assignment._meta.db_table, SeatEvent._meta.db_table
+    duplicate = WorkItem._meta.get_field("duplicate").related_model._meta.db_table
+    where = ["w.state = %s"] + (["w.stage = %s"] if stage else []) + (["w.video_id = %s"] if video else [])
+    if skip:
+        where.append(f"w.id NOT IN ({', '.join(['%s'] * skip)})")
+    locking = {"": "", "WAIT": " FOR UPDATE OF w", "SKIP LOCKED": " FOR UPDATE OF w SKIP LOCKED"}[lock]
+    return (
+        f"SELECT w.*, d.trajectory_a_id AS duplicate_a, d.trajectory_b_id AS duplicate_b FROM {item} w "
+        f"LEFT JOIN {duplicate} d ON d.id = w.duplicate_id "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {seat} a WHERE a.item_id = w.id AND a.annotator_id = %s "
+        f"AND (a.completed_at IS NOT NULL OR a.lease_expires_at > %s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {event} e WHERE e.item_id = w.id AND e.holder_id = %s AND e.kind = %s "
+        f"AND e.at > %s) "
+        f"AND (SELECT COUNT(*) FROM {seat} t WHERE t.item_id = w.id "
+        f"AND (t.completed_at IS NOT NULL OR t.lease_expires_at > %s)) < w.panel_size "
+        f"AND {' AND '.join(where)} ORDER BY w.video_id, w.id LIMIT %s{locking}")
+
+
+def _take_seat(item: WorkItem, annotator, lease_seconds: int) -> Assignment | None:
+    """A seat on ``item`` (locked by the caller), or ``None`` when it has none free for
+    ``annotator``. An expired seat without a vote goes back to the pool (its holder may take it
+    again); that is recorded."""
     now = timezone.now()
-    taken = Subquery(Assignment.objects.filter(seat_taken(now), item=OuterRef("pk")).order_by()
-                     .values("item").annotate(n=Count("id")).values("n"))
-    queue = (WorkItem.objects.filter(state=WorkItem.State.OPEN).exclude(not_claimable_by(annotator, now))
-             .annotate(taken=Coalesce(taken, 0)))
-    if stage:
-        queue = queue.filter(stage=stage)
-    last_video = _last_video_id(annotator)
-    parts = [queue.filter(video_id=last_video).order_by("id")] if last_video is not None else []
-    parts.append(queue.order_by("video_id", "id"))
-    found = 0
-    seen: set[int] = set()
-    for part in parts:
-        for start in range(0, SCAN_LIMIT, SCAN_PAGE):
-            rows = list(part.values_list("pk", "panel_size", "taken")[start:start + SCAN_PAGE])
-            for pk, panel_size, n_taken in rows:
-                if pk in seen:  # the last video's items come twice
-                    continue
-                seen.add(pk)
-                if n_taken < panel_size:
-                    yield pk
-                    found += 1
-                    if found >= CANDIDATES_PER_TRY:
-                        return
-            if len(rows) < SCAN_PAGE:
-                break
-
-
-def _try_claim(item_id: int, annotator, lease_seconds: int, *, skip_locked: bool) -> Assignment | None:
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            rows = WorkItem.objects.filter(pk=item_id, state=WorkItem.State.OPEN)
-            if connection.features.has_select_for_update_skip_locked:
-                rows = rows.select_for_update(skip_locked=skip_locked)
-            item = rows.first()
-            if item is None:
-                return None  # decided meanwhile, or another claim holds its row
-            seats = list(Assignment.objects.filter(item=item))
-            # An expired seat without a vote goes back to the pool (its holder may take it again).
-            stale = [a for a in seats if a.completed_at is None and a.lease_expires_at <= now]
-            if any(a.annotator_id == annotator.pk for a in seats if a not in stale):
-                return None
-            if stale:
-                SeatEvent.objects.bulk_create([SeatEvent(item=item, seat=a.seat, kind=SeatEvent.Kind.EXPIRED,
-                                                         holder_id=a.annotator_id, held_since=a.claimed_at)
-                                               for a in stale])
-                Assignment.objects.filter(pk__in=[a.pk for a in stale]).delete()
-            taken = {a.seat for a in seats if a not in stale}
-            free = [s for s in range(item.panel_size) if s not in taken]
-            if not free:
-                return None
-            return Assignment.objects.create(item=item, annotator=annotator, seat=free[0], claimed_at=now,
-                                             lease_expires_at=now + timedelta(seconds=lease_seconds))
-    except IntegrityError:
-        return None  # a concurrent claim took this seat (or this annotator claimed it twice)
+    seats = list(Assignment.objects.filter(item=item))
+    stale = [a for a in seats if a.completed_at is None and a.lease_expires_at <= now]
+    if any(a.annotator_id == annotator.pk for a in seats if a not in stale):
+        return None
+    if stale:
+        SeatEvent.objects.bulk_create([SeatEvent(item=item, seat=a.seat, kind=SeatEvent.Kind.EXPIRED,
+                                                 holder_id=a.annotator_id, held_since=a.claimed_at)
+                                       for a in stale])
+        Assignment.objects.filter(pk__in=[a.pk for a in stale]).delete()
+    taken = {a.seat for a in seats if a not in stale}
+    free = [s for s in range(item.panel_size) if s not in taken]
+    if not free:
+        return None
+    return Assignment.objects.create(item=item, annotator=annotator, seat=free[0], claimed_at=now,
+                                     lease_expires_at=now + timedelta(seconds=lease_seconds))
 
 
 def assignment_release(*, assignment: Assignment, reason: str = "") -> None:

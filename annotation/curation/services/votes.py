@@ -97,7 +97,8 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
             if seat is None:
                 raise ApplicationError("you hold no seat on this item: claim it with next first", code="not_assigned",
                                        status_code=403)
-            if seat.completed_at is not None or Vote.objects.filter(item=item, annotator=annotator).exists():
+            # a second vote also fails the (item, annotator) constraint, reported below
+            if seat.completed_at is not None:
                 raise ConflictError("you have voted on this item already; votes are never changed",
                                     code="already_voted")
             if item.state != WorkItem.State.OPEN:
