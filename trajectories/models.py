@@ -123,6 +123,7 @@ class ProposalConfig(models.Model):
         HOG_BYTETRACK = "hog-bytetrack"
         DNN_BYTETRACK = "dnn-bytetrack"
         SAM2 = "sam2"
+        SAM3 = "sam3"
         IMPORTED = "imported"   # tracks read from a file (a TrackImport), not run here
 
     name = models.CharField(max_length=100)

@@ -1,6 +1,7 @@
 """The manager's import form in real Chromium against a live server: a bad tracks file is refused
 with its line numbers and nothing stored; the MOTChallenge ground truth of a rendered scene is
-imported as a reviewed run that appears in the runs table."""
+imported as a reviewed run that appears in the runs table. The proposal-run form asks each
+tracker for its own files, shows the server's refusals and queues a run."""
 from __future__ import annotations
 
 import re
@@ -11,7 +12,7 @@ from playwright.sync_api import expect
 
 from models.tracks_io.mot import format_mot
 from models.tracks_io.records import ImportedTrack
-from trajectories.models import ProposalRun, TrackImport
+from trajectories.models import ProposalConfig, ProposalRun, TrackImport
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -58,3 +59,47 @@ def test_import_form_refuses_a_bad_file_then_imports_mot_ground_truth(people, sc
     expect(row).to_have_count(1)
     expect(row).to_contain_text(f"{record.run.trajectory_count}")
     shot(page, "import-tracks")
+
+
+def test_proposal_run_form_shows_each_trackers_files_refuses_bad_settings_and_queues_a_run(
+        people, scene_video, open_page, settings, tmp_path):
+    settings.TRAJLAB_MODEL_ROOTS = [str(tmp_path / "models")]
+    page = open_page("boss")
+    page.goto("/manage/runs")
+    form = page.get_by_role("form", name="New proposal run")
+    form.get_by_label("Video", exact=True).select_option(str(scene_video.pk))
+    queue = form.get_by_role("button", name="Queue run")
+
+    # SAM 3: a checkpoint and no model config; nothing to send until the checkpoint is named
+    form.get_by_label("Tracker", exact=True).select_option("sam3")
+    expect(form.get_by_label("Model config", exact=True)).to_have_count(0)
+    expect(form).to_contain_text("huggingface.co/facebook/sam3")
+    expect(queue).to_be_disabled()
+    form.get_by_label("Checkpoint", exact=True).fill(str(tmp_path / "elsewhere" / "sam3.pt"))
+    queue.click()
+    alert = form.get_by_role("alert")
+    expect(alert).to_contain_text("No run was queued")
+    expect(alert).to_contain_text("SAM 3 checkpoint not found")
+    assert not ProposalConfig.objects.exists() and not ProposalRun.objects.exists()
+
+    # SAM 2 asks for its model config too; the CPU tracker for neither
+    form.get_by_label("Tracker", exact=True).select_option("sam2")
+    expect(form.get_by_label("Model config", exact=True)).to_be_visible()
+    form.get_by_label("Tracker", exact=True).select_option("hog-bytetrack")
+    expect(form.get_by_label("Checkpoint", exact=True)).to_have_count(0)
+
+    # an unknown category is the server's 400, shown; then a good one queues a run
+    form.get_by_label("Categories", exact=True).fill("person, flying saucer")
+    queue.click()
+    expect(form.get_by_role("alert")).to_contain_text("unknown category prompt 'flying saucer'")
+    assert not ProposalConfig.objects.exists()
+    form.get_by_label("Categories", exact=True).fill(" person ,person")
+    form.get_by_label("Configuration name", exact=True).fill("walkway people")
+    queue.click()
+    expect(form.get_by_role("status")).to_have_text(
+        re.compile(r"(Queued run \d+|Run \d+ with walkway people v1 already exists).*"))
+    run = ProposalRun.objects.get()
+    assert run.video_id == scene_video.pk and run.config.backend == "hog-bytetrack"
+    assert run.config.name == "walkway people" and run.config.categories == ["person"]
+    expect(form.get_by_role("status")).to_contain_text(f"run {run.pk}")
+    expect(page.get_by_role("row").filter(has=page.get_by_text(scene_video.name))).not_to_have_count(0)

@@ -1,16 +1,29 @@
-"""Proposal runs through the service, with the real trackers (HOG+ByteTrack and a tiny SAM 2)."""
+"""Proposal runs through the service, with the real trackers (HOG+ByteTrack, a tiny SAM 2 and a
+tiny SAM 3)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from annotation.curation.services.pools import pool_freeze
+from annotation.demo.builders import demo_video_import
+from annotation.demo.simulation import simulate_annotators
+from annotation.models import WorkItem
 from common.errors import ApplicationError
 from models.demo.coverage import box_iou
 from models.demo.renderer import render_scene
-from models.demo.scene import demo_scenes
+from models.demo.scene import PersonSpec, SceneSpec, demo_scenes, gt_path_for
+from models.media.video import content_sha256
 from tests.conftest import write_video
 from tests.models.sam2_tiny import build_tiny_sam2
-from trajectories.models import DuplicateCandidate, ProposalConfig, ProposalRun, Trajectory
+from tests.models.sam3_tiny import blind_copy, build_tiny_sam3, tiny_sam3_architecture
+from trajectories.models import (
+    DuplicateCandidate,
+    ProposalConfig,
+    ProposalRun,
+    SplitGroup,
+    Trajectory,
+)
 from trajectories.services.ingestion import video_import
 from trajectories.services.proposals import (
     proposal_config_create,
@@ -236,3 +249,101 @@ def test_a_stale_run_is_queued_again_and_a_live_one_is_not(media_root, tmp_path)
     Job.objects.filter(pk=first_job).update(updated_at=timezone.now() - timedelta(hours=2))
     again, queued = proposal_run_create(video=run.video, config=run.config, enqueue=False)
     assert queued and again.pk == run.pk and again.job_id != first_job and ProposalRun.objects.count() == 1
+
+
+# -- SAM 3 ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sam3_weights(tmp_path_factory):
+    """A tiny random-weight SAM 3 checkpoint (and its blind twin), built by the sam3 builder."""
+    folder = tmp_path_factory.mktemp("sam3")
+    with tiny_sam3_architecture():
+        checkpoint = build_tiny_sam3(folder)
+    return checkpoint, blind_copy(checkpoint, folder)
+
+
+def _rendered_with_truth(tmp_path, name: str, n_frames: int = 3):
+    spec = SceneSpec(name=name, width=320, height=180, fps=8, n_frames=n_frames, seed=3, background="plaza",
+                     people=[PersonSpec(upper="red", lower="blue", direction="right", speed="normal",
+                                        start=(60, 160), height=90)])
+    path = tmp_path / f"{name}.mp4"
+    render_scene(spec, path).save(gt_path_for(path))
+    video = demo_video_import(path, source=name, name=name, ground_truth=gt_path_for(path), echo=lambda *a, **k: None)
+    SplitGroup.objects.filter(pk=video.split_group_id).update(split="train")
+    video.refresh_from_db()
+    return video
+
+
+@pytest.mark.slow
+def test_sam3_run_is_stored_reviewed_and_frozen_like_any_other(media_root, tmp_path, settings, sam3_weights,
+                                                             make_user):
+    checkpoint, _ = sam3_weights
+    settings.TRAJLAB_MODEL_ROOTS = [str(checkpoint.parent)]
+    manager = make_user("manager", username="boss")
+    video = _rendered_with_truth(tmp_path, "sam3-scene")
+    config = proposal_config_create(name="sam3-tiny", backend="sam3", categories=[" Person "],
+                                    checkpoint_path=str(checkpoint), tracker_settings={"device": "cpu"})
+    assert config.categories == ["person"] and config.checkpoint_sha256 == content_sha256(checkpoint)
+    assert config.software["sam3"] == "0.1.4" and config.software["numpy"].startswith("2.3")
+    run, _ = proposal_run_create(video=video, config=config, enqueue=False)
+    assert run.job.queue == "gpu"
+    with tiny_sam3_architecture():
+        run = proposal_run_execute(run_id=run.pk)
+    assert run.status == ProposalRun.Status.SUCCEEDED, run.error
+    recorded = run.job.result["tracker"]
+    assert recorded["checkpoint_sha256"] == config.checkpoint_sha256 and recorded["prompts"] == ["person"]
+    assert recorded["backend"] == "sam3" and recorded["device"] == "cpu"
+    tracks = list(Trajectory.objects.filter(run=run))
+    assert tracks and {t.category for t in tracks} == {"person"}
+    for t in tracks:
+        boxes = t.boxes_array()
+        assert (boxes[:, :2] >= 0).all() and (boxes[:, 2] <= 320).all() and (boxes[:, 3] <= 180).all()
+        assert set(t.frames_array()) <= {0, 1, 2}
+    # the same review and freeze as every other run's trajectories
+    assert WorkItem.objects.filter(stage="usability", trajectory__run=run).count() == len(tracks)
+    simulate_annotators(n_annotators=3, accuracy=1.0, seed=0)
+    assert not WorkItem.objects.filter(trajectory__run=run).exclude(state__in=["decided", "unresolved"]).exists()
+    pool = pool_freeze(run=run, frozen_by=manager)
+    assert pool.run_id == run.pk and pool.n_members <= len(tracks)
+
+
+@pytest.mark.slow
+def test_sam3_that_finds_nothing_is_an_empty_run_and_bad_configurations_are_refused(
+        media_root, tmp_path, settings, sam3_weights, manager_client):
+    checkpoint, blind = sam3_weights
+    settings.TRAJLAB_MODEL_ROOTS = [str(checkpoint.parent)]
+    video = _rendered_with_truth(tmp_path, "sam3-empty", n_frames=2)
+    config = proposal_config_create(name="sam3-blind", backend="sam3", categories=["person"],
+                                    checkpoint_path=str(blind), tracker_settings={"device": "cpu"})
+    run, _ = proposal_run_create(video=video, config=config, enqueue=False)
+    with tiny_sam3_architecture():
+        run = proposal_run_execute(run_id=run.pk)
+    assert run.status == ProposalRun.Status.SUCCEEDED and run.trajectory_count == 0
+    assert not Trajectory.objects.filter(run=run).exists()
+
+    def refused(body: dict) -> dict:
+        r = manager_client.post("/api/proposal-configs/", {"name": "sam3", "backend": "sam3", **body}, format="json")
+        assert r.status_code == 400, r.content
+        return r.json()
+
+    missing = refused({"categories": ["person"], "checkpoint_path": str(checkpoint.parent / "sam3.pt")})
+    assert missing["code"] == "checkpoint_missing" and "sam3.pt" in missing["message"]
+    assert "huggingface.co/facebook/sam3" in missing["message"]
+    empty = refused({"categories": [], "checkpoint_path": str(checkpoint)})
+    assert empty["code"] == "invalid" and "categories" in str(empty)
+    assert "unknown category" in refused({"categories": ["flying saucer"], "checkpoint_path": str(checkpoint)})["message"]
+    assert "must be empty" in refused({"categories": ["person"], "checkpoint_path": str(checkpoint),
+                                       "model_config_path": str(checkpoint)})["message"]
+    outside = refused({"categories": ["person"], "checkpoint_path": str(checkpoint),
+                       "tracker_settings": {"bpe_path": "/etc/hostname"}})
+    assert outside["code"] == "path_outside_roots"
+    # a corrupt checkpoint is hashed and stored; the run that loads it fails with the reason
+    corrupt = checkpoint.parent / "corrupt.pt"
+    corrupt.write_bytes(b"\0" * 1024)
+    bad = proposal_config_create(name="sam3-corrupt", backend="sam3", categories=["person"],
+                                 checkpoint_path=str(corrupt), tracker_settings={"device": "cpu"})
+    run, _ = proposal_run_create(video=video, config=bad, enqueue=False)
+    with pytest.raises(ApplicationError, match="does not load into SAM 3's video model"):
+        proposal_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == ProposalRun.Status.FAILED and "corrupt.pt" in run.error
+    assert not Trajectory.objects.filter(run=run).exists()

@@ -96,7 +96,8 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
         resolved = resolve_tracker_settings(
             backend, categories=categories, checkpoint_path=checkpoint_path, model_config_path=model_config_path,
             anchor_policy=anchor_policy, detector_settings=detector_settings, tracker_settings=tracker_settings)
-        for key, what in (("checkpoint", "checkpoint_path"), ("model_config", "model_config_path")):
+        for key, what in (("checkpoint", "checkpoint_path"), ("model_config", "model_config_path"),
+                          ("bpe_path", "tracker_settings.bpe_path")):
             model_file_within(str(resolved.get(key) or ""), what=what)  # nothing outside the roots is hashed
         digests = _file_digests(resolved)
     except TrackerConfigError as exc:
@@ -233,7 +234,11 @@ def _proposal_run_body(run: ProposalRun, reporter) -> RunOutcome:
     except (TrackerConfigError, VideoError, TrajectoryError) as exc:
         raise ApplicationError(str(exc), code="proposal_run_failed", extra={"run": run.pk}) from exc
     run.refresh_from_db()
-    return RunOutcome(result={"trajectories": run.trajectory_count, "duplicate_candidates": n_dups},
+    result = {"trajectories": run.trajectory_count, "duplicate_candidates": n_dups}
+    run_info = getattr(tracker, "run_info", None)
+    if run_info is not None:  # what the model backend was (weights by content hash, device, prompts)
+        result["tracker"] = run_info()
+    return RunOutcome(result=result,
                       message=f"{run.trajectory_count} trajectories, {n_dups} duplicate candidates")
 
 

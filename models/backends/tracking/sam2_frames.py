@@ -24,15 +24,21 @@ class FrameImages:
 
     Frames are read from the FrameSource when the model asks for them and preprocessed exactly as
     ``sam2.utils.misc.load_video_frames_from_jpg_images`` does (RGB, PIL's default (bicubic)
-    resize to S x S, /255, ImageNet mean/std in float32), without a JPEG round trip.
+    resize to S x S, /255, ImageNet mean/std in float32), without a JPEG round trip. ``mean``,
+    ``std``, ``dtype`` and ``resample`` serve models that preprocess otherwise (SAM 3: 0.5,
+    float16 and bilinear).
     """
 
-    def __init__(self, frames: FrameSource, image_size: int, device: torch.device):
+    def __init__(self, frames: FrameSource, image_size: int, device: torch.device, *,
+                 mean: tuple[float, float, float] = IMG_MEAN, std: tuple[float, float, float] = IMG_STD,
+                 dtype: torch.dtype = torch.float32, resample: int | None = None):
         self.frames = frames
+        self.resample = resample  # a PIL filter; None: PIL's default (bicubic), as SAM 2's loader
         self.image_size = int(image_size)
         self.device = device
-        self.mean = torch.tensor(IMG_MEAN, dtype=torch.float32)[:, None, None]
-        self.std = torch.tensor(IMG_STD, dtype=torch.float32)[:, None, None]
+        self.dtype = dtype
+        self.mean = torch.tensor(mean, dtype=torch.float32)[:, None, None]
+        self.std = torch.tensor(std, dtype=torch.float32)[:, None, None]
 
     def __len__(self) -> int:
         return int(self.frames.frame_count)
@@ -47,10 +53,12 @@ class FrameImages:
                 f"({self.frames.height}, {self.frames.width}, 3) (BGR)"
             )
         rgb = Image.fromarray(np.ascontiguousarray(frame[:, :, ::-1]))
-        resized = np.asarray(rgb.resize((self.image_size, self.image_size))) / 255.0  # float64, as SAM 2
+        size = (self.image_size, self.image_size)
+        resized = rgb.resize(size) if self.resample is None else rgb.resize(size, resample=self.resample)
+        resized = np.asarray(resized) / 255.0                                         # float64, as SAM 2
         img = torch.from_numpy(resized).permute(2, 0, 1).to(torch.float32)            # [3, S, S]
         img = (img - self.mean) / self.std
-        return img.to(self.device)
+        return img.to(self.device, self.dtype)
 
 
 # -- state -----------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from models.backends.tracking.base import (
     FrameSource,
     TrackerConfigError,
     TrackProposal,
+    mask_boxes,
 )
 from models.backends.tracking.sam2_anchors import (
     AnchorIdentity,
@@ -509,17 +510,8 @@ class Sam2Tracker:
                  video_masks: torch.Tensor) -> list[tuple]:
         """Boxes of the non-empty masks on one frame; records the observations."""
         thr = self.config.mask_threshold
-        masks = video_masks[:, 0] > thr                              # [n, H, W] bool
-        areas = masks.sum(dim=(1, 2))                                # [n]
-        rows = masks.any(dim=2)                                      # [n, H]
-        cols = masks.any(dim=1)                                      # [n, W]
-        h, w = rows.shape[1], cols.shape[1]
-        y0 = rows.to(torch.uint8).argmax(dim=1)                      # first row with mask
-        y1 = h - rows.flip(1).to(torch.uint8).argmax(dim=1)          # last row with mask + 1
-        x0 = cols.to(torch.uint8).argmax(dim=1)
-        x1 = w - cols.flip(1).to(torch.uint8).argmax(dim=1)
-        boxes = torch.stack([x0, y0, x1, y1], dim=1).cpu().numpy().astype(np.float32)  # [n, 4]
-        areas = areas.cpu().numpy()
+        boxes, areas = mask_boxes(video_masks[:, 0] > thr)          # [n, 4], [n]
+        h, w = video_masks.shape[-2:]
         objects = []
         for k, pid in enumerate(obj_ids):
             if areas[k] < self.config.min_mask_area:

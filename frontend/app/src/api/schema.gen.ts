@@ -2753,9 +2753,10 @@ export interface components {
          * @description * `hog-bytetrack` - hog-bytetrack
          *     * `dnn-bytetrack` - dnn-bytetrack
          *     * `sam2` - sam2
+         *     * `sam3` - sam3
          * @enum {string}
          */
-        ProposalConfigListInputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2";
+        ProposalConfigListInputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "sam3";
         ProposalConfigListInputRequest: {
             name: string;
             backend: components["schemas"]["ProposalConfigListInputBackendEnum"];
@@ -2798,10 +2799,11 @@ export interface components {
          * @description * `hog-bytetrack` - Hog Bytetrack
          *     * `dnn-bytetrack` - Dnn Bytetrack
          *     * `sam2` - Sam2
+         *     * `sam3` - Sam3
          *     * `imported` - Imported
          * @enum {string}
          */
-        ProposalConfigOutputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "imported";
+        ProposalConfigOutputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "sam3" | "imported";
         ProposalRunListInputRequest: {
             video: number;
             config: number;

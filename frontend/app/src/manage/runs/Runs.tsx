@@ -1,6 +1,7 @@
-// Proposal runs: their jobs' progress, opening review, and freezing the candidate pool once
-// review is done (a refused freeze shows why: open items, a conflict sent to adjudication, or
-// an existing pool that a new version may replace only with a reason).
+// Proposal runs: starting one (a tracker on a video) or importing tracks, their jobs' progress,
+// opening review, and freezing the candidate pool once review is done (a refused freeze shows
+// why: open items, a conflict sent to adjudication, or an existing pool that a new version may
+// replace only with a reason).
 
 import { useState } from "react";
 import { ApiError } from "../../api/client";
@@ -14,6 +15,7 @@ import { count } from "../../components/plural";
 import { RunControls } from "../jobs/RunControls";
 import { OpenItemLinks } from "../seats/Seats";
 import { ImportTracksForm } from "./ImportTracks";
+import { ProposalRunForm } from "./ProposalRunForm";
 
 interface RunsData {
   runs: ProposalRun[];
@@ -102,12 +104,17 @@ export function RunsScreen() {
   if (data.error && !data.data) return <ErrorState error={data.error} onRetry={data.reload} />;
   if (!data.data) return <Loading what="proposal runs" />;
   const { runs, videos, pools } = data.data;
-  const importForm = <ImportTracksForm videos={[...videos.values()]} onDone={data.reload} />;
+  const importForm = (
+    <>
+      <ProposalRunForm videos={[...videos.values()]} onDone={data.reload} />
+      <ImportTracksForm videos={[...videos.values()]} onDone={data.reload} />
+    </>
+  );
   if (runs.length === 0) {
     return (
       <>
         {importForm}
-        <EmptyState title="No proposal runs yet"><p>Start one with <code>manage.py propose --queue</code> or <code>POST /api/proposal-runs/</code>, or import existing tracks above.</p></EmptyState>
+        <EmptyState title="No proposal runs yet"><p>Queue one above (or with <code>manage.py propose --queue</code> or <code>POST /api/proposal-runs/</code>), or import existing tracks.</p></EmptyState>
       </>
     );
   }
