@@ -23,7 +23,8 @@ UI_STAMP := frontend/static/dist/.stamp
 UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(UI)/index.html $(UI)/vite.config.ts $(UI)/tsconfig.json \
 	$(UI)/package.json
 
-.PHONY: demo test bench serve venv lock lint clean frontend frontend-test api-types frontend-api-check
+.PHONY: demo test bench serve venv lock lint clean frontend frontend-test api-types frontend-api-check gpu-smoke \
+	gpu-wheels
 
 $(STAMP): pyproject.toml requirements/lock.txt requirements/constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required (Python 3.11)"; exit 1; }
@@ -84,11 +85,30 @@ serve: venv
 ## Every test, against PostgreSQL and Redis (see .ci/run for starting them): the web UI's unit
 ## tests, then the Python suite, whose browser tests drive Chromium against the built UI.
 test: venv frontend-api-check frontend-test
-	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS)
 
 ## Benchmarks at full size; figures go to var/bench/*.json.
 bench: venv
 	$(TEST_ENV) TRAJLAB_BENCH_FULL=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/benchmarks
+
+## A few frames of SAM 3 and SAM 2 on CUDA (tests/gpu/smoke.py; TRAJLAB_SAM3_CHECKPOINT names real
+## weights). Runs with this venv's Python, or where there is none (a GPU machine's own image) with
+## python3 and the wheels of `make gpu-wheels` on its path (carry var/gpu-wheels to that machine).
+GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+GPU_WHEELS := var/gpu-wheels
+gpu-smoke:
+	@if [ ! -x $(PY) ] && [ -d $(GPU_WHEELS) ]; then \
+		python3 -m pip install -q --no-deps --target var/gpu-site $(GPU_WHEELS)/*.whl; fi
+	PYTHONPATH=$(CURDIR)/var/gpu-site:$$PYTHONPATH $(GPU_PY) -m tests.gpu.smoke
+
+## The pure-Python packages the smoke needs beyond a CUDA image's torch, numpy, OpenCV and timm.
+gpu-wheels: venv
+	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
+	$(PIP) download -q --no-deps -d $(GPU_WHEELS) sam3==0.1.4 $$(grep -i -E \
+		'^(iopath|ftfy|wcwidth|hydra-core|omegaconf|antlr4-python3-runtime|open_clip_torch)==' requirements/lock.txt)
+	for f in $(GPU_WHEELS)/*.tar.gz; do $(PIP) wheel -q --no-deps --no-build-isolation -w $(GPU_WHEELS) $$f && rm $$f; done
+	SAM2_BUILD_CUDA=0 $(PIP) wheel -q --no-deps --no-build-isolation -w $(GPU_WHEELS) sam2==1.1.0
+	ls -la $(GPU_WHEELS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

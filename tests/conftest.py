@@ -115,3 +115,14 @@ def small_video(tmp_path) -> Path:
 
 def media_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="session")
+def sam3_tiny_checkpoint(tmp_path_factory):
+    """One small random-weight SAM 3 checkpoint for the session (``tests/models/sam3_tiny.py``;
+    about 200 MB, built in seconds): the tracker's tests, the proposal runs and the benchmark
+    load it inside ``tiny_sam3_architecture()``."""
+    from tests.models.sam3_tiny import build_tiny_sam3, tiny_sam3_architecture
+
+    with tiny_sam3_architecture():
+        return build_tiny_sam3(tmp_path_factory.mktemp("sam3_tiny"))

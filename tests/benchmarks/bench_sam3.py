@@ -145,16 +145,16 @@ def _clip(tmp_path: Path, n: int) -> PngFrames:
     return PngFrames(folder, n, fps)
 
 
-def test_sam3_seconds_per_frame_on_the_cpu_and_frame_feeding(tmp_path):
+def test_sam3_seconds_per_frame_on_the_cpu_and_frame_feeding(tmp_path, sam3_tiny_checkpoint):
     if not VTEST.is_file():
         pytest.skip(f"{VTEST} is not here")
-    from tests.models.sam3_tiny import build_tiny_sam3, tiny_sam3_architecture
+    from tests.models.sam3_tiny import tiny_sam3_architecture
 
     clip = _clip(tmp_path, FEED_FRAMES)
     feeding = _feeding(clip)
     run_frames = HeadFrames(clip, RUN_FRAMES)
     with tiny_sam3_architecture():
-        tiny = _seconds_per_frame(build_tiny_sam3(tmp_path / "tiny"), run_frames)
+        tiny = _seconds_per_frame(sam3_tiny_checkpoint, run_frames)
     result = {"mode": "full" if FULL else "quick", "video": VTEST.name, "size": [clip.width, clip.height],
               "input_resolution": IMAGE_SIZE, "threads": torch.get_num_threads(), "torch": torch.__version__,
               "python": platform.python_version(), "cpu_count": os.cpu_count(),

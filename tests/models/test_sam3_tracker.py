@@ -16,7 +16,7 @@ from models.backends.tracking.base import FrameObjects, TrackerConfigError, mask
 from models.backends.tracking.sam3_tracker import CudaToCpu, Sam3Tracker, Sam3TrackerConfig
 from models.media.video import FrameReader, content_sha256
 from tests.conftest import write_video
-from tests.models.sam3_tiny import build_tiny_sam3, tiny_sam3_architecture
+from tests.models.sam3_tiny import tiny_sam3_architecture
 
 N_FRAMES, WIDTH, HEIGHT = 3, 160, 120
 
@@ -31,8 +31,8 @@ def small_sam3():
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return build_tiny_sam3(tmp_path_factory.mktemp("sam3"))
+def checkpoint(sam3_tiny_checkpoint):
+    return sam3_tiny_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -163,12 +163,12 @@ def test_exemplar_boxes_on_a_middle_frame_propagate_both_ways(tracker, video):
 
 
 def test_two_categories_are_two_sessions_with_their_own_identities(checkpoint, video):
-    tracker = Sam3Tracker(Sam3TrackerConfig(checkpoint=str(checkpoint), device="cpu", max_propagation_frames=1))
+    tracker = Sam3Tracker(Sam3TrackerConfig(checkpoint=str(checkpoint), device="cpu", max_propagation_frames=0))
     state = tracker.init_state(video)
     tracker.add_prompt(state, category="person")
-    tracker.add_prompt(state, category="dog")
+    tracker.add_prompt(state, category="dog", frame_index=1)
     steps = list(tracker.propagate(state))
-    assert [s.frame_index for s in steps] == [0, 1, 0, 1] and state.stats["sessions"] == 2
+    assert [s.frame_index for s in steps] == [0, 1] and state.stats["sessions"] == 2
     proposals = tracker.proposals(state)
     assert {p.category for p in proposals} == {"person", "dog"}
     assert len({p.track_id for p in proposals}) == len(proposals)

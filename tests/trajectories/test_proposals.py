@@ -2,6 +2,8 @@
 tiny SAM 3)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ from models.demo.scene import PersonSpec, SceneSpec, demo_scenes, gt_path_for
 from models.media.video import content_sha256
 from tests.conftest import write_video
 from tests.models.sam2_tiny import build_tiny_sam2
-from tests.models.sam3_tiny import blind_copy, build_tiny_sam3, tiny_sam3_architecture
+from tests.models.sam3_tiny import blind_copy, tiny_sam3_architecture
 from trajectories.models import (
     DuplicateCandidate,
     ProposalConfig,
@@ -253,11 +255,11 @@ def test_a_stale_run_is_queued_again_and_a_live_one_is_not(media_root, tmp_path)
 
 # -- SAM 3 ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def sam3_weights(tmp_path_factory):
-    """A tiny random-weight SAM 3 checkpoint (and its blind twin), built by the sam3 builder."""
-    folder = tmp_path_factory.mktemp("sam3")
-    with tiny_sam3_architecture():
-        checkpoint = build_tiny_sam3(folder)
+def sam3_weights(sam3_tiny_checkpoint, tmp_path_factory):
+    """The session's tiny SAM 3 checkpoint and its blind twin, in a model folder of their own."""
+    folder = tmp_path_factory.mktemp("sam3_models")
+    checkpoint = folder / sam3_tiny_checkpoint.name
+    os.link(sam3_tiny_checkpoint, checkpoint)  # a hard link: the reach check follows symbolic ones
     return checkpoint, blind_copy(checkpoint, folder)
 
 
