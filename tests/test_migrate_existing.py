@@ -83,6 +83,11 @@ def test_a_demo_database_migrates_forward_unchanged(tmp_path):
                 current = current[:len(rows)]
             assert current == rows, f"rows of {table} changed"
 
+    # the demo's training run was evaluated on a complete test snapshot: no stamp on its figures
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT eval_stamps FROM workers_trainingrun").fetchall() == [("[]",)]
+        assert db.execute("SELECT stamps FROM workers_evaluationrun").fetchall() == [("[]",)]
+
     # and the migrated database is what today's models describe: no pending migration, every model
     # reads its rows, and each sealed snapshot still loads against its stored hash
     pending = _manage(db_path, tmp_path / "var", "makemigrations", "--check", "--dry-run")

@@ -32,16 +32,25 @@ class ManagerWritesApi(APIView):
     permission_classes = [ManagerWritesStaffReads]
 
 
+STAMPS_HELP = ("how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test "
+               "snapshot with non-binary gallery relations); empty: a clean held-out evaluation")
+ALLOW_TRAIN_SPLIT_HELP = ("evaluate on training data anyway (a train-split snapshot or the training snapshot itself); "
+                          "the figures are stamped train-split")
+ALLOW_INCOMPLETE_HELP = "evaluate on an incomplete dev/test snapshot anyway; the figures are stamped incomplete"
+
+
 class TrainingRunOutputSerializer(serializers.ModelSerializer):
     status = serializers.CharField(help_text=f"One of: {RUN_STATUSES}.")
     job = JobSummaryOutputSerializer(allow_null=True)
     progress = serializers.SerializerMethodField(help_text="steps done / steps in all")
     evaluation = serializers.SerializerMethodField(help_text="the run's final evaluation run, once it has one")
+    eval_stamps = serializers.ListField(child=serializers.CharField(), read_only=True, help_text=STAMPS_HELP)
 
     class Meta:
         model = TrainingRun
         fields = ["id", "snapshot", "eval_snapshot", "model_kind", "config", "launch", "status", "progress",
-                  "steps_total", "steps_done", "resumes", "cancel_requested", "result", "metrics", "evaluation",
+                  "steps_total", "steps_done", "resumes", "cancel_requested", "result", "metrics", "eval_stamps",
+                  "evaluation",
                   "error", "out_dir", "job", "created_by", "created_at", "started_at", "finished_at", "updated_at"]
 
     def get_progress(self, run: TrainingRun) -> float:
@@ -87,7 +96,10 @@ class TrainingRunListApi(ManagerWritesApi):
                                                  "most 65536, seed in 0..4294967295")
         eval_snapshot = serializers.PrimaryKeyRelatedField(
             queryset=RelationSnapshot.objects.all(), required=False, allow_null=True,
-            help_text="evaluated at the end; default: the training snapshot")
+            help_text="evaluated at the end (a dev or test snapshot); default: the training snapshot, which needs "
+                      "allow_train_split")
+        allow_train_split = flag_field(required=False, default=False, help_text=ALLOW_TRAIN_SPLIT_HELP)
+        allow_incomplete = flag_field(required=False, default=False, help_text=ALLOW_INCOMPLETE_HELP)
 
     @extend_schema(parameters=[FilterSerializer], responses=TrainingRunOutputSerializer(many=True),
                    summary="Training runs, newest first")
@@ -131,10 +143,12 @@ class EvaluationRunOutputSerializer(serializers.ModelSerializer):
     kind = serializers.CharField(help_text="One of: trained, untrained, random.")
     status = serializers.CharField(help_text=f"One of: {RUN_STATUSES}.")
     job = JobSummaryOutputSerializer(allow_null=True)
+    stamps = serializers.ListField(child=serializers.CharField(), read_only=True, help_text=STAMPS_HELP)
 
     class Meta:
         model = EvaluationRun
-        fields = ["id", "kind", "training_run", "snapshot", "model_kind", "config", "status", "metrics", "error",
+        fields = ["id", "kind", "training_run", "snapshot", "model_kind", "config", "status", "metrics", "stamps",
+                  "error",
                   "job", "created_by", "created_at", "finished_at", "updated_at"]
 
 
@@ -157,6 +171,8 @@ class EvaluationRunListApi(ManagerWritesApi):
         model_kind = serializers.CharField(required=False, allow_blank=True, max_length=32,
                                            help_text="untrained: vtrajembed, scout or actpair")
         config = serializers.JSONField(required=False, default=dict, help_text='untrained: {"model": {...}, "seed": 0}')
+        allow_train_split = flag_field(required=False, default=False, help_text=ALLOW_TRAIN_SPLIT_HELP)
+        allow_incomplete = flag_field(required=False, default=False, help_text=ALLOW_INCOMPLETE_HELP)
 
     @extend_schema(parameters=[FilterSerializer], responses=EvaluationRunOutputSerializer(many=True),
                    summary="Evaluation runs, newest first")

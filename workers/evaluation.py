@@ -24,6 +24,7 @@ from common.jobs.services import job_create
 from models.training.trainer import build_model, evaluate, load_model, random_baseline
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.training import (
+    evaluation_stamps,
     feature_cache_dir,
     json_safe,
     percent_text,
@@ -36,14 +37,19 @@ logger = logging.getLogger(__name__)
 
 def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, training_run: TrainingRun | None = None,
                           model_kind: str | None = None, config: dict | None = None, created_by=None,
+                          allow_train_split: bool = False, allow_incomplete: bool = False,
                           queue: bool = True) -> tuple[EvaluationRun, bool]:
     """Evaluate on a sealed snapshot: a succeeded training run (``kind="trained"``; one evaluation per
     run and snapshot: asking again returns the existing one), the untrained model of ``model_kind``
     (``config``: ``{"model": {...}, "seed": 0}``) or the random baseline (computed at once).
-    Returns ``(run, created)``; the first two are queued on the ``gpu`` queue after commit."""
+    Returns ``(run, created)``; the first two are queued on the ``gpu`` queue after commit.
+    Training data and incomplete dev/test snapshots are refused unless asked for, then stamped
+    (:func:`evaluation_stamps`)."""
     require_sealed(snapshot, "snapshot")
     if kind not in EvaluationRun.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(EvaluationRun.Kind.values)}", code="invalid_kind")
+    stamps = evaluation_stamps(snapshot, training_snapshot=training_run.snapshot if training_run is not None else None,
+                               allow_train_split=allow_train_split, allow_incomplete=allow_incomplete)
     stored: dict = {}
     if kind == EvaluationRun.Kind.TRAINED:
         if training_run is None:
@@ -65,12 +71,13 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
     if kind == EvaluationRun.Kind.RANDOM:
         if model_kind or config:
             raise ApplicationError("the random baseline takes no model_kind or config", code="invalid_config")
-        return _random_evaluation(snapshot, created_by), True
+        return _random_evaluation(snapshot, created_by, stamps), True
     with transaction.atomic():
         job = job_create(kind="evaluation_run", queue="gpu", created_by=created_by,
                          params={"snapshot": snapshot.pk, "kind": kind})
         run = EvaluationRun.objects.create(kind=kind, training_run=training_run, snapshot=snapshot,
-                                           model_kind=model_kind or "", config=stored, job=job, created_by=created_by)
+                                           model_kind=model_kind or "", config=stored, stamps=stamps, job=job,
+                                           created_by=created_by)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
@@ -92,11 +99,11 @@ def _untrained_config(model_kind: str | None, config: dict | None) -> dict:
     return {"model": train_config["model"], "seed": train_config["seed"], "device": train_config["device"]}
 
 
-def _random_evaluation(snapshot, created_by) -> EvaluationRun:
+def _random_evaluation(snapshot, created_by, stamps: list[str]) -> EvaluationRun:
     data = relation_snapshot_load(snapshot=snapshot)
     return EvaluationRun.objects.create(kind=EvaluationRun.Kind.RANDOM, snapshot=snapshot, status=RunStatus.SUCCEEDED,
-                                        metrics=json_safe({"random": random_baseline(data)}), created_by=created_by,
-                                        finished_at=timezone.now())
+                                        metrics=json_safe({"random": random_baseline(data)}), stamps=stamps,
+                                        created_by=created_by, finished_at=timezone.now())
 
 
 def evaluation_run_execute(*, run: EvaluationRun, echo: Callable[[float, str], None] | None = None) -> EvaluationRun:

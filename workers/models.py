@@ -36,6 +36,10 @@ class TrainingRun(QueuedRun):
                                help_text="[{attempt, from_step}]: where a re-delivered attempt took over")
     result = models.JSONField(default=dict, blank=True, help_text="the trainer's summary: label totals, rates, time")
     metrics = models.JSONField(default=dict, blank=True, help_text="the final evaluation (T2Traj, Traj2T, OCVR)")
+    eval_stamps = models.JSONField(default=list, blank=True,
+                                   help_text="what the final evaluation's figures must be read with: train-split "
+                                             "(evaluated on training data), incomplete (a dev/test snapshot with "
+                                             "non-binary gallery relations)")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -91,6 +95,9 @@ class EvaluationRun(QueuedRun):
     config = models.JSONField(default=dict, blank=True, help_text="untrained: the model config and seed")
     metrics = models.JSONField(default=dict, blank=True,
                                help_text="t2traj, traj2t, ocvr (with pool-size strata) and the random baseline")
+    stamps = models.JSONField(default=list, blank=True,
+                              help_text="train-split (evaluated on training data), incomplete (a dev/test snapshot "
+                                        "with non-binary gallery relations); empty: a clean held-out evaluation")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -165,22 +165,65 @@ def training_config_validate(*, model_kind: str, config: dict | None) -> tuple[d
 
 
 # -- training runs ---------------------------------------------------------------------------------------
+TRAIN_SPLIT = "train-split"
+INCOMPLETE = "incomplete"
+
+
+def evaluation_stamps(snapshot, *, training_snapshot=None, allow_train_split: bool = False,
+                      allow_incomplete: bool = False) -> list[str]:
+    """What figures on ``snapshot`` must be read with, or a refusal (400) when they would mislead.
+
+    Figures on a snapshot of the training split, or on the model's own training snapshot, measure
+    fit, not retrieval: refused (``evaluation_on_training_data``) unless ``allow_train_split``, and
+    then stamped ``train-split``. A dev or test snapshot taken with ``allow_incomplete`` holds
+    non-binary gallery relations: refused (``snapshot_incomplete``) unless ``allow_incomplete``,
+    and then stamped ``incomplete``.
+    """
+    stamps = []
+    on_training = snapshot.split == "train" or (training_snapshot is not None and snapshot.pk == training_snapshot.pk)
+    if on_training:
+        if not allow_train_split:
+            what = ("the model's own training snapshot" if training_snapshot is not None
+                    and snapshot.pk == training_snapshot.pk else f"a snapshot of the {snapshot.split} split")
+            raise ApplicationError(
+                f"snapshot {snapshot.pk} is {what}: its figures would measure fit, not retrieval; evaluate on a "
+                f"dev or test snapshot, or ask for allow_train_split to get figures stamped {TRAIN_SPLIT}",
+                code="evaluation_on_training_data", extra={"snapshot": snapshot.pk, "split": snapshot.split})
+        stamps.append(TRAIN_SPLIT)
+    if snapshot.split in ("dev", "test") and not snapshot.complete:
+        if not allow_incomplete:
+            raise ApplicationError(
+                f"snapshot {snapshot.pk} ({snapshot.split}) is incomplete: some relations its galleries need are "
+                f"not binary yet; finish verification and take a new snapshot, or ask for allow_incomplete to get "
+                f"figures stamped {INCOMPLETE}",
+                code="snapshot_incomplete", extra={"snapshot": snapshot.pk, "split": snapshot.split})
+        stamps.append(INCOMPLETE)
+    return stamps
+
+
 def training_run_create(*, snapshot, model_kind: str, config: dict | None = None, eval_snapshot=None,
+                        allow_train_split: bool = False, allow_incomplete: bool = False,
                         created_by=None, queue: bool = True) -> TrainingRun:
     """Record a training run (with its Job on the ``gpu`` queue) and queue it after commit.
 
     Refused with 400 for an unknown kind or a bad config, with 409 for a snapshot that is not
-    sealed."""
+    sealed. The final evaluation runs on ``eval_snapshot`` (none: the training snapshot); training
+    data there, or an incomplete dev/test snapshot, is refused with 400 unless asked for
+    (``allow_train_split``, ``allow_incomplete``), and the figures are then stamped
+    (:func:`evaluation_stamps`)."""
     require_sealed(snapshot, "snapshot")
     if eval_snapshot is not None:
         require_sealed(eval_snapshot, "eval_snapshot")
     train_config, launch = training_config_validate(model_kind=model_kind, config=config)
+    stamps = evaluation_stamps(eval_snapshot if eval_snapshot is not None else snapshot, training_snapshot=snapshot,
+                               allow_train_split=allow_train_split, allow_incomplete=allow_incomplete)
     with transaction.atomic():
         job = job_create(kind="training_run", queue="gpu", created_by=created_by,
                          params={"snapshot": snapshot.pk, "model_kind": model_kind})
         run = TrainingRun.objects.create(
             snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=model_kind, config=train_config,
-            launch=launch.as_dict(), job=job, steps_total=train_config["steps"], created_by=created_by)
+            launch=launch.as_dict(), job=job, steps_total=train_config["steps"], eval_stamps=stamps,
+            created_by=created_by)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
@@ -422,9 +465,9 @@ def _finish(run: TrainingRun, result: dict) -> RunOutcome:
         evaluation, _ = EvaluationRun.objects.update_or_create(
             kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
             defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
-                      "finished_at": now},
+                      "stamps": run.eval_stamps, "finished_at": now},
             create_defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
-                             "finished_at": now, "created_by": run.created_by})
+                             "stamps": run.eval_stamps, "finished_at": now, "created_by": run.created_by})
         run.save(update_fields=["result", "steps_done", "metrics", "updated_at"])
     t2 = run.metrics.get("t2traj") or {}
     return RunOutcome(result={"run": run.pk, "steps": run.steps_done, "evaluation": evaluation.pk,

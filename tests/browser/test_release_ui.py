@@ -147,8 +147,9 @@ def test_the_training_form_evaluates_elsewhere_and_jobs_cancel_and_retry(train_b
     form = page.get_by_role("form", name="Start a training run")
     expect(form.get_by_role("combobox", name="Train on")).to_have_value(str(other.pk))        # the newest train snapshot
     expect(form.get_by_role("combobox", name="Evaluate on")).to_have_value(str(train.pk))     # another snapshot by default
-    expect(form.get_by_role("alert")).to_have_count(0)
-    expect(form.get_by_role("status")).to_contain_text("Both snapshots are of the train split")
+    # another train snapshot is training data too: the server refuses it unless asked, then stamps it
+    expect(form.get_by_role("alert")).to_contain_text("Both snapshots are of the train split")
+    expect(form.get_by_role("button", name="Start training")).to_be_disabled()
     form.get_by_role("combobox", name="Train on").select_option(str(train.pk))
     expect(form.get_by_role("combobox", name="Evaluate on")).to_have_value(str(other.pk))     # follows the training choice
     form.get_by_role("combobox", name="Evaluate on").select_option(str(train.pk))             # the same one: refused again
@@ -156,10 +157,13 @@ def test_the_training_form_evaluates_elsewhere_and_jobs_cancel_and_retry(train_b
     expect(form.get_by_role("button", name="Start training")).to_be_disabled()
     form.get_by_role("combobox", name="Evaluate on").select_option(str(other.pk))
     form.get_by_label("Steps").fill("7")
+    expect(form.get_by_role("button", name="Start training")).to_be_disabled()
+    form.get_by_label("evaluate on training data anyway").check()
     form.get_by_role("button", name="Start training").click()
     page.wait_for_url("**/manage/training/*")
     run = TrainingRun.objects.get()
     assert (run.snapshot_id, run.eval_snapshot_id, run.status) == (train.pk, other.pk, "queued")
+    assert run.eval_stamps == ["train-split"]
     assert [name for name, _, _ in sent] == ["workers.tasks.training_run_task"]
     # the jobs screen: its place in the queue, cancel, then retry on a new job
     ahead = Job.objects.create(kind="other", queue=run.job.queue)                 # queued after it: behind

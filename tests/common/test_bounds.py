@@ -81,7 +81,7 @@ def test_audit_integers_are_bounded(manager_client, field, value):
                                     {"warmup_steps": 2**63}, {"batch_size": 2**40}])
 def test_training_config_integers_are_bounded(manager_client, sealed_snapshot, config):
     response = manager_client.post("/api/training-runs/", {"snapshot": sealed_snapshot.pk, "model_kind": "vtrajembed",
-                                                           "config": config}, format="json")
+                                                           "config": config, "allow_train_split": True}, format="json")
     assert_error(response, 400)
     assert not TrainingRun.objects.exists()
 

@@ -23,7 +23,7 @@ def tiny_config(**overrides) -> dict:
             "model": TINY_VTRAJEMBED, **overrides}
 
 
-def register_snapshot(folder: Path, *, sealed: bool = True):
+def register_snapshot(folder: Path, *, sealed: bool = True, complete: bool = True):
     """A RelationSnapshot row for a snapshot folder written by ``models.training.snapshot``."""
     from annotation.models import RelationSnapshot
     from models.training.snapshot import RelationSnapshotData
@@ -31,7 +31,7 @@ def register_snapshot(folder: Path, *, sealed: bool = True):
     data = RelationSnapshotData.load(folder)
     return RelationSnapshot.objects.create(
         split=data.split, name=f"tiny {data.split}", content_sha256=data.content_sha256(), path=str(folder),
-        pool_versions={str(v.id): v.pool_version for v in data.videos}, counts=data.counts(), complete=True,
+        pool_versions={str(v.id): v.pool_version for v in data.videos}, counts=data.counts(), complete=complete,
         sealed_at=timezone.now() if sealed else None)
 
 

@@ -34,9 +34,10 @@ def test_train_queued(snapshots, monkeypatch, django_capture_on_commit_callbacks
     out = io.StringIO()
     with django_capture_on_commit_callbacks(execute=True):
         call_command("train", "--snapshot", str(snapshots["train"].pk), "--model", "scout", "--config",
-                     '{"steps": 3, "batch_size": 2}', "--queue", stdout=out)
+                     '{"steps": 3, "batch_size": 2}', "--allow-train-split", "--queue", stdout=out)
     run = TrainingRun.objects.get()
     assert run.status == "queued" and run.model_kind == "scout" and run.steps_total == 3
+    assert run.eval_snapshot is None and run.eval_stamps == ["train-split"]
     assert sent == [([run.pk], {"queue": "gpu"})] and f"training run #{run.pk} queued" in out.getvalue()
 
 
@@ -48,6 +49,7 @@ def test_train_queued(snapshots, monkeypatch, django_capture_on_commit_callbacks
     (["--model", "rnn"], "unknown model kind 'rnn'"),
     (["--model", "vtrajembed", "--config", '{"steps": -1}'], "invalid training config"),
     (["--model", "vtrajembed", "--eval-snapshot", "999999"], "--eval-snapshot 999999"),
+    (["--model", "vtrajembed"], "is the model's own training snapshot: its figures would measure fit"),
 ])
 def test_clear_errors(snapshots, args, message):
     if "--snapshot" not in args:

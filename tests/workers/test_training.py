@@ -46,14 +46,16 @@ def _create(snapshots, user=None, **config):
 ])
 def test_bad_requests_are_refused_up_front_and_write_nothing(snapshots, kind, config, code, words):
     with pytest.raises(ApplicationError) as err:
-        training_run_create(snapshot=snapshots["train"], model_kind=kind, config=config, queue=False)
+        training_run_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], model_kind=kind,
+                            config=config, queue=False)
     assert err.value.code == code and err.value.status_code == 400 and words in err.value.message
     assert not TrainingRun.objects.exists() and not Job.objects.exists()
 
 
 def test_only_sealed_snapshots_are_used(tiny_benchmark_dir, snapshots):
     unsealed = register_snapshot(tiny_benchmark_dir / "snapshots" / "dev", sealed=False)
-    for kwargs in ({"snapshot": unsealed}, {"snapshot": snapshots["train"], "eval_snapshot": unsealed}):
+    for kwargs in ({"snapshot": unsealed, "eval_snapshot": snapshots["dev"]},
+                   {"snapshot": snapshots["train"], "eval_snapshot": unsealed}):
         with pytest.raises(ConflictError) as err:
             training_run_create(model_kind="vtrajembed", config={}, queue=False, **kwargs)
         assert err.value.code == "snapshot_not_sealed" and err.value.status_code == 409
@@ -185,8 +187,8 @@ def test_cancelling(snapshots, var_dir, monkeypatch, manager):
 
 
 def test_a_failing_run_is_recorded_not_raised(snapshots, var_dir):
-    run = training_run_create(snapshot=snapshots["train"], model_kind="vtrajembed", queue=False,
-                              config=tiny_config(model={**TINY_VTRAJEMBED, "text": {"kind": "clip",
+    run = training_run_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], model_kind="vtrajembed",
+                              queue=False, config=tiny_config(model={**TINY_VTRAJEMBED, "text": {"kind": "clip",
                                                                                      "path": "/nonexistent"}}))
     run = training_run_execute(run=run)
     assert run.status == "failed" and "nonexistent" in run.error
@@ -218,9 +220,18 @@ def test_evaluation_runs(snapshots, var_dir, manager):
     run = training_run_execute(run=run)
     existing, created = evaluation_run_create(snapshot=snapshots["dev"], training_run=run)
     assert not created and existing.metrics == run.metrics
-    on_train, created = evaluation_run_create(snapshot=snapshots["train"], training_run=run, queue=False)
+    assert existing.stamps == [] and run.eval_stamps == []
+    # the model's own training data only when asked for, and then the figures say so
+    with pytest.raises(ApplicationError) as err:
+        evaluation_run_create(snapshot=snapshots["train"], training_run=run, queue=False)
+    assert err.value.code == "evaluation_on_training_data" and err.value.status_code == 400
+    assert "training snapshot" in err.value.message and "allow_train_split" in err.value.message
+    assert not EvaluationRun.objects.filter(snapshot=snapshots["train"]).exists()
+    on_train, created = evaluation_run_create(snapshot=snapshots["train"], training_run=run, queue=False,
+                                              allow_train_split=True)
     on_train = evaluation_run_execute(run=on_train)
     assert created and on_train.status == "succeeded" and on_train.metrics["t2traj"]["n_queries"] > 0
+    assert on_train.stamps == ["train-split"]
     # the trained checkpoint reloads to the same figures the trainer reported
     again, _ = evaluation_run_create(snapshot=snapshots["dev"], kind="untrained", model_kind="vtrajembed",
                                      config={"model": TINY_VTRAJEMBED, "seed": 3}, queue=False)
@@ -268,3 +279,61 @@ def test_a_run_through_torchrun_with_one_process(snapshots, var_dir):
     assert [p["step"] for p in progress] == [1, 2, 3, 4]
     assert np.allclose([p["loss"] for p in progress],
                        list(TrainingStep.objects.filter(run=run).values_list("loss", flat=True)))
+
+
+# -- evaluation guards --------------------------------------------------------------------------------------
+def test_training_data_and_incomplete_snapshots_are_refused_unless_asked_for_then_stamped(snapshots, tiny_benchmark_dir):
+    train, dev = snapshots["train"], snapshots["dev"]
+    # no evaluation snapshot means the training snapshot: refused, nothing written
+    with pytest.raises(ApplicationError) as err:
+        training_run_create(snapshot=train, model_kind="vtrajembed", config=tiny_config(), queue=False)
+    assert err.value.code == "evaluation_on_training_data" and err.value.status_code == 400
+    # another snapshot of the train split is training data too
+    other_train = register_snapshot(tiny_benchmark_dir / "snapshots" / "train")
+    with pytest.raises(ApplicationError, match="a snapshot of the train split"):
+        training_run_create(snapshot=train, eval_snapshot=other_train, model_kind="vtrajembed", config=tiny_config(),
+                            queue=False)
+    with pytest.raises(ApplicationError, match="evaluate on a dev or test snapshot"):
+        evaluation_run_create(snapshot=train, kind="random")
+    assert not TrainingRun.objects.exists() and not EvaluationRun.objects.exists() and not Job.objects.exists()
+    asked = training_run_create(snapshot=train, model_kind="vtrajembed", config=tiny_config(), queue=False,
+                                allow_train_split=True)
+    assert asked.eval_stamps == ["train-split"]
+    # an incomplete dev snapshot: refused unless asked for, then stamped
+    incomplete = register_snapshot(tiny_benchmark_dir / "snapshots" / "dev", complete=False)
+    with pytest.raises(ApplicationError) as err:
+        training_run_create(snapshot=train, eval_snapshot=incomplete, model_kind="vtrajembed", config=tiny_config(),
+                            queue=False)
+    assert err.value.code == "snapshot_incomplete" and "allow_incomplete" in err.value.message
+    with pytest.raises(ApplicationError) as err:
+        evaluation_run_create(snapshot=incomplete, kind="random")
+    assert err.value.code == "snapshot_incomplete"
+    run = training_run_create(snapshot=train, eval_snapshot=incomplete, model_kind="vtrajembed", config=tiny_config(),
+                              queue=False, allow_incomplete=True)
+    assert run.eval_stamps == ["incomplete"]
+    rand, _ = evaluation_run_create(snapshot=incomplete, kind="random", allow_incomplete=True)
+    assert rand.stamps == ["incomplete"]
+    clean, _ = evaluation_run_create(snapshot=dev, kind="random")
+    assert clean.stamps == []
+
+
+def test_the_migration_stamps_the_runs_already_there(snapshots, tiny_benchmark_dir):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("workers.migrations.0004_evaluation_stamps")
+    train, dev = snapshots["train"], snapshots["dev"]
+    incomplete = register_snapshot(tiny_benchmark_dir / "snapshots" / "dev", complete=False)
+    fit = TrainingRun.objects.create(snapshot=train, model_kind="vtrajembed", config={}, steps_total=1)
+    held_out = TrainingRun.objects.create(snapshot=train, eval_snapshot=dev, model_kind="vtrajembed", config={},
+                                          steps_total=1)
+    partial = TrainingRun.objects.create(snapshot=train, eval_snapshot=incomplete, model_kind="vtrajembed",
+                                         config={}, steps_total=1)
+    on_train = EvaluationRun.objects.create(kind="random", snapshot=train)
+    on_dev = EvaluationRun.objects.create(kind="trained", training_run=held_out, snapshot=dev, model_kind="vtrajembed")
+    migration.stamp_existing(apps, None)
+    stamps = {r.pk: r.eval_stamps for r in TrainingRun.objects.all()}
+    assert stamps == {fit.pk: ["train-split"], held_out.pk: [], partial.pk: ["incomplete"]}
+    assert EvaluationRun.objects.get(pk=on_train.pk).stamps == ["train-split"]
+    assert EvaluationRun.objects.get(pk=on_dev.pk).stamps == []

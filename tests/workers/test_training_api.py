@@ -130,6 +130,25 @@ def test_evaluation_runs_over_the_api(snapshots, staff, queued_tasks, django_cap
     assert staff["annotator"].get(f"/api/evaluation-runs/{existing.pk}/").json()["kind"] == "trained"
 
 
+def test_evaluating_on_training_data_is_refused_over_the_api_unless_asked_for(snapshots, staff, queued_tasks):
+    manager = staff["manager"]
+    r = manager.post("/api/training-runs/", _body(snapshots, eval_snapshot=None), format="json")
+    assert r.status_code == 400 and r.json()["code"] == "evaluation_on_training_data"
+    assert "allow_train_split" in r.json()["message"] and not TrainingRun.objects.exists()
+    r = manager.post("/api/evaluation-runs/", {"snapshot": snapshots["train"].pk, "kind": "random"}, format="json")
+    assert r.status_code == 400 and r.json()["code"] == "evaluation_on_training_data"
+    r = manager.post("/api/training-runs/", _body(snapshots, eval_snapshot=None, allow_train_split=True), format="json")
+    assert r.status_code == 202 and r.json()["eval_stamps"] == ["train-split"]
+    r = manager.post("/api/evaluation-runs/", {"snapshot": snapshots["train"].pk, "kind": "random",
+                                               "allow_train_split": "yes"}, format="json")
+    assert r.status_code == 400 and "allow_train_split" in str(r.json())          # strict booleans only
+    r = manager.post("/api/evaluation-runs/", {"snapshot": snapshots["train"].pk, "kind": "random",
+                                               "allow_train_split": True}, format="json")
+    assert r.status_code == 201 and r.json()["stamps"] == ["train-split"]
+    clean = manager.post("/api/training-runs/", _body(snapshots), format="json").json()
+    assert clean["eval_stamps"] == []
+
+
 def test_search_over_the_api(snapshots, staff, trained_dirs, var_dir):
     search_module._loaded.clear()
     run = finished_run(snapshots, trained_dirs["vtrajembed"])

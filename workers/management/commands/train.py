@@ -43,8 +43,8 @@ def _snapshot(pk: int | None, option: str) -> RelationSnapshot | None:
 
 class Command(BaseCommand):
     help = ("Train a retriever (vtrajembed, scout or actpair) on a sealed relation snapshot: here with a progress "
-            "bar, or queued to the gpu workers with --queue. Ends with an evaluation on --eval-snapshot (default: "
-            "the training snapshot).")
+            "bar, or queued to the gpu workers with --queue. Ends with an evaluation on --eval-snapshot (a dev or "
+            "test snapshot; the training snapshot itself only with --allow-train-split).")
 
     def add_arguments(self, parser):
         parser.add_argument("--snapshot", type=int, required=True, help="relation snapshot id to train on")
@@ -53,12 +53,18 @@ class Command(BaseCommand):
                             help="TrainConfig as JSON or a JSON file (steps, batch_size, lr, model, ...; "
                                  "nproc_per_node > 1 trains through torchrun)")
         parser.add_argument("--eval-snapshot", type=int, default=None, help="relation snapshot id evaluated at the end")
+        parser.add_argument("--allow-train-split", action="store_true",
+                            help="evaluate on training data anyway (figures stamped train-split)")
+        parser.add_argument("--allow-incomplete", action="store_true",
+                            help="evaluate on an incomplete dev/test snapshot anyway (figures stamped incomplete)")
         parser.add_argument("--queue", action="store_true", help="queue to the gpu workers instead of training here")
 
-    def handle(self, *args, snapshot, model, config, eval_snapshot, queue, **options):
+    def handle(self, *args, snapshot, model, config, eval_snapshot, queue, allow_train_split, allow_incomplete,
+               **options):
         try:
             run = training_run_create(snapshot=_snapshot(snapshot, "--snapshot"), model_kind=model,
                                       config=_config(config), eval_snapshot=_snapshot(eval_snapshot, "--eval-snapshot"),
+                                      allow_train_split=allow_train_split, allow_incomplete=allow_incomplete,
                                       queue=queue)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
@@ -70,6 +76,8 @@ class Command(BaseCommand):
         if run.status != RunStatus.SUCCEEDED:
             raise CommandError(f"training run #{run.pk} {run.status}: {run.error or 'see its job'}")
         lines = [f"training run #{run.pk} finished {run.steps_done} steps in {run.out_dir}"]
+        if run.eval_stamps:
+            lines.append(f"  figures stamped {', '.join(run.eval_stamps)}: not a held-out evaluation")
         for protocol in ("t2traj", "traj2t", "ocvr"):
             figures = run.metrics.get(protocol) or {}
             lines.append(f"  {protocol:7s} " + "  ".join(

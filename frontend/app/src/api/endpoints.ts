@@ -128,7 +128,8 @@ export const api = {
   trainingRuns: (limit = 100) => get<Page<TrainingRun>>(`/api/training-runs/${q({ limit })}`),
   trainingRun: (id: number, after = 0, signal?: AbortSignal) =>
     get<TrainingRunDetail>(`/api/training-runs/${id}/${q({ after: after || undefined })}`, signal),
-  startTraining: (body: { snapshot: number; eval_snapshot?: number; model_kind: string; config: Record<string, unknown> }) =>
+  startTraining: (body: { snapshot: number; eval_snapshot?: number; model_kind: string; config: Record<string, unknown>;
+    allow_train_split?: boolean; allow_incomplete?: boolean }) =>
     request<TrainingRun>("/api/training-runs/", { method: "POST", body }),
   cancelTraining: (id: number) => request<TrainingRun>(`/api/training-runs/${id}/cancel/`, { method: "POST" }),
   evaluationRuns: (params: { training_run?: number; snapshot?: number; limit?: number } = {}) =>

@@ -1987,6 +1987,16 @@ export interface components {
             model_kind?: string;
             /** @description untrained: {"model": {...}, "seed": 0} */
             config?: unknown;
+            /**
+             * @description evaluate on training data anyway (a train-split snapshot or the training snapshot itself); the figures are stamped train-split
+             * @default false
+             */
+            allow_train_split: boolean;
+            /**
+             * @description evaluate on an incomplete dev/test snapshot anyway; the figures are stamped incomplete
+             * @default false
+             */
+            allow_incomplete: boolean;
         };
         EvaluationRunOutput: {
             readonly id: number;
@@ -2001,6 +2011,8 @@ export interface components {
             status: string;
             /** @description t2traj, traj2t, ocvr (with pool-size strata) and the random baseline */
             metrics?: unknown;
+            /** @description how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test snapshot with non-binary gallery relations); empty: a clean held-out evaluation */
+            readonly stamps: string[];
             error?: string;
             job: components["schemas"]["JobSummaryOutput"] | null;
             created_by?: number | null;
@@ -3634,6 +3646,8 @@ export interface components {
             result?: unknown;
             /** @description the final evaluation (T2Traj, Traj2T, OCVR) */
             metrics?: unknown;
+            /** @description how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test snapshot with non-binary gallery relations); empty: a clean held-out evaluation */
+            readonly eval_stamps: string[];
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
             error?: string;
@@ -3661,8 +3675,18 @@ export interface components {
             model_kind: string;
             /** @description TrainConfig keys (steps, batch_size, lr, seed, checkpoint_every, batching, model, ...) plus nproc_per_node and launcher; steps, warmup_steps and checkpoint_every at most 10000000, batch_size at most 65536, seed in 0..4294967295 */
             config?: unknown;
-            /** @description evaluated at the end; default: the training snapshot */
+            /** @description evaluated at the end (a dev or test snapshot); default: the training snapshot, which needs allow_train_split */
             eval_snapshot?: number | null;
+            /**
+             * @description evaluate on training data anyway (a train-split snapshot or the training snapshot itself); the figures are stamped train-split
+             * @default false
+             */
+            allow_train_split: boolean;
+            /**
+             * @description evaluate on an incomplete dev/test snapshot anyway; the figures are stamped incomplete
+             * @default false
+             */
+            allow_incomplete: boolean;
         };
         TrainingRunOutput: {
             readonly id: number;
@@ -3692,6 +3716,8 @@ export interface components {
             result?: unknown;
             /** @description the final evaluation (T2Traj, Traj2T, OCVR) */
             metrics?: unknown;
+            /** @description how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test snapshot with non-binary gallery relations); empty: a clean held-out evaluation */
+            readonly eval_stamps: string[];
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
             error?: string;

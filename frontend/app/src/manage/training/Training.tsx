@@ -40,6 +40,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
   const [snapshot, setSnapshot] = useState<number | "">(snapshots.find((s) => s.split === "train")?.id ?? snapshots[0]?.id ?? "");
   const [evalSnapshot, setEvalSnapshot] = useState<number | "">(() => defaultEvalSnapshot(snapshots, snapshot) ?? snapshot);
   const [evalOnTrainingOk, setEvalOnTrainingOk] = useState(false);
+  const [incompleteOk, setIncompleteOk] = useState(false);
   const [kind, setKind] = useState<string>(MODEL_KINDS[0]);
   const [steps, setSteps] = useState("200");
   const [busy, setBusy] = useState(false);
@@ -50,6 +51,10 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
   const split = (id: number | "") => snapshots.find((s) => s.id === id)?.split;
   const sameSnapshot = evalSnapshot !== "" && evalSnapshot === snapshot;
   const sameSplit = !sameSnapshot && evalSnapshot !== "" && split(evalSnapshot) === split(snapshot);
+  // the server refuses these unless asked, and stamps the figures (train-split, incomplete)
+  const onTrainingData = sameSnapshot || (evalSnapshot !== "" && split(evalSnapshot) === "train");
+  const evalRecord = snapshots.find((s) => s.id === evalSnapshot);
+  const incomplete = evalRecord !== undefined && evalRecord.split !== "train" && !evalRecord.complete;
   const start = async () => {
     setBusy(true);
     setError(null);
@@ -58,6 +63,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
       const run = await api.startTraining({
         snapshot: Number(snapshot), eval_snapshot: evalSnapshot === "" ? undefined : Number(evalSnapshot), model_kind: kind,
         config: Number.isFinite(n) ? { steps: n } : {},
+        allow_train_split: onTrainingData && evalOnTrainingOk, allow_incomplete: incomplete && incompleteOk,
       });
       if (run) onStarted(run);
     } catch (e) {
@@ -82,7 +88,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
       </label>
       <label>
         Evaluate on
-        <select value={evalSnapshot} onChange={(e) => { setEvalSnapshot(Number(e.target.value)); setEvalOnTrainingOk(false); }}>
+        <select value={evalSnapshot} onChange={(e) => { setEvalSnapshot(Number(e.target.value)); setEvalOnTrainingOk(false); setIncompleteOk(false); }}>
           {snapshots.map((s) => <option key={s.id} value={s.id}>{label(s)}{s.id === snapshot ? " (the training snapshot)" : ""}</option>)}
         </select>
       </label>
@@ -96,7 +102,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
         Steps
         <input type="text" inputMode="numeric" value={steps} onChange={(e) => setSteps(e.target.value)} size={6} />
       </label>
-      <button type="submit" className="primary" disabled={busy || snapshot === "" || (sameSnapshot && !evalOnTrainingOk)}>Start training</button>
+      <button type="submit" className="primary" disabled={busy || snapshot === "" || (onTrainingData && !evalOnTrainingOk) || (incomplete && !incompleteOk)}>Start training</button>
       {sameSnapshot && (
         <div className="warning" role="alert">
           <strong>The evaluation snapshot is the training snapshot.</strong> Its scores would measure how well the
@@ -104,13 +110,47 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
           {snapshots.length > 1 ? "Choose another snapshot, or " : "Take a dev or test snapshot, or "}
           <label className="check">
             <input type="checkbox" checked={evalOnTrainingOk} onChange={(e) => setEvalOnTrainingOk(e.target.checked)} />
-            {" "}evaluate on the training snapshot anyway
+            {" "}evaluate on the training snapshot anyway (figures stamped train-split)
           </label>
         </div>
       )}
-      {sameSplit && <p className="warning" role="status">Both snapshots are of the {split(snapshot)} split: the evaluation shares its queries with training.</p>}
+      {sameSplit && (
+        <div className="warning" role="alert">
+          Both snapshots are of the {split(snapshot)} split: the evaluation shares its queries with training.{" "}
+          {onTrainingData && (
+            <label className="check">
+              <input type="checkbox" checked={evalOnTrainingOk} onChange={(e) => setEvalOnTrainingOk(e.target.checked)} />
+              {" "}evaluate on training data anyway (figures stamped train-split)
+            </label>
+          )}
+        </div>
+      )}
+      {incomplete && (
+        <div className="warning" role="alert">
+          <strong>Snapshot #{evalRecord.id} ({evalRecord.split}) is incomplete:</strong> some relations its galleries need are
+          not verified yet, so its figures undercount.{" "}
+          <label className="check">
+            <input type="checkbox" checked={incompleteOk} onChange={(e) => setIncompleteOk(e.target.checked)} />
+            {" "}evaluate on it anyway (figures stamped incomplete)
+          </label>
+        </div>
+      )}
       {error !== null && <ErrorState error={error} title="The run was not started" />}
     </form>
+  );
+}
+
+/** The stamps figures must be read with ("train-split", "incomplete"), as badges with their reason. */
+export function Stamps({ stamps }: { stamps: string[] | undefined }) {
+  if (!stamps || stamps.length === 0) return null;
+  const why: Record<string, string> = {
+    "train-split": "evaluated on training data: these figures measure fit, not retrieval",
+    incomplete: "evaluated on an incomplete dev/test snapshot: some gallery relations are not verified",
+  };
+  return (
+    <>
+      {stamps.map((s) => <span key={s} className="badge stamp warning-text" title={why[s] ?? s}>{s}</span>)}
+    </>
   );
 }
 
@@ -151,7 +191,7 @@ export function TrainingRunsScreen() {
                   </td>
                   <td><span className={`badge status-${r.status}`}>{r.status}</span></td>
                   <td><ProgressBar value={r.progress} label={`Run ${r.id} steps`} /><span className="small muted">{r.steps_done} of {r.steps_total}</span></td>
-                  <td>{pct(t2["R@1"])}</td>
+                  <td>{pct(t2["R@1"])}<Stamps stamps={r.eval_stamps} /></td>
                   <td>{when(r.created_at)}</td>
                 </tr>
               );
@@ -286,7 +326,7 @@ function Evaluations({ runId, status, final, version }: { runId: number; status:
       <h2>Other evaluations</h2>
       {rows.map((e) => (
         <MetricsTable key={e.id} metrics={e.metrics}
-          caption={`Evaluation ${e.id} on snapshot #${e.snapshot} · ${e.status}${e.error ? ` · ${e.error}` : ""}`} />
+          caption={`Evaluation ${e.id} on snapshot #${e.snapshot} · ${e.status}${e.stamps.length ? ` · stamped ${e.stamps.join(", ")}` : ""}${e.error ? ` · ${e.error}` : ""}`} />
       ))}
     </section>
   );
@@ -348,7 +388,8 @@ export function TrainingRunScreen({ runId }: { runId: number }) {
       )}
       <section aria-label="Evaluation">
         <h2>Evaluation</h2>
-        <MetricsTable metrics={run.metrics} caption={`Final evaluation of run ${run.id} (percent)`} />
+        <Stamps stamps={run.eval_stamps} />
+        <MetricsTable metrics={run.metrics} caption={`Final evaluation of run ${run.id} (percent)${run.eval_stamps.length ? ` · stamped ${run.eval_stamps.join(", ")}` : ""}`} />
       </section>
       <Evaluations runId={run.id} status={run.status} final={run.evaluation} version={version} />
       <details>
