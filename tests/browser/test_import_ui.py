@@ -97,7 +97,7 @@ def test_proposal_run_form_shows_each_trackers_files_refuses_bad_settings_and_qu
     form.get_by_label("Configuration name", exact=True).fill("walkway people")
     queue.click()
     expect(form.get_by_role("status")).to_have_text(
-        re.compile(r"(Queued run \d+|Run \d+ with walkway people v1 already exists).*"))
+        re.compile(r"Queued run \d+ with walkway people v1 \(person\)\."))
     run = ProposalRun.objects.get()
     assert run.video_id == scene_video.pk and run.config.backend == "hog-bytetrack"
     assert run.config.name == "walkway people" and run.config.categories == ["person"]

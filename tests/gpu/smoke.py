@@ -8,9 +8,10 @@ backend: a box prompt) on 8 synthetic frames, each through its backend's own loa
   set, else a small random-weight model built by the package's builder
   (``tests/models/sam3_tiny.py``); SAM 2 a tiny random-weight model built from its packaged
   config (``tests/models/sam2_tiny.py``).
-* It checks what CUDA changes: the model's parameters live on the GPU, the run records
-  ``autocast: bfloat16`` and hole filling (Triton on CUDA) is on, every box lies inside the
-  frame, and the random-weight SAM 3 (which detects on every frame) reports trajectories.
+* It checks what CUDA changes: the model's parameters live on the GPU, no global CUDA autocast
+  is left behind by sam3 (its tracker enters one at construction), hole filling (Triton on CUDA)
+  ran, every box lies inside the frame, and the random-weight SAM 3 (which detects on every
+  frame) reports trajectories.
 * Figures (seconds per frame, peak GPU memory) are printed and written to
   ``$OUT/gpu_smoke.json`` (or ``var/gpu_smoke.json``). Exit status 0 when everything held, 1 when
   a check failed, 2 when there is no CUDA device. ``--device cpu`` runs the same script on the
@@ -103,8 +104,11 @@ def smoke_sam3(folder: Path) -> dict:
             figures = _timed(tracker, frames, {"category": "person"})
         assert figures["trajectories"] > 0, "the random-weight SAM 3 detects on every frame, yet reported nothing"
     info = tracker.run_info()
-    assert info["device"].startswith(DEVICE) and info["autocast"] == "bfloat16", info
+    assert info["device"].startswith(DEVICE), info
     if DEVICE == "cuda":
+        import torch
+
+        assert not torch.is_autocast_enabled("cuda"), "SAM 3 left a global CUDA autocast behind"
         assert info["fill_hole_area"] > 0, "hole filling should be on with CUDA"
         assert next(tracker.model.parameters()).is_cuda, "SAM 3's parameters are not on the GPU"
     return {"checkpoint": "TRAJLAB_SAM3_CHECKPOINT" if real else "tiny random weights", **figures}

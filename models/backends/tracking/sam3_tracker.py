@@ -24,7 +24,8 @@ How a run goes:
 3. **Observations.** On each frame an identity has an observation only if its binary mask at the
    original resolution covers at least ``min_mask_area`` pixels; the box is the mask's pixel-edge
    bounding box ``[x_min, y_min, x_max + 1, y_max + 1]`` in original pixels, the score SAM 3's
-   detection score of the object. Nothing is interpolated.
+   tracker score of the object on that frame (its detection score where the tracker has none).
+   Nothing is interpolated.
 4. **Identities.** An identity is an object id as SAM 3 reports it within its category's session;
    track ids number the (category, object id) pairs in the order they first appear.
 
@@ -34,7 +35,8 @@ square, /255, mean and std 0.5, float16; its cv2 video-file loader in sam3 0.1.4
 and is not followed); per-frame outputs already reported are dropped from the session's cache,
 so host memory does not grow with the video's length.
 
-Devices: on CUDA the model runs under ``torch.autocast(bfloat16)``, as SAM 3's demos do. sam3
+Devices: the model runs under ``torch.autocast(bfloat16)``, as SAM 3's demos do (the global CUDA
+autocast sam3's tracker enters at construction is left again after loading). sam3
 0.1.4 is written for CUDA: it builds and moves tensors with hard-coded ``.cuda()`` and
 ``device="cuda"`` and casts features to bfloat16 itself. On the CPU those requests are routed to
 the CPU for the duration of each call (``CudaToCpu``, a torch function mode; nothing is changed
@@ -44,7 +46,6 @@ Triton or scikit-image there) is off. The CPU path exists for tests and small jo
 """
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import logging
 import math
@@ -102,8 +103,6 @@ class Sam3TrackerConfig(PlainConfig):
     fill_hole_area: int = 16
     # SAM 3's temporal disambiguation heuristics (hotstart, reconditioning); off for ablations
     temporal_disambiguation: bool = True
-    # on CUDA, run under torch.autocast(bfloat16) as SAM 3's demos do
-    autocast_bfloat16: bool = True
 
     def __post_init__(self) -> None:
         problems = []
@@ -269,16 +268,15 @@ class Sam3Tracker:
         return device
 
     def on_device(self):
-        """The context SAM 3 runs in: nothing on CUDA; CUDA requests routed to the CPU otherwise."""
-        return contextlib.nullcontext() if self.device.type == "cuda" else CudaToCpu()
+        """The context SAM 3 runs in. sam3 names "cuda" without an index in many places, so on CUDA
+        the chosen GPU is made the current device for each call; on the CPU, CUDA requests are
+        routed to the CPU."""
+        return torch.cuda.device(self.device) if self.device.type == "cuda" else CudaToCpu()
 
     def _autocast(self):
-        if self.device.type == "cuda":
-            if self.config.autocast_bfloat16:
-                return torch.autocast("cuda", dtype=torch.bfloat16)
-            return contextlib.nullcontext()
-        # sam3 casts backbone features and memories to bfloat16 itself: the CPU needs autocast too
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        # bfloat16 autocast always, as SAM 3's demos run: sam3 casts backbone features and
+        # memories to bfloat16 itself, so it does not run in float32 alone (on the CPU either)
+        return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
     def _load_model(self):
         from sam3.model_builder import build_sam3_video_model
@@ -296,6 +294,12 @@ class Sam3Tracker:
                 f"({type(exc).__name__}: {str(exc)[:300] or 'unreadable'}); it must be the sam3.pt "
                 f"of facebook/sam3 or a state dict of build_sam3_video_model"
             ) from exc
+        # sam3's tracker enters a CUDA bf16 autocast at construction and never leaves it ("for the
+        # entire model process"): leave it here, so it does not outlive this model in a worker
+        # that runs other jobs; every call of ours runs under its own autocast (_autocast)
+        leaked = getattr(getattr(model, "tracker", None), "bf16_context", None)
+        if leaked is not None:
+            leaked.__exit__(None, None, None)
         model.score_threshold_detection = float(self.config.score_threshold)
         model.new_det_thresh = float(self.config.new_object_threshold)
         model.fill_hole_area = self.fill_hole_area
@@ -379,7 +383,7 @@ class Sam3Tracker:
             "bpe_path": str(self.bpe_path),
             "prompts": list(self.config.categories),
             "device": str(self.device),
-            "autocast": "bfloat16" if self.device.type == "cpu" or self.config.autocast_bfloat16 else "off",
+            "autocast": "bfloat16",
             "image_size": self.image_size,
             "fill_hole_area": self.fill_hole_area,
             "settings": self.config.as_dict(),
@@ -390,6 +394,9 @@ class Sam3Tracker:
     def _check_boxes(arr: np.ndarray, state: Sam3State) -> np.ndarray:
         if arr.ndim != 2 or arr.shape[1] != 4 or len(arr) == 0:
             raise ValueError(f"boxes must have shape [n, 4] (xyxy) with n >= 1, got {list(arr.shape)}")
+        if len(arr) > 1:
+            raise ValueError(f"SAM 3 takes one exemplar box with a concept prompt, got {len(arr)}; "
+                             "prompt the category with its best example")
         w, h = state.frames.width, state.frames.height
         for b in arr:
             if not (np.isfinite(b).all() and 0 <= b[0] < b[2] <= w and 0 <= b[1] < b[3] <= h):
@@ -439,6 +446,10 @@ class Sam3Tracker:
             for reverse in (False, True):
                 if reverse and (prompt.frame_index == 0 or self.config.max_propagation_frames == 0):
                     continue
+                if reverse:
+                    # sam3 reads its action history to choose what a propagation does: after a
+                    # pass from the last frame it would only fetch cached outputs; run in full
+                    session["action_history"].clear()
                 steps = self.model.propagate_in_video(
                     session, start_frame_idx=prompt.frame_index,
                     max_frame_num_to_track=self.config.max_propagation_frames, reverse=reverse,
@@ -450,6 +461,8 @@ class Sam3Tracker:
                         break
                     frame_idx, outputs = item
                     session["cached_frame_outputs"].pop(frame_idx, None)  # reported: not read again
+                    frame_scores = session["tracker_metadata"].get("obj_id_to_tracker_score_frame_wise", {})
+                    outputs = {**outputs, "tracker_scores": dict(frame_scores.get(frame_idx, {}))}
                     objects = self._observe(state, prompt.category, int(frame_idx), outputs)
                     done += 1
                     state.stats["frames_processed"] += 1
@@ -471,7 +484,11 @@ class Sam3Tracker:
             return []
         masks = np.asarray(outputs["out_binary_masks"], dtype=bool)
         boxes, areas = mask_boxes(masks)
-        probs = np.asarray(outputs["out_probs"], dtype=np.float64)
+        # the score of an observation: the tracker's score of the object on this frame where SAM 3
+        # has one, else its detection score (what out_probs holds: the score at the object's birth)
+        tracked = outputs.get("tracker_scores") or {}
+        probs = np.asarray([_frame_score(tracked.get(obj_id), p) for obj_id, p in zip(obj_ids, outputs["out_probs"])],
+                           dtype=np.float64)
         objects = []
         for k, obj_id in enumerate(obj_ids):
             if areas[k] < self.config.min_mask_area or not math.isfinite(probs[k]):
@@ -484,3 +501,13 @@ class Sam3Tracker:
             state.stats["objects_reported"] += 1
             objects.append((identity.track_id, boxes[k], float(probs[k])))
         return objects
+
+
+def _frame_score(tracked, detected) -> float:
+    """The tracker's score on a frame when it is a probability (sam3 marks removed objects -1e4),
+    else the detection score."""
+    try:
+        value = float(tracked)
+    except (TypeError, ValueError):
+        return float(detected)
+    return value if math.isfinite(value) and 0.0 <= value <= 1.0 else float(detected)
