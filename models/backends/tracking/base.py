@@ -112,6 +112,27 @@ class TrackerConfigError(ValueError):
     """A tracker configuration that cannot run (unknown category, missing checkpoint, ...)."""
 
 
+def resolve_torch_device(name: str):
+    """The torch device a model tracker's ``device`` setting names ("auto": CUDA when available);
+    ``TrackerConfigError`` when CUDA is asked for and absent."""
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise TrackerConfigError(f"device {name!r} asked for, but CUDA is not available")
+    return device
+
+
+def check_frame_source(frames) -> None:
+    """Refuse what is not a FrameSource (TypeError) or a video without frames (ValueError)."""
+    if not isinstance(frames, FrameSource):
+        raise TypeError("frames must implement FrameSource (read, iter_frames, fps, frame_count, width, height)")
+    if frames.frame_count <= 0 or frames.width <= 0 or frames.height <= 0:
+        raise ValueError(f"the video has no frames ({frames.frame_count} frames, {frames.width}x{frames.height})")
+
+
 def run_tracker(tracker: Tracker, frames: FrameSource, categories: list[str], progress=None) -> list[TrackProposal]:
     """Run a tracker over a whole video for the given category prompts.
 

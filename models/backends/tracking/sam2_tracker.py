@@ -64,7 +64,9 @@ from models.backends.tracking.base import (
     FrameSource,
     TrackerConfigError,
     TrackProposal,
+    check_frame_source,
     mask_boxes,
+    resolve_torch_device,
 )
 from models.backends.tracking.sam2_anchors import (
     AnchorIdentity,
@@ -203,7 +205,7 @@ class Sam2Tracker:
         self.config = config
         self.checkpoint_path = checkpoint
         self.model_config_path = model_config
-        self.device = self._resolve_device(config)
+        self.device = resolve_torch_device(config.device)
         if config.vos_optimized and self.device.type != "cuda":
             raise TrackerConfigError("vos_optimized compiles SAM 2 for CUDA; it cannot run on the CPU")
         self._detector_factory = detector_factory
@@ -218,15 +220,6 @@ class Sam2Tracker:
         )
 
     # -- loading -----------------------------------------------------------------------------------
-    @staticmethod
-    def _resolve_device(config: Sam2TrackerConfig) -> torch.device:
-        if config.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        device = torch.device(config.device)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise TrackerConfigError(f"device {config.device!r} asked for, but CUDA is not available")
-        return device
-
     def _effective_fill_hole_area(self) -> int:
         """SAM 2 fills mask holes with its CUDA extension only; without it, no hole filling."""
         if self.config.fill_hole_area == 0:
@@ -283,14 +276,7 @@ class Sam2Tracker:
 
     # -- Tracker interface -------------------------------------------------------------------------
     def init_state(self, frames: FrameSource) -> Sam2State:
-        if not isinstance(frames, FrameSource):
-            raise TypeError(
-                "frames must implement FrameSource (read, iter_frames, fps, frame_count, width, height)"
-            )
-        if frames.frame_count <= 0 or frames.width <= 0 or frames.height <= 0:
-            raise ValueError(
-                f"the video has no frames ({frames.frame_count} frames, {frames.width}x{frames.height})"
-            )
+        check_frame_source(frames)
         device = torch.device("cpu") if self.config.offload_video_to_cpu else self.device
         return Sam2State(frames=frames, images=FrameImages(frames, self.image_size, device))
 

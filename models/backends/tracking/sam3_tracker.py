@@ -63,7 +63,9 @@ from models.backends.tracking.base import (
     FrameSource,
     TrackerConfigError,
     TrackProposal,
+    check_frame_source,
     mask_boxes,
+    resolve_torch_device,
 )
 from models.backends.tracking.sam2_frames import FrameImages
 from models.config import PlainConfig
@@ -249,7 +251,7 @@ class Sam3Tracker:
         self.config = config
         self.checkpoint_path = checkpoint
         self.bpe_path = vocab
-        self.device = self._resolve_device(config)
+        self.device = resolve_torch_device(config.device)
         self.fill_hole_area = config.fill_hole_area if self.device.type == "cuda" else 0
         if config.fill_hole_area and not self.fill_hole_area:
             logger.info("SAM 3 hole filling is off on the CPU; masks keep their small holes")
@@ -258,15 +260,6 @@ class Sam3Tracker:
         self.image_size = int(self.model.image_size)
 
     # -- loading -----------------------------------------------------------------------------------
-    @staticmethod
-    def _resolve_device(config: Sam3TrackerConfig) -> torch.device:
-        if config.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        device = torch.device(config.device)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise TrackerConfigError(f"device {config.device!r} asked for, but CUDA is not available")
-        return device
-
     def on_device(self):
         """The context SAM 3 runs in. sam3 names "cuda" without an index in many places, so on CUDA
         the chosen GPU is made the current device for each call; on the CPU, CUDA requests are
@@ -307,14 +300,7 @@ class Sam3Tracker:
 
     # -- Tracker interface -------------------------------------------------------------------------
     def init_state(self, frames: FrameSource) -> Sam3State:
-        if not isinstance(frames, FrameSource):
-            raise TypeError(
-                "frames must implement FrameSource (read, iter_frames, fps, frame_count, width, height)"
-            )
-        if frames.frame_count <= 0 or frames.width <= 0 or frames.height <= 0:
-            raise ValueError(
-                f"the video has no frames ({frames.frame_count} frames, {frames.width}x{frames.height})"
-            )
+        check_frame_source(frames)
         images = sam3_frame_images(frames, self.image_size)
         return Sam3State(frames=frames, images=images)
 
