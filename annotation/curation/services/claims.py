@@ -10,18 +10,13 @@ from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from annotation.curation import selectors
-from annotation.curation.selectors import active_assignment, upcoming_of
+from annotation.curation.selectors import upcoming_of
 from annotation.curation.services.items import review_policy_get
-from annotation.models import Assignment, SeatEvent, WorkItem
+from annotation.models import Assignment, ReviewPolicy, SeatEvent, WorkItem
 from common.errors import ApplicationError
 
 CANDIDATES_PER_TRY = 20  # candidate items tried per pass before reporting no work
 MAX_REASON = 200         # characters of a skip's reason
-
-
-def _last_video_id(annotator) -> int | None:
-    return (Assignment.objects.filter(annotator=annotator).order_by("-claimed_at")
-            .values_list("item__video_id", flat=True).first())
 
 
 def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: int | None = None) -> Assignment | None:
@@ -61,13 +56,14 @@ def _claim(annotator, stage: str | None, last_video_id: int | None) -> Assignmen
     with transaction.atomic():
         # One claim per annotator at a time: the annotator's user row is locked, so a second,
         # simultaneous claim waits here and then finds the seat the first one took.
-        get_user_model().objects.select_for_update().filter(pk=annotator.pk).exists()
-        current = active_assignment(annotator=annotator, stage=stage)
+        lease_seconds, last_video = _lock_annotator(annotator, with_last_video=last_video_id is None)
+        current = _active_seat(annotator, stage)
         if current is not None:
             return current
-        lease_seconds = review_policy_get().lease_seconds
+        if lease_seconds is None:
+            lease_seconds = review_policy_get().lease_seconds  # no policy row yet: made with its defaults
         if last_video_id is None:
-            last_video_id = _last_video_id(annotator)
+            last_video_id = last_video
         tried: list[int] = []
         for skip_locked in (True, False):
             for _ in range(CANDIDATES_PER_TRY):
@@ -75,11 +71,50 @@ def _claim(annotator, stage: str | None, last_video_id: int | None) -> Assignmen
                 if not found:
                     break
                 tried.append(found[0].pk)
-                claimed = _take_seat(found[0], annotator, lease_seconds)
+                claimed = _take_free_seat(found[0], annotator, lease_seconds) or _take_seat(found[0], annotator,
+                                                                                              lease_seconds)
                 if claimed is not None:
                     claimed.upcoming = upcoming_of(found[1]) if len(found) > 1 else None
                     return claimed
         return None
+
+
+@functools.cache
+def _lock_annotator_sql(with_last_video: bool) -> str:
+    user, policy = get_user_model()._meta.db_table, ReviewPolicy._meta.db_table
+    item, seat = WorkItem._meta.db_table, Assignment._meta.db_table
+    last_video = (f", (SELECT w.video_id FROM {seat} a JOIN {item} w ON w.id = a.item_id WHERE a.annotator_id = u.id "
+                  f"ORDER BY a.claimed_at DESC, a.id DESC LIMIT 1)" if with_last_video else ", NULL")
+    lock = " FOR UPDATE OF u" if connection.features.has_select_for_update else ""
+    return (f"SELECT (SELECT p.lease_seconds FROM {policy} p WHERE p.name = %s){last_video} "
+            f"FROM {user} u WHERE u.id = %s{lock}")
+
+
+def _lock_annotator(annotator, *, with_last_video: bool) -> tuple[int | None, int | None]:
+    """Lock the annotator's user row; read, in the same query, the review policy's lease (``None``
+    before the policy row exists) and the video of the annotator's latest seat (``None`` when
+    not asked for or when they have none). Both are hints older than the lock, which is all they
+    need to be; the seat checks come after it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_lock_annotator_sql(with_last_video), ["default", annotator.pk])
+        row = cursor.fetchone()
+    return (None, None) if row is None else (row[0], row[1])
+
+
+@functools.cache
+def _active_seat_sql(stage: bool) -> str:
+    item, seat = WorkItem._meta.db_table, Assignment._meta.db_table
+    return (f"SELECT a.* FROM {seat} a JOIN {item} w ON w.id = a.item_id WHERE a.annotator_id = %s "
+            f"AND a.completed_at IS NULL AND a.lease_expires_at > %s AND w.state = %s"
+            f"{' AND w.stage = %s' if stage else ''} ORDER BY a.id LIMIT 1")
+
+
+def _active_seat(annotator, stage: str | None) -> Assignment | None:
+    """``selectors.active_assignment`` (the reference it is tested against) as one plain query,
+    read after the annotator's lock."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    params = [annotator.pk, now, WorkItem.State.OPEN.value, *([stage] if stage is not None else [])]
+    return next(iter(Assignment.objects.raw(_active_seat_sql(stage is not None), params)), None)
 
 
 def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tried: list[int], *,
@@ -130,6 +165,41 @@ def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str) -> str:
         f"AND (SELECT COUNT(*) FROM {seat} t WHERE t.item_id = w.id "
         f"AND (t.completed_at IS NOT NULL OR t.lease_expires_at > %s)) < w.panel_size "
         f"AND {' AND '.join(where)} ORDER BY w.video_id, w.id LIMIT %s{locking}")
+
+
+@functools.cache
+def _free_seat_sql() -> str:
+    """Insert the annotator's seat on an item (locked by the caller) under the lowest free seat
+    number, only when the item has no seat of theirs, no lapsed seat and fewer seats than its
+    panel; answers the new row's id and seat number, or nothing. A new statement reads what every
+    claim before the lock committed, so the check is final."""
+    seat = Assignment._meta.db_table
+    lowest_free = (f"CASE WHEN NOT EXISTS (SELECT 1 FROM {seat} z WHERE z.item_id = %(item)s AND z.seat = 0) THEN 0 "
+                   f"ELSE (SELECT MIN(x.seat) + 1 FROM {seat} x WHERE x.item_id = %(item)s AND NOT EXISTS "
+                   f"(SELECT 1 FROM {seat} y WHERE y.item_id = %(item)s AND y.seat = x.seat + 1)) END")
+    return (f"INSERT INTO {seat} (item_id, annotator_id, seat, claimed_at, lease_expires_at, completed_at) "
+            f"SELECT %(item)s, %(annotator)s, {lowest_free}, %(now)s, %(expires)s, NULL "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {seat} s WHERE s.item_id = %(item)s AND (s.annotator_id = %(annotator)s "
+            f"OR (s.completed_at IS NULL AND s.lease_expires_at <= %(now)s))) "
+            f"AND (SELECT COUNT(*) FROM {seat} c WHERE c.item_id = %(item)s) < %(panel)s RETURNING id, seat")
+
+
+def _take_free_seat(item: WorkItem, annotator, lease_seconds: int) -> Assignment | None:
+    """The common claim in one statement (:func:`_free_seat_sql`); ``None`` leaves the item to
+    :func:`_take_seat` (a lapsed seat to give back, a seat of the annotator's, a full panel)."""
+    if not connection.features.can_return_columns_from_insert:
+        return None
+    now = timezone.now()
+    expires = now + timedelta(seconds=lease_seconds)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(_free_seat_sql(), {"item": item.pk, "annotator": annotator.pk, "now": adapt(now),
+                                          "expires": adapt(expires), "panel": item.panel_size})
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Assignment(pk=row[0], item=item, annotator=annotator, seat=row[1], claimed_at=now, lease_expires_at=expires,
+                      completed_at=None)
 
 
 def _take_seat(item: WorkItem, annotator, lease_seconds: int) -> Assignment | None:

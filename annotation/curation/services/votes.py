@@ -1,10 +1,11 @@
 """Casting votes and adjudicating: one vote per person per item, never edited, decided by rule."""
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
@@ -52,6 +53,36 @@ def _locked_item(item_id: int, label: str) -> WorkItem:
     return item
 
 
+@functools.cache
+def _seated_item_sql(lock: bool) -> str:
+    """The item row (locked), the voter's seat on it and the vote an earlier submission of the
+    same request created, in one query: the panel vote's first read."""
+    item, seat, vote = WorkItem._meta.db_table, Assignment._meta.db_table, Vote._meta.db_table
+    return (f"SELECT w.*, a.id AS seat_pk, a.completed_at AS seat_completed_at, "
+            f"(SELECT v.id FROM {vote} v WHERE v.annotator_id = %s AND v.client_request_id = %s) AS replay_pk "
+            f"FROM {item} w LEFT JOIN {seat} a ON a.item_id = w.id AND a.annotator_id = %s "
+            f"WHERE w.id = %s{' FOR UPDATE OF w' if lock else ''}")
+
+
+def _seated_item(item_id: int, annotator, label: str, client_request_id) -> WorkItem:
+    """:func:`_locked_item` with the annotator's seat (``seat_pk``, ``seat_completed_at``) and
+    the id of a vote this request already created (``replay_pk``), read in the same query.
+
+    The seat and the replay are read in the statement that takes the item lock, so they can be
+    older than the lock; neither decides alone: the seat is completed only if it is still this
+    annotator's and still open (:func:`vote_cast` checks the update), and a vote cast twice
+    fails the (item, annotator) constraint."""
+    if not 0 < item_id < 2**63:
+        raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
+    request_id = Vote._meta.get_field("client_request_id").get_db_prep_value(client_request_id, connection)
+    found = list(WorkItem.objects.raw(_seated_item_sql(connection.features.has_select_for_update),
+                                      [annotator.pk, request_id, annotator.pk, item_id]))
+    if not found:
+        raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
+    _check_label(found[0], label)
+    return found[0]
+
+
 def _apply_rule(item: WorkItem) -> WorkItem:
     """Move a locked item to the state its stage's rule gives; run the stage's on-closed step once
     the item is decided or unresolved."""
@@ -89,16 +120,14 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
                                code="invalid_payload")
     try:
         with transaction.atomic():
-            item = _locked_item(item_id, label)
-            earlier = _replayed(annotator, client_request_id, item.pk, label)
-            if earlier is not None:
-                return earlier, False
-            seat = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
-            if seat is None:
+            item = _seated_item(item_id, annotator, label, client_request_id)
+            if item.replay_pk is not None:
+                return _replayed(annotator, client_request_id, item.pk, label), False
+            if item.seat_pk is None:
                 raise ApplicationError("you hold no seat on this item: claim it with next first", code="not_assigned",
                                        status_code=403)
             # a second vote also fails the (item, annotator) constraint, reported below
-            if seat.completed_at is not None:
+            if item.seat_completed_at is not None:
                 raise ConflictError("you have voted on this item already; votes are never changed",
                                     code="already_voted")
             if item.state != WorkItem.State.OPEN:
@@ -109,8 +138,13 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
             vote = Vote.objects.create(item=item, annotator=annotator, label=label, reasons=reasons,
                                        time_spent_ms=time_spent_ms, client_request_id=client_request_id, **extra)
             stage.after_vote(item=item, vote=vote, judgments=judgments)
-            seat.completed_at = timezone.now()
-            seat.save(update_fields=["completed_at"])
+            completed = Assignment.objects.filter(pk=item.seat_pk, annotator=annotator, completed_at__isnull=True) \
+                .update(completed_at=timezone.now())
+            if not completed:
+                # the seat changed hands while this request waited for the item (a manager
+                # reassigned it, or its lapsed lease was taken): the vote is not recorded
+                raise ApplicationError("you no longer hold a seat on this item: claim it with next first",
+                                       code="not_assigned", status_code=403)
             _apply_rule(item)
             return vote, True
     except IntegrityError:
