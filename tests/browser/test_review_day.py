@@ -1,8 +1,9 @@
-"""An annotator's and a manager's day in real Chromium (issue 15, items 1-3): a lapsed lease
+"""An annotator's and a manager's day in real Chromium: a lapsed lease
 comes back to its holder and goes to another annotator; a manager reassigns a seat from the seat
 board; a vote key pressed while the item loads does nothing; a vote is withdrawn with Ctrl+Z
 within its undo window and is final after it; the query stays in view while the last candidate
-of a relation row is labelled at 1280x800."""
+of a relation row is labelled at 1280x800; the next item's opening frame is fetched while the
+current one is reviewed, and a failed fetch ahead costs nothing but the time."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -186,3 +187,66 @@ def test_an_ended_session_says_the_vote_was_not_saved_and_comes_back_to_the_item
     open_item(page, "review/usability", after=item)
     assert Vote.objects.get(annotator=people["ann1"]).item_id == item
     assert first_usability_item(run).pk == item
+
+
+def _opening_frame_head(item_id: int) -> str:
+    trajectory = WorkItem.objects.select_related("trajectory").get(pk=item_id).trajectory
+    return f"/api/videos/{trajectory.video_id}/frames/{trajectory.first_frame}.jpg"
+
+
+def _trajectory_head(item_id: int) -> str:
+    return f"/api/trajectories/{WorkItem.objects.get(pk=item_id).trajectory_id}/"
+
+
+def _requests_of(page, head: str) -> list[dict]:
+    return page.evaluate("""head => performance.getEntriesByType('resource')
+        .filter(e => new URL(e.name).pathname === head).map(e => ({start: e.startTime}))""", head)
+
+
+def test_the_next_items_opening_frame_is_fetched_while_the_current_one_is_reviewed(open_page, people, review_run):
+    review_run(window=8, stride=3, drop_every=7)
+    page = open_page("ann1")
+    page.evaluate("performance.setResourceTimingBufferSize(10000)")
+    page.goto("/review/usability")
+    item = open_item(page, "review/usability")
+    wait_first_frame(page, item)
+    for _ in range(4):
+        following = (WorkItem.objects.filter(stage="usability", state="open", id__gt=item)  # the next in queue
+                     .order_by("video_id", "id").first())                                # order: the claim's hint
+        head, track = _opening_frame_head(following.pk), _trajectory_head(following.pk)
+        # fetched ahead, before any vote: its trajectory (only the fetch ahead asks for another
+        # item's) and its opening frame (which the current item's player may want as well)
+        page.wait_for_function("heads => heads.every(head => performance.getEntriesByType('resource')"
+                               ".some(e => new URL(e.name).pathname === head))", arg=[head, track])
+        assert not Vote.objects.filter(item_id=item).exists()
+        page.keyboard.press("1")
+        page.keyboard.press("Enter")
+        opened = open_item(page, "review/usability", after=item)
+        assert opened == following.pk
+        wait_first_frame(page, opened)
+        sent = page.evaluate("name => performance.getEntriesByName(name, 'mark').at(-1).startTime", f"vote-sent:{item}")
+        assert any(r["start"] < sent for r in _requests_of(page, head)), "the opening frame was not fetched ahead"
+        assert all(r["start"] < sent for r in _requests_of(page, track)), "the trajectory was fetched again"
+        item = opened
+
+
+def test_a_failed_fetch_ahead_leaves_the_next_item_to_load_as_usual(open_page, people, review_run):
+    review_run(window=8, stride=3, drop_every=7)
+    page = open_page("ann1")
+    page.goto("/review/usability")
+    item = open_item(page, "review/usability")
+    following = WorkItem.objects.filter(stage="usability", id__gt=item).order_by("video_id", "id").first()
+    track = _trajectory_head(following.pk)  # only the fetch ahead asks for it before the item opens
+    failed = []
+    page.route(f"**{track}", lambda route: (failed.append(route.request.url), route.abort())
+               if not failed else route.continue_())  # the fetch ahead fails, the item's own load does not
+    wait_first_frame(page, item)
+    for _ in range(200):  # the fetch ahead starts once the first frame is on screen
+        if failed:
+            break
+        page.wait_for_timeout(25)
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    assert open_item(page, "review/usability", after=item) == following.pk
+    wait_first_frame(page, following.pk)
+    assert len(failed) == 1

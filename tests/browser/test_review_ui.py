@@ -1,8 +1,12 @@
 """The annotator, adjudicator and manager paths through the web UI in real Chromium, against a
 live server on PostgreSQL: keyboard voting to a decision, adjudication of a tie, duplicate
-review of a pair, freezing a pool and reading the agreement chart, and live job progress."""
+review of a pair (and its zoom pane of a track not seen on the frame), freezing a pool and reading
+the agreement chart, and live job progress."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 from playwright.sync_api import expect
 
@@ -139,6 +143,38 @@ def test_duplicate_review_plays_both_trajectories_in_sync(open_page, people, rev
     page.keyboard.press("1")
     page.wait_for_function("path => location.pathname !== path", arg=f"/review/duplicates/{pair.pk}")
     assert Vote.objects.get(item=pair, annotator=people["ann1"]).label == "same"
+
+
+def test_a_zoom_pane_whose_track_is_absent_says_so_and_draws_nothing_else(open_page, people, review_run):
+    run = review_run(window=16, stride=8, drop_every=5)
+    pair = (WorkItem.objects.filter(stage="identity", duplicate__trajectory_a__run=run).select_related(
+        "duplicate__trajectory_a", "duplicate__trajectory_b").order_by("id").first())
+    a, b = pair.duplicate.trajectory_a, pair.duplicate.trajectory_b
+    seen_a, seen_b = (set(np.frombuffer(bytes(t.frames), dtype="<i4").tolist()) for t in (a, b))
+    page = open_page("ann1")
+    page.goto("/review/duplicates")
+    assert open_item(page, "review/duplicates") == pair.pk
+    wait_first_frame(page, pair.pk)
+    main = page.locator("canvas.main-view")
+    start = int(main.get_attribute("data-frame"))
+    assert start in seen_a and start in seen_b  # it opens on a frame both tracks share
+    # the nearest frame on which A is seen and B is not (B's gaps and the ends of its span)
+    frame = min(sorted(seen_a - seen_b), key=lambda f: abs(f - start))
+    for _ in range(abs(frame - start)):
+        page.keyboard.press("ArrowRight" if frame > start else "ArrowLeft")
+    expect(main).to_have_attribute("data-frame", str(frame))
+    panes = page.locator(".zoom-view canvas")
+    expect(panes.nth(1)).to_have_attribute("aria-label", re.compile("not seen on this frame"))
+    expect(panes.nth(0)).to_have_attribute("aria-label", re.compile("zoomed in on its box"))
+    page.wait_for_timeout(100)  # the frame is drawn on the next animation frame
+    colours = page.evaluate("""() => [...document.querySelectorAll('.zoom-view canvas')].map(c => {
+        const d = c.getContext('2d').getImageData(0, 40, c.width, c.height - 40).data;  // below the message
+        const seen = new Set();
+        for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+        return [...seen];
+    })""")
+    assert colours[1] == [0x111418], [hex(c) for c in colours[1][:5]]  # B: the empty background only
+    assert len(colours[0]) > 50  # A: its picture
 
 
 def test_a_manager_freezes_a_pool_and_reads_the_agreement(open_page, people, review_run, shot):

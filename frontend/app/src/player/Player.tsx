@@ -189,7 +189,8 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
 
   const zoomCanvas = (ref: React.RefObject<HTMLCanvasElement | null>, p: PlayerTrack) => (
     <figure className="zoom-view">
-      <canvas ref={ref} width={ZOOM_WIDTH} height={zoomHeight} role="img" aria-label={`${p.style.label}, zoomed in on its box, ${frameText}`} />
+      <canvas ref={ref} width={ZOOM_WIDTH} height={zoomHeight} role="img"
+        aria-label={p.track.boxAt(state.frame) ? `${p.style.label}, zoomed in on its box, ${frameText}` : `${p.style.label}: not seen on this frame, ${frameText}`} />
       <figcaption>
         <span className="swatch" style={{ background: p.style.color }} /> {p.style.label} · zoom ×{zoom.toFixed(2)}
       </figcaption>

@@ -1,0 +1,147 @@
+"""Vote -> next item's first frame in Chromium: one request (the vote answers with the next
+claimed item) against two (a vote, then a claim), in the same run.
+
+Two annotators vote through the same usability items from the keyboard, their votes interleaved
+(one, then the other), against the project served as in production (gunicorn, 2 worker processes
+x 4 threads, ``tests.benchmarks.bench_review_load``) on the test database: ``ann1`` on the app's
+path, ``ann2`` with ``localStorage["trajlab.perf.voteRoundTrips"] = "2"`` (``frontend perf.ts``),
+the path before votes answered with the next item. For every vote after the first item, the
+app's own performance marks give the time from the vote leaving for the server
+(``vote-sent:<item>``) to the next item's first frame drawn (``first-frame:<next>``). Each item's
+opening frame is also looked up in the page's resource timings: fetched ahead (requested before
+the vote on the item before it was sent, by ``review/prefetch.ts``) or not.
+
+Quick size: 20 items per annotator; full size (``TRAJLAB_BENCH_FULL=1``, ``make bench``): 60,
+and the one-request p95 must be under 150 ms. Figures go to ``var/bench/ui_vote_next.json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.conf import settings
+
+from annotation.models import Vote, WorkItem
+from tests.benchmarks.bench_review_load import free_port, gunicorn_start, gunicorn_stop
+from tests.browser.conftest import (  # noqa: F401 (fixtures, reused)
+    PASSWORD,
+    chromium,
+    open_item,
+    people,
+    rendered_scene,
+    review_run,
+    scene_video,
+    wait_first_frame,
+)
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
+N_ITEMS = 60 if FULL else 20
+BUDGET_P95_MS = 150.0
+PATHS = {"one request": ("ann1", "1"), "vote then claim": ("ann2", "2")}
+
+
+def _stats(values: list[float]) -> dict:
+    a = np.asarray(values, dtype=float)
+    return {"n": int(a.size), "p50_ms": round(float(np.percentile(a, 50)), 1),
+            "p95_ms": round(float(np.percentile(a, 95)), 1), "max_ms": round(float(a.max()), 1)}
+
+
+def _mark(page, name: str) -> float:
+    return page.evaluate("name => performance.getEntriesByName(name, 'mark').at(-1).startTime", name)
+
+
+def _requested_before(page, url_head: str, before_ms: float) -> bool:
+    """Whether a request whose address starts with ``url_head`` started before ``before_ms``."""
+    return page.evaluate("""([head, before]) => performance.getEntriesByType('resource')
+        .some(e => new URL(e.name).pathname === head && e.startTime < before)""", [url_head, before_ms])
+
+
+@pytest.fixture
+def served(media_root, tmp_path):
+    """The project under gunicorn on a free port (its address); stopped at the end."""
+    port = free_port()
+    server = gunicorn_start(port, tmp_path, media_root)
+    yield f"http://127.0.0.1:{port}"
+    gunicorn_stop(server)
+
+
+@pytest.fixture
+def signed_in(chromium, served):
+    """``signed_in(username)``: a page of a fresh browser context, signed in on the served project;
+    any uncaught script error fails the test."""
+    contexts, errors = [], []
+
+    def make(username: str):
+        context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=served)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on("pageerror", lambda exc: errors.append(f"{username}: {exc}"))
+        page.goto("/")
+        page.wait_for_url("**/accounts/login/**")
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_selector("main h1")
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert not errors, f"script errors in the page: {errors}"
+
+
+def test_vote_to_next_first_frame_one_request_against_two(media_root, people, review_run, signed_in):
+    run = review_run(window=8, stride=3, drop_every=7)  # 64 short trajectories: 64 usability items
+    assert WorkItem.objects.filter(stage="usability", trajectory__run=run).count() >= N_ITEMS + 1
+    pages = {}
+    for path, (user, trips) in PATHS.items():
+        page = signed_in(user)
+        page.evaluate("n => { localStorage.setItem('trajlab.perf.voteRoundTrips', n); "
+                      "performance.setResourceTimingBufferSize(10000); }", trips)
+        page.goto("/review/usability")
+        pages[path] = page
+    previous = {path: None for path in PATHS}
+    steps = {path: [] for path in PATHS}
+    fetched_ahead = {path: [] for path in PATHS}
+    for i in range(N_ITEMS + 1):
+        for path, page in pages.items():
+            item = open_item(page, "review/usability", after=previous[path])
+            wait_first_frame(page, item)
+            if previous[path] is not None:
+                sent = _mark(page, f"vote-sent:{previous[path]}")
+                steps[path].append(_mark(page, f"first-frame:{item}") - sent)
+                trajectory = WorkItem.objects.select_related("trajectory").get(pk=item).trajectory
+                head = f"/api/videos/{trajectory.video_id}/frames/{trajectory.first_frame}.jpg"
+                fetched_ahead[path].append(_requested_before(page, head, sent))
+            if i < N_ITEMS:
+                page.keyboard.press("1")      # usable, and sent now (no undo wait)
+                page.keyboard.press("Enter")
+            previous[path] = item
+    for path, (user, _) in PATHS.items():
+        assert Vote.objects.filter(annotator=people[user]).count() == N_ITEMS, path
+
+    result = {
+        "what": "ms from a vote leaving the browser to the next item's first frame drawn, Chromium against "
+                "gunicorn (2 processes x 4 threads, test database)",
+        "items_per_path": N_ITEMS,
+        "paths": {path: {**_stats(steps[path]), "opening_frame_fetched_ahead": sum(fetched_ahead[path]),
+                         "of": len(fetched_ahead[path])} for path in PATHS},
+        "budget_p95_ms": BUDGET_P95_MS,
+        "size": "full" if FULL else "quick",
+        "machine": {"cpus": os.cpu_count(), "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]},
+    }
+    out = Path(settings.BASE_DIR) / "var" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_vote_next.json").write_text(json.dumps(result, indent=2) + "\n")
+    print("\nvote -> next first frame in Chromium")
+    for path, f in result["paths"].items():
+        print(f"  {path:<16} p50 {f['p50_ms']:7.1f} ms  p95 {f['p95_ms']:7.1f} ms  max {f['max_ms']:7.1f} ms  "
+              f"opening frame fetched ahead {f['opening_frame_fetched_ahead']}/{f['of']}")
+    if FULL:
+        assert result["paths"]["one request"]["p95_ms"] < BUDGET_P95_MS, result
