@@ -24,12 +24,19 @@ from dataclasses import asdict, dataclass, field
 
 import jsonschema
 
-ATTRIBUTES = ("upper_colour", "lower_colour", "speed", "size", "position", "category")
+# The scene facts come last: "ground" (what is under the feet: models.vocabulary.GROUNDS),
+# "near" (a named scene object, "red door", or models.vocabulary.NEAR_NOTHING), "weather"
+# (WEATHERS) and "light" (LIGHTS); "ground" and "near" hold over intervals, weather and light
+# over the whole observed interval.
+SCENE_FACTS = ("ground", "near", "weather", "light")
+ATTRIBUTES = ("upper_colour", "lower_colour", "speed", "size", "position", "category", *SCENE_FACTS)
 EVENTS = ("walks", "stands", "enters", "leaves", "crosses", "occluded_by", "passes_in_front_of")
 # Attributes with one value at a time: a known different value over an overlapping interval
 # contradicts a predicate. Events can co-occur, so only their absence over a covered interval
-# contradicts (see predicates_label).
-SINGLE_VALUED = frozenset({"upper_colour", "lower_colour", "speed", "size", "category", "walks"})
+# contradicts (see predicates_label); so can "near" (a person may be near two objects at once)
+# and "position", which are read like events.
+SINGLE_VALUED = frozenset({"upper_colour", "lower_colour", "speed", "size", "category", "walks",
+                           "ground", "weather", "light"})
 SCOPES = ("whole", "interval")
 # Events that cannot hold at the same time as each other: where one is known, the other does not
 # hold (a person standing still is not walking in any direction).

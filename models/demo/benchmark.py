@@ -3,14 +3,17 @@
 No data set can be downloaded here, so training and evaluation are exercised end to end on videos
 the project renders itself (``models.demo.renderer``). For each split (train / dev / test) this
 module renders seeded scenes of 3-5 walking people with random clothing colours, directions,
-paces and stops (the test split also gets the three fixed ``demo_scenes``) and builds a
+paces and stops, and seeded scene context (benches, doors, trees, lamp posts, lawns, rain, night:
+:func:`scene_context`; the test split also gets the three fixed ``demo_scenes``) and builds a
 :class:`~models.training.snapshot.RelationSnapshotData`:
 
 - **Tracks** (each video's pool): every person's ground-truth boxes on the frames where at least
   ``min_visible`` of the silhouette is visible (nothing interpolated); people with fewer than
   ``min_observations`` such frames get no track.
 - **Queries**: deterministic texts from one person's ground-truth facts (clothing colours,
-  walking direction, pace, a stop), with their predicates in the ``models.facts`` format citing
+  walking direction, pace, a stop, and scene context: the object the person is near, the ground,
+  rain, night; a scene fact is only joined to clothing colours, which hold over the whole track,
+  never to a walk it may not overlap), with their predicates in the ``models.facts`` format citing
   the person's facts (one fact per predicate, so no predicate fuses intervals; every query passes
   ``check_query``). A template is used only when it singles out its person in the video: label 1
   for the target and no other label 1 in the pool (DESIGN 2.8 rejects a query that matches several
@@ -38,11 +41,13 @@ from pathlib import Path
 import numpy as np
 
 from models.config import PlainConfig
+from models.demo.figures import ground_row
 from models.demo.renderer import render_scene
 from models.demo.scene import (
     GroundTruth,
     PersonSpec,
     PersonTruth,
+    SceneObjectSpec,
     SceneSpec,
     demo_scenes,
     gt_path_for,
@@ -55,7 +60,15 @@ from models.training.snapshot import (
     SnapshotTrack,
     SnapshotVideo,
 )
-from models.vocabulary import COLOURS, DIRECTION_PHRASES
+from models.vocabulary import (
+    COLOURS,
+    DIRECTION_PHRASES,
+    GROUND_PHRASES,
+    LIGHT_PHRASES,
+    NEAR_NOTHING,
+    WEATHER_PHRASES,
+    near_phrase,
+)
 from models.wording import with_article
 
 SPLITS = ("train", "dev", "test")
@@ -64,6 +77,12 @@ PACES = ("slow", "normal", "fast")
 UPPER_WORDS = ("top", "shirt", "jacket")
 LOWER_WORDS = ("{} trousers", "{} pants", "{} skirt")        # "in ..." of a lower-body colour
 SOMEONE = ("a person", "someone", "a pedestrian")
+DOOR_COLOURS = ("red", "blue", "green", "yellow")
+# Chances of each piece of scene context in a generated scene (scene_context).
+CONTEXT_CHANCES = {"bench": 0.6, "door": 0.6, "second_door": 0.5, "tree": 0.35, "lamp_post": 0.3, "lawn": 0.5,
+                   "rain": 0.3, "night": 0.2}
+# Facts that hold over the whole visible span (scope "whole").
+WHOLE_SCOPE = ("upper_colour", "lower_colour", "weather", "light")
 THE_ONE = ("the person", "the one", "the pedestrian")
 # A training run sized for this benchmark on one CPU core (about two minutes): a narrower VTrajEmbed
 # (width 128) and a larger learning rate than the paper's 5e-5, which is for LoRA on a 4B-parameter
@@ -139,9 +158,54 @@ def generated_scene(config: DemoBenchmarkConfig, split: str, index: int) -> Scen
                                  speed=PACES[int(rng.integers(len(PACES)))], stops=stops,
                                  enter_frame=int(rng.integers(0, n // 6)) if rng.random() < 0.3 else 0,
                                  skin=int(rng.integers(4)), hair=int(rng.integers(4))))
-    return SceneSpec(name=f"demo_{split}_{index:03d}", width=w, height=h, fps=config.fps, n_frames=n,
+    spec = SceneSpec(name=f"demo_{split}_{index:03d}", width=w, height=h, fps=config.fps, n_frames=n,
                      seed=int(rng.integers(2**31)), people=people,
                      background="plaza" if rng.random() < 0.5 else "park")
+    context = np.random.default_rng(int.from_bytes(hashlib.sha256(key + b":scene").digest()[:8], "little"))
+    spec.objects, spec.conditions = scene_context(spec, context)
+    return spec
+
+
+def scene_context(spec: SceneSpec, rng: np.random.Generator) -> tuple[list[SceneObjectSpec], list[str]]:
+    """Seeded scene objects and conditions for a generated scene (:data:`CONTEXT_CHANCES`).
+
+    A bench goes a little behind the row of someone walking across (so people pass it); a door
+    goes just beside the path of someone walking away (so they walk up to it, and their box does
+    not cover it), red half of the time, and a second
+    door of another colour may join it (so "the red door" tells two doors apart); trees,
+    lamp posts (always at night) and, on the plaza, a lawn across the walkers' rows are placed from
+    the scene seed. Rain and night are drawn independently.
+    """
+    w, h = spec.width, spec.height
+    objects: list[SceneObjectSpec] = []
+    across = [p for p in spec.people if p.direction in ("left", "right")]
+    away = [p for p in spec.people if p.direction == "away"]
+    if rng.random() < CONTEXT_CHANCES["bench"]:
+        row = float(across[int(rng.integers(len(across)))].start[1]) - 0.03 * h if across else None
+        objects.append(SceneObjectSpec("bench", x=float(rng.uniform(0.2, 0.8) * w) if across else None,
+                                       y=min(row, float(h)) if row is not None else None))
+    if rng.random() < CONTEXT_CHANCES["door"]:
+        others = [DOOR_COLOURS[int(k)] for k in rng.permutation(len(DOOR_COLOURS)) if DOOR_COLOURS[k] != "red"]
+        colours = ["red", *others] if rng.random() < 0.5 else others
+        x = None
+        if away:                                     # beside the walker's path: near it, outside its box
+            f = spec.figure_height(ground_row(spec.background, h))
+            x = float(np.clip(away[0].start[0] + (1 if rng.random() < 0.5 else -1) * 0.4 * f, 0.1 * w, 0.9 * w))
+        objects.append(SceneObjectSpec("door", colours[0], x=x))
+        if rng.random() < CONTEXT_CHANCES["second_door"]:
+            objects.append(SceneObjectSpec("door", colours[1]))
+    for kind in ("tree", "lamp_post"):
+        if rng.random() < CONTEXT_CHANCES[kind]:
+            objects.append(SceneObjectSpec(kind))
+    lawn = rng.random() < CONTEXT_CHANCES["lawn"]
+    if lawn and spec.background == "plaza" and across:
+        row = float(min(max(p.start[1] for p in across) + 0.04 * h, h))
+        objects.append(SceneObjectSpec("lawn", x=float(rng.uniform(0.3, 0.7) * w), y=row,
+                                       size=float(rng.uniform(0.25, 0.4) * w), depth=0.25 * h))
+    conditions = [c for c in ("rain", "night") if rng.random() < CONTEXT_CHANCES[c]]
+    if "night" in conditions and not any(o.kind == "lamp_post" for o in objects):
+        objects.append(SceneObjectSpec("lamp_post"))
+    return objects, conditions
 
 
 def split_scenes(config: DemoBenchmarkConfig, split: str) -> list[SceneSpec]:
@@ -169,7 +233,7 @@ def person_facts(person: PersonTruth) -> list[Fact]:
     for i, f in enumerate(person.facts):
         out.append(Fact(id=f"f{i}", kind=f.kind, name=f.name, value=f.value, start_frame=f.start_frame,
                         end_frame=f.end_frame, evidence_frames=[(f.start_frame + f.end_frame - 1) // 2],
-                        scope="whole" if f.name in ("upper_colour", "lower_colour") else "interval"))
+                        scope="whole" if f.name in WHOLE_SCOPE else "interval"))
     return out
 
 
@@ -200,24 +264,53 @@ def query_templates(person: PersonTruth, facts: list[Fact], variant: int) -> lis
     direction = walks[0].value if walks else None
     pace = next((f.value for f in facts if f.name == "speed"), None)
     stands = any(f.name == "stands" for f in facts)
+    scene = _scene_templates(facts, u, lo, up, low, who, the)
     out: list[tuple[str, list[Predicate | None]]] = [
         (f"{who} in {_a(u)} {up} and {low}", [_cite(facts, "upper_colour", u), _cite(facts, "lower_colour", lo)]),
     ]
     if direction:
         out.append((f"{the} in {u} walking {DIRECTION_PHRASES[direction]}",
                     [_cite(facts, "upper_colour", u), _cite(facts, "walks", direction)]))
-        if pace:
-            out.append((f"{who} in {low} walking {DIRECTION_PHRASES[direction]} at a {pace} pace",
-                        [_cite(facts, "lower_colour", lo), _cite(facts, "walks", direction),
-                         _cite(facts, "speed", pace)]))
-            out.append((f"{who} walking {DIRECTION_PHRASES[direction]} at a {pace} pace",
-                        [_cite(facts, "walks", direction), _cite(facts, "speed", pace)]))
+    out += scene[:1]
+    if direction and pace:
+        out.append((f"{who} in {low} walking {DIRECTION_PHRASES[direction]} at a {pace} pace",
+                    [_cite(facts, "lower_colour", lo), _cite(facts, "walks", direction),
+                     _cite(facts, "speed", pace)]))
+        out.append((f"{who} walking {DIRECTION_PHRASES[direction]} at a {pace} pace",
+                    [_cite(facts, "walks", direction), _cite(facts, "speed", pace)]))
+    out += scene[1:]
     if stands:
         out.append((f"{the} in {_a(u)} {up} who stops for a while",
                     [_cite(facts, "upper_colour", u), _cite(facts, "stands", "still")]))
     out.append((f"{the} in {low}", [_cite(facts, "lower_colour", lo)]))
     out.append((f"{the} wearing {u}", [_cite(facts, "upper_colour", u)]))
     return [(text, preds) for text, preds in out if all(p is not None for p in preds)]
+
+
+def _scene_templates(facts: list[Fact], u: str, lo: str, up: str, low: str, who: str, the: str
+                     ) -> list[tuple[str, list[Predicate | None]]]:
+    """Scene-context queries of one person, most telling first: the object the person is near
+    longest, rain, night, the ground the person is on longest. Each joins one scene fact to a
+    clothing colour (a whole-track fact), so no two interval facts are said as one moment."""
+    out: list[tuple[str, list[Predicate | None]]] = []
+
+    def longest(name: str) -> str | None:
+        same = [f for f in facts if f.name == name and f.known and f.value != NEAR_NOTHING]
+        return max(same, key=lambda f: (f.end_frame - f.start_frame, -f.start_frame)).value if same else None
+
+    near, ground = longest("near"), longest("ground")
+    if near:
+        out.append((f"{the} in {u} {near_phrase(near)}", [_cite(facts, "upper_colour", u), _cite(facts, "near", near)]))
+    if _cite(facts, "weather", "rain"):
+        out.append((f"{who} in {_a(u)} {up} {WEATHER_PHRASES['rain']}",
+                    [_cite(facts, "upper_colour", u), _cite(facts, "weather", "rain")]))
+    if _cite(facts, "light", "night"):
+        out.append((f"{who} in {low} {LIGHT_PHRASES['night']}",
+                    [_cite(facts, "lower_colour", lo), _cite(facts, "light", "night")]))
+    if ground:
+        out.append((f"{the} in {low} {GROUND_PHRASES[ground]}",
+                    [_cite(facts, "lower_colour", lo), _cite(facts, "ground", ground)]))
+    return out
 
 
 # -- building ------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The renderer (``models.demo.renderer``) knows what it drew: ``GroundTruth.people[i].facts`` lists the
 attributes and events of person ``i`` over half-open frame intervals. A describer run on that
 person's track proposes :class:`models.facts.Fact` records. This module counts, per fact type
-(``upper_colour``, ``lower_colour``, ``walks``, ``speed``, ``stands``, ``enters``, ``leaves``):
+(``upper_colour``, ``lower_colour``, ``walks``, ``speed``, ``stands``, ``enters``, ``leaves``, and
+the scene facts ``ground``, ``near``, ``weather``, ``light``):
 
 - **Matching.** A proposed fact matches a ground-truth fact when both have the same ``name``,
   the same ``value`` (exact string, e.g. ``"red"``, ``"left"``, ``"from the left"``) and
@@ -32,7 +33,8 @@ from models.demo.scene import Fact as TruthFact
 from models.demo.scene import PersonTruth
 from models.facts import Fact
 
-FACT_TYPES = ("upper_colour", "lower_colour", "walks", "speed", "stands", "enters", "leaves")
+FACT_TYPES = ("upper_colour", "lower_colour", "walks", "speed", "stands", "enters", "leaves",
+              "ground", "near", "weather", "light")
 
 
 @dataclass

@@ -1,5 +1,10 @@
 """Drawing for the demo renderer: textured static backgrounds ("plaza", "park") with shading
-and sensor noise, and people-like figures with a walking stride, seen from the side or the front.
+and sensor noise, the ground surface under them, the scene objects queries name (benches, doors,
+trees, lamp posts, lawns), night and rain, and people-like figures with a walking stride, seen
+from the side or the front.
+
+Every scene object is drawn inside the box its :class:`~models.demo.scene.SceneObjectTruth`
+declares, so the recorded box is the object's extent by construction.
 """
 from __future__ import annotations
 
@@ -18,9 +23,38 @@ def _smooth_noise(rng: np.random.Generator, h: int, w: int, cells: int) -> np.nd
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
 
 
-def _background_plaza(rng: np.random.Generator, w: int, h: int) -> np.ndarray:
+# Where the ground begins, as a fraction of the frame height: the foot of the plaza's wall and of
+# the park's hedge. Doors stand on this row.
+GROUND_LINES = {"plaza": 0.42, "park": 0.35}
+# The park's paved path across the lower half: first and last row, fractions of the frame height.
+PARK_PATH = (0.55, 0.97)
+# Ground surface codes of :func:`ground_map`.
+NO_GROUND, GRASS, PAVEMENT = 0, 1, 2
+SURFACE_NAMES = {GRASS: "grass", PAVEMENT: "pavement"}
+GRASS_BGR = (80, 140, 105)                      # the park's lawn; lawn patches on the plaza too
+
+
+def ground_row(background: str, h: int) -> int:
+    """The first ground row of a background (the foot of the wall or hedge)."""
+    return int(h * GROUND_LINES[background])
+
+
+def ground_map(background: str, w: int, h: int) -> np.ndarray:
+    """[h, w] uint8 surface codes of the bare background: ``PAVEMENT`` (the plaza's paving, the
+    park's path), ``GRASS`` (the park's lawn), ``NO_GROUND`` (the wall, the hedge). Lawn patches
+    are painted over it by the renderer (:func:`paint_lawn`)."""
+    out = np.zeros((h, w), np.uint8)
+    out[ground_row(background, h):] = PAVEMENT if background == "plaza" else GRASS
+    if background == "park":
+        out[int(h * PARK_PATH[0]):int(h * PARK_PATH[1]) + 1] = PAVEMENT
+    return out
+
+
+def _background_plaza(rng: np.random.Generator, w: int, h: int, *, benches: bool = True) -> np.ndarray:
+    """Wall with windows over tiled paving (``benches`` is for the park's signature: the plaza
+    draws no unnamed benches)."""
     img = np.zeros((h, w, 3), np.float32)
-    ground_y = int(h * 0.42)
+    ground_y = ground_row("plaza", h)
     wall = np.array([150, 165, 178], np.float32) + rng.uniform(-15, 15, 3)
     pave = np.array([118, 132, 140], np.float32) + rng.uniform(-12, 12, 3)
     img[:ground_y] = wall
@@ -47,17 +81,21 @@ def _background_plaza(rng: np.random.Generator, w: int, h: int) -> np.ndarray:
     return img
 
 
-def _background_park(rng: np.random.Generator, w: int, h: int) -> np.ndarray:
+def _background_park(rng: np.random.Generator, w: int, h: int, *, benches: bool = True) -> np.ndarray:
+    """Hedge over a lawn with a paved path across it; with ``benches``, three unnamed benches
+    below the hedge (a scene with a named bench draws none, so "the bench" is one thing)."""
     img = np.zeros((h, w, 3), np.float32)
-    hedge_y = int(h * 0.35)
+    hedge_y = ground_row("park", h)
     img[:hedge_y] = np.array([70, 115, 80], np.float32) + rng.uniform(-10, 10, 3)
-    img[hedge_y:] = np.array([80, 140, 105], np.float32) + rng.uniform(-10, 10, 3)
-    # a gravel path across the lower half
+    img[hedge_y:] = np.array(GRASS_BGR, np.float32) + rng.uniform(-10, 10, 3)
+    # a paved path across the lower half
     path = np.array([140, 160, 175], np.float32) + rng.uniform(-10, 10, 3)
-    cv2.rectangle(img, (0, int(h * 0.55)), (w, int(h * 0.97)), path.tolist(), -1)
+    cv2.rectangle(img, (0, int(h * PARK_PATH[0])), (w, int(h * PARK_PATH[1])), path.tolist(), -1)
     img[:hedge_y] += 30 * _smooth_noise(rng, hedge_y, w, 40)[..., None]
     img += 14 * _smooth_noise(rng, h, w, 10)[..., None]
     img += 8 * _smooth_noise(rng, h, w, 90)[..., None]
+    if not benches:
+        return img
     # a few benches and bins
     for _ in range(3):
         bx = int(rng.integers(0, w - w // 8))
@@ -67,6 +105,157 @@ def _background_park(rng: np.random.Generator, w: int, h: int) -> np.ndarray:
 
 
 BACKGROUNDS = {"plaza": _background_plaza, "park": _background_park}
+
+
+# -- scene objects -------------------------------------------------------------------------------
+WOOD_BGR = (45, 80, 125)
+METAL_BGR = (55, 55, 60)
+BARK_BGR = (40, 60, 85)
+LEAVES_BGR = (45, 110, 55)
+LAMP_GLASS_DAY = (200, 215, 220)
+LAMP_GLASS_NIGHT = (170, 235, 255)              # a lit lamp: not darkened at night
+# Layered objects stand on the ground and are drawn in depth order with the people; flat ones
+# (doors on the wall, lawns on the ground) are painted into the background once.
+LAYERED = ("bench", "tree", "lamp_post")
+
+
+def _canvas_of(box) -> tuple[int, int, int, int]:
+    """Integer origin and size ``(x0, y0, w, h)`` of a local canvas holding a frame-pixel box."""
+    x0, y0 = math.floor(box[0]), math.floor(box[1])
+    return x0, y0, max(1, math.ceil(box[2]) - x0), max(1, math.ceil(box[3]) - y0)
+
+
+def _jitter(rng: np.random.Generator, bgr, amount: float = 8.0) -> tuple[float, float, float]:
+    return tuple(float(np.clip(c + rng.uniform(-amount, amount), 0, 255)) for c in bgr)
+
+
+def draw_object(kind: str, box, rng: np.random.Generator, *, colour=None, night: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    """Draw a bench, tree or lamp post on its own canvas covering ``box`` (xyxy, frame pixels).
+
+    Returns ``(bgr, mask, (x0, y0))``: float32 colours [h, w, 3], the boolean silhouette [h, w]
+    and the frame pixel of the canvas origin. ``night`` gives the night palette
+    (:func:`darken_for_night`) to everything but a lamp post's glass, which is lit.
+    """
+    x0, y0, cw, ch = _canvas_of(box)
+    bgr = np.zeros((ch, cw, 3), np.float32)
+    mask = np.zeros((ch, cw), np.uint8)
+    ox, oy = box[0] - x0, box[1] - y0                   # sub-pixel offset of the box in the canvas
+    bw, bh = box[2] - box[0], box[3] - box[1]
+
+    def rect(fx0, fy0, fx1, fy1, col) -> None:
+        """A filled rectangle given in fractions of the box."""
+        p0 = _pt(ox + fx0 * bw, oy + fy0 * bh)
+        p1 = _pt(ox + fx1 * bw, oy + fy1 * bh)
+        cv2.rectangle(bgr, p0, p1, col, -1, cv2.LINE_8, SHIFT)
+        cv2.rectangle(mask, p0, p1, 255, -1, cv2.LINE_8, SHIFT)
+
+    if kind == "bench":
+        wood, metal = _jitter(rng, WOOD_BGR), _jitter(rng, METAL_BGR, 4)
+        for fx in (0.08, 0.87):                                            # legs and back supports
+            rect(fx, 0.0, fx + 0.05, 1.0, metal)
+        rect(0.02, 0.02, 0.98, 0.17, wood)                                 # two backrest slats
+        rect(0.02, 0.21, 0.98, 0.36, wood)
+        rect(0.0, 0.46, 1.0, 0.6, wood)                                    # the seat
+        rect(0.0, 0.58, 1.0, 0.62, _shade(wood, 0.7))                      # its front edge
+    elif kind == "tree":
+        bark, leaves = _jitter(rng, BARK_BGR, 5), _jitter(rng, LEAVES_BGR, 10)
+        rect(0.43, 0.42, 0.57, 1.0, bark)
+        centre, axes = _pt(ox + 0.5 * bw, oy + 0.3 * bh), (round(0.49 * bw * _ONE), round(0.29 * bh * _ONE))
+        cv2.ellipse(bgr, centre, axes, 0, 0, 360, leaves, -1, cv2.LINE_8, SHIFT)
+        cv2.ellipse(mask, centre, axes, 0, 0, 360, 255, -1, cv2.LINE_8, SHIFT)
+        for _ in range(5):                                                 # darker clumps inside the crown
+            cx, cy = rng.uniform(0.3, 0.7) * bw, rng.uniform(0.15, 0.42) * bh
+            r = rng.uniform(0.08, 0.14) * bw
+            cv2.circle(bgr, _pt(ox + cx, oy + cy), round(r * _ONE), _shade(leaves, 0.75), -1, cv2.LINE_8, SHIFT)
+    elif kind == "lamp_post":
+        metal = _jitter(rng, METAL_BGR, 4)
+        rect(0.4, 0.08, 0.6, 1.0, metal)                                   # the pole
+        rect(0.2, 0.93, 0.8, 1.0, metal)                                   # its foot
+        rect(0.0, 0.0, 1.0, 0.03, metal)                                   # the lamp's cap
+    else:
+        raise ValueError(f"draw_object draws {LAYERED}, not {kind!r}")
+    if night:
+        darken_for_night(bgr)
+    if kind == "lamp_post":
+        rect(0.1, 0.03, 0.9, 0.09, LAMP_GLASS_NIGHT if night else LAMP_GLASS_DAY)
+    return bgr, mask > 0, (x0, y0)
+
+
+def paint_door(img: np.ndarray, box, colour, rng: np.random.Generator) -> None:
+    """Paint a door (frame, two panels, a handle, a step) into ``img`` over ``box``."""
+    x1, y1, x2, y2 = box
+    w, h = x2 - x1, y2 - y1
+    frame_bgr = _jitter(rng, (60, 60, 65), 4)
+    cv2.rectangle(img, _pt(x1, y1), _pt(x2, y2), frame_bgr, -1, cv2.LINE_8, SHIFT)
+    cv2.rectangle(img, _pt(x1 + 0.08 * w, y1 + 0.05 * h), _pt(x2 - 0.08 * w, y2 - 0.03 * h), colour, -1,
+                  cv2.LINE_8, SHIFT)
+    panel = _shade(colour, 0.8)
+    for fy0, fy1 in ((0.12, 0.45), (0.55, 0.9)):
+        cv2.rectangle(img, _pt(x1 + 0.22 * w, y1 + fy0 * h), _pt(x2 - 0.22 * w, y1 + fy1 * h), panel, -1,
+                      cv2.LINE_8, SHIFT)
+    cv2.circle(img, _pt(x1 + 0.8 * w, y1 + 0.52 * h), round(max(1.0, 0.05 * w) * _ONE), (60, 180, 200), -1,
+               cv2.LINE_8, SHIFT)
+
+
+def lawn_region(box, w: int, h: int) -> tuple[slice, slice] | None:
+    """Rows and columns of the frame a lawn's box covers (None when it is off the frame)."""
+    xa, ya = max(0, round(box[0])), max(0, round(box[1]))
+    xb, yb = min(w, round(box[2])), min(h, round(box[3]))
+    return (slice(ya, yb), slice(xa, xb)) if xb > xa and yb > ya else None
+
+
+def paint_lawn(img: np.ndarray, box, rng: np.random.Generator) -> None:
+    """Paint a patch of grass with a kerb into ``img`` over ``box`` (:func:`lawn_region`)."""
+    h, w = img.shape[:2]
+    region = lawn_region(box, w, h)
+    if region is None:
+        return
+    rows, cols = region
+    grass = np.array(_jitter(rng, GRASS_BGR), np.float32)
+    n_rows, n_cols = rows.stop - rows.start, cols.stop - cols.start
+    img[rows, cols] = grass + 16 * _smooth_noise(rng, n_rows, n_cols, max(4, n_cols // 6))[..., None]
+    cv2.rectangle(img, (cols.start, rows.start), (cols.stop - 1, rows.stop - 1), (105, 115, 120), 2)  # the kerb
+
+
+# -- night and rain ------------------------------------------------------------------------------
+NIGHT_GAIN = 0.4                                # the background and objects at night
+NIGHT_TINT = (14.0, 4.0, 0.0)                   # added after the gain: a bluish dark (BGR)
+FIGURE_NIGHT_GAIN = 0.85                        # people are lit by the lamps: darkened less
+RAIN_STREAKS_PER_MPX = 900                      # streaks per frame per million pixels
+RAIN_LENGTH = 0.05                              # streak length, fraction of the frame height
+RAIN_SLANT = 0.3                                # horizontal drift per unit of streak length
+RAIN_GAIN = 55.0                                # grey levels a streak adds to what is under it
+
+
+def darken_for_night(img: np.ndarray) -> None:
+    """In place: the night palette of a float32 BGR image."""
+    img *= NIGHT_GAIN
+    img += np.asarray(NIGHT_TINT, np.float32)
+
+
+def add_glow(img: np.ndarray, x: float, y: float, radius: float, strength: float = 110.0) -> None:
+    """In place: warm lamp light around (x, y), falling off as a Gaussian of ``radius`` px."""
+    h, w = img.shape[:2]
+    xa, xb = max(0, int(x - 2.5 * radius)), min(w, int(x + 2.5 * radius) + 1)
+    ya, yb = max(0, int(y - 2.5 * radius)), min(h, int(y + 2.5 * radius) + 1)
+    if xb <= xa or yb <= ya:
+        return
+    yy, xx = np.mgrid[ya:yb, xa:xb].astype(np.float32)
+    fall = np.exp(-((xx - x) ** 2 + (yy - y) ** 2) / (2 * radius * radius))          # [h', w']
+    img[ya:yb, xa:xb] += strength * fall[..., None] * np.array([0.55, 0.85, 1.0], np.float32)
+
+
+def rain_streaks(rng: np.random.Generator, w: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of this frame's rain streak pixels: thin slanted lines at random places."""
+    n = max(1, round(RAIN_STREAKS_PER_MPX * w * h / 1e6))
+    length = max(3.0, RAIN_LENGTH * h)
+    x0 = rng.uniform(-RAIN_SLANT * length, w, n)
+    y0 = rng.uniform(-length, h, n)
+    segments = np.stack([np.stack([x0, y0], 1), np.stack([x0 + RAIN_SLANT * length, y0 + length], 1)], 1)
+    canvas = np.zeros((h, w), np.uint8)
+    cv2.polylines(canvas, list(np.round(segments).astype(np.int32)), False, 255, 1, cv2.LINE_8)
+    return np.nonzero(canvas)
 
 
 # -- figures -------------------------------------------------------------------------------------

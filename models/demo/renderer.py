@@ -17,8 +17,14 @@ What is drawn:
   the camera) the figure is wider, the feet alternate and the figure grows or shrinks with a
   simple ground-plane perspective (height proportional to the foot's distance below the horizon);
 - optional non-person distractors (a rolling ball, a sliding crate) that move but are not people;
-- figures are drawn far to near (by foot position), so a person walking higher in the image
-  passes *behind* one walking lower down, and the occluded person's visible fraction drops.
+- optional scene context that queries can name and only full frames show: doors (with a colour)
+  on the foot of the wall, benches, trees and lamp posts on the ground, lawns (grass patches),
+  placed by :func:`models.demo.scene.place_objects`; "night" (a dark bluish palette, figures
+  darkened less, lit lamps with a glow) and "rain" (thin bright slanted streaks, elsewhere on every
+  frame, over everything);
+- figures, distractors and standing objects are drawn far to near (by foot position), so a person
+  walking higher in the image passes *behind* one walking lower down (or behind a bench), and the
+  occluded person's visible fraction drops.
 
 The scene and its truth are plain data (:mod:`models.demo.scene`); the drawing is in
 :mod:`models.demo.figures`. Ground truth per person: clothing colour names and BGR values, direction, speed in px/s and as a
@@ -29,7 +35,12 @@ by a nearer figure, divided by the silhouette's full area), and a list of :class
 attributes ``upper_colour``, ``lower_colour``, ``speed`` (slow/normal/fast, while walking); events
 ``walks`` (left/right/towards/away), ``stands``, ``enters`` / ``leaves`` ("from the left", "to the
 bottom", ...), ``crosses`` (another person, when their left-right order flips), ``occluded_by`` and
-``passes_in_front_of`` (a nearer person covers at least 30% of the silhouette).
+``passes_in_front_of`` (a nearer person covers at least 30% of the silhouette); and the scene facts
+``ground`` (grass / pavement under the foot point, per run), ``near`` (each named object while the
+foot point is within ``NEAR_LATERAL`` figure heights beside its foot and ``NEAR_DEPTH`` in front of
+or behind it; ``nothing`` over the frames near none), ``weather`` (rain / clear) and ``light``
+(night / day) over the visible span. The per-frame ground and objects near are kept too
+(``PersonTruth.ground``, ``PersonTruth.near``), with the placed objects (``GroundTruth.objects``).
 
 Frame intervals are half-open ``[start, end)`` everywhere in this module.
 """
@@ -44,7 +55,27 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from models.demo.figures import _ONE, BACKGROUNDS, SHIFT, STRIDE_HEIGHTS, _pt, _shade, draw_figure
+from models.demo.figures import (
+    _ONE,
+    BACKGROUNDS,
+    FIGURE_NIGHT_GAIN,
+    GRASS,
+    RAIN_GAIN,
+    SHIFT,
+    STRIDE_HEIGHTS,
+    SURFACE_NAMES,
+    _pt,
+    _shade,
+    add_glow,
+    darken_for_night,
+    draw_figure,
+    draw_object,
+    ground_map,
+    lawn_region,
+    paint_door,
+    paint_lawn,
+    rain_streaks,
+)
 from models.demo.scene import (
     HAIR_COLOURS,
     SKIN_TONES,
@@ -53,13 +84,30 @@ from models.demo.scene import (
     GroundTruth,
     PersonSpec,
     PersonTruth,
+    SceneObjectTruth,
     SceneSpec,
     gt_path_for,
+    light_of,
+    place_objects,
+    weather_of,
 )
-from models.vocabulary import COLOURS, DEPTH_FORESHORTENING, SPEED_HEIGHTS_PER_S
+from models.vocabulary import (
+    COLOURS,
+    DEPTH_FORESHORTENING,
+    NEAR_NOTHING,
+    NEAR_OBJECTS,
+    SPEED_HEIGHTS_PER_S,
+)
 
 # A nearer person covering at least this fraction of a silhouette makes an "occluded_by" fact.
 OCCLUSION_FACT = 0.3
+# A person is "near" a scene object while the foot point is at most NEAR_LATERAL of the person's
+# height beside the object's foot (its x-range) and at most NEAR_DEPTH of it in front of or
+# behind the object's foot row.
+NEAR_LATERAL = 0.35
+NEAR_DEPTH = 0.35
+# Rain streak patterns drawn once per scene; every frame shows one of them at a random offset.
+RAIN_PATTERNS = 6
 # -- scene state ---------------------------------------------------------------------------------
 @dataclass
 class _PersonState:
@@ -116,12 +164,12 @@ def _view(direction: str) -> str:
     return {"left": "side-left", "right": "side-right", "towards": "front", "away": "back"}.get(direction, "front")
 
 
-def _draw_distractor(frame: np.ndarray, d: DistractorSpec, t: float) -> tuple[list[float] | None, np.ndarray]:
-    """Draw a distractor at time ``t``; returns its clipped box and its HxW boolean mask."""
+def _draw_distractor(frame: np.ndarray, d: DistractorSpec, t: float, colour: tuple[int, ...]
+                     ) -> tuple[list[float] | None, np.ndarray]:
+    """Draw a distractor at time ``t`` in ``colour``; returns its clipped box and its HxW boolean mask."""
     h, w = frame.shape[:2]
     bx = d.start[0] + d.velocity[0] * t
     by = d.start[1] + d.velocity[1] * t
-    colour = COLOURS[d.colour]
     m = np.zeros((h, w), np.uint8)
     if d.kind == "ball":
         r = d.size / 2
@@ -159,50 +207,131 @@ class FrameTruth:
     distractor_boxes: list[list[float] | None]   # per distractor: its box clipped to the frame, or None
 
 
+@dataclass
+class _Stage:
+    """What every frame of a scene shares: the background with its flat objects painted in (and
+    the night palette and lamp light applied), and the standing objects drawn in depth order."""
+
+    background: np.ndarray                       # [H, W, 3] float32
+    layers: list[tuple[float, np.ndarray, np.ndarray, tuple[int, int]]]  # (foot row, bgr [h, w, 3], mask [h, w], origin) per object
+
+
+def surface_of(spec: SceneSpec, objects: list[SceneObjectTruth]) -> np.ndarray:
+    """[H, W] uint8 ground surface codes of a scene: its background's layout with its lawns."""
+    surface = ground_map(spec.background, spec.width, spec.height)
+    for o in objects:
+        region = lawn_region(o.box, spec.width, spec.height) if o.kind == "lawn" else None
+        if region is not None:
+            surface[region] = GRASS
+    return surface
+
+
+def _stage(spec: SceneSpec) -> _Stage:
+    """Build the static part of a scene. The background draws from ``default_rng(seed)`` exactly
+    as a scene without objects does; object details draw from their own stream."""
+    W, H = spec.width, spec.height
+    objects = place_objects(spec)
+    has_bench = any(o.kind == "bench" for o in objects)
+    background = BACKGROUNDS[spec.background](np.random.default_rng(spec.seed), W, H, benches=not has_bench)
+    detail_rng = np.random.default_rng([spec.seed, 7742])
+    night = "night" in spec.conditions
+    layers = []
+    for o in objects:
+        if o.kind == "lawn":
+            paint_lawn(background, o.box, detail_rng)
+        elif o.kind == "door":
+            paint_door(background, o.box, COLOURS[o.colour], detail_rng)
+        else:
+            bgr, mask, origin = draw_object(o.kind, o.box, detail_rng, night=night)
+            layers.append((o.foot[2], bgr, mask, origin))
+    if night:
+        darken_for_night(background)
+        for o in objects:
+            if o.kind == "lamp_post":                 # the lamp's light and the pool it casts on the ground
+                f = spec.figure_height(o.foot[2])
+                add_glow(background, (o.box[0] + o.box[2]) / 2, o.box[1] + 0.06 * (o.box[3] - o.box[1]), 0.35 * f)
+                add_glow(background, (o.box[0] + o.box[2]) / 2, o.foot[2], 0.6 * f, strength=45.0)
+    return _Stage(background, layers)
+
+
+def _paste(frame: np.ndarray, bgr: np.ndarray, mask: np.ndarray, origin: tuple[int, int]
+           ) -> tuple[tuple[slice, slice], np.ndarray] | None:
+    """Paste a canvas at ``origin`` (frame pixel of its top-left), clipped to the frame; returns
+    the frame region and the pasted part of the mask (None when nothing is on screen)."""
+    H, W = frame.shape[:2]
+    ox, oy = origin
+    x0, y0 = max(0, ox), max(0, oy)
+    x1, y1 = min(W, ox + mask.shape[1]), min(H, oy + mask.shape[0])
+    if x1 <= x0 or y1 <= y0:
+        return None
+    m = mask[y0 - oy:y1 - oy, x0 - ox:x1 - ox]
+    region = frame[y0:y1, x0:x1]
+    region[m] = bgr[y0 - oy:y1 - oy, x0 - ox:x1 - ox][m]
+    return (slice(y0, y1), slice(x0, x1)), m
+
+
 def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
     """Render ``spec`` frame by frame (no file): the frames and their per-frame truth.
 
     Boxes are amodal (the whole silhouette, occluded parts included) and clipped to the frame.
     The visible fraction divides the silhouette pixels that end up on screen, not covered by
     anything nearer, by the silhouette's full area (parts outside the frame count as hidden).
+    People, distractors and the standing scene objects (benches, trees, lamp posts) are drawn far
+    to near, so an object hides the person behind it; doors and lawns are flat, under everyone.
+    At night the figures are darkened by ``FIGURE_NIGHT_GAIN``; rain streaks fall over everything.
     """
     spec.validate()
-    rng = np.random.default_rng(spec.seed)
     W, H = spec.width, spec.height
-    background = BACKGROUNDS[spec.background](rng, W, H)
+    stage = _stage(spec)
+    background = stage.background
     states = [_person_states(spec, p) for p in spec.people]
     noise_rng = np.random.default_rng(spec.seed + 7919)
+    rain_rng = np.random.default_rng([spec.seed, 7743])
+    # a few streak patterns, each frame one of them shifted by a random offset (wrapping around)
+    rain = [rain_streaks(rain_rng, W, H) for _ in range(RAIN_PATTERNS)] if "rain" in spec.conditions else []
+    gain = FIGURE_NIGHT_GAIN if "night" in spec.conditions else 1.0
+    n_p, n_d = len(spec.people), len(spec.distractors)
     for f in range(spec.n_frames):
         frame = background.copy()
         owner = np.full((H, W), -1, np.int16)  # which figure each pixel shows, -1 background
-        full_area = np.zeros(len(spec.people), np.float64)
-        boxes: list[list[float] | None] = [None] * len(spec.people)
-        # far to near: smaller foot y is further away; distractors sort by their bottom edge
+        full_area = np.zeros(n_p, np.float64)
+        boxes: list[list[float] | None] = [None] * n_p
+        # far to near: smaller foot y is further away; distractors sort by their bottom edge,
+        # objects by their foot row (on a tie the object is behind)
         items = [(s[f].y, "p", i) for i, s in enumerate(states) if s[f].exists]
         t = f / spec.fps
         items += [(d.start[1] + d.velocity[1] * t, "d", j) for j, d in enumerate(spec.distractors)]
+        items += [(layer[0], "o", k) for k, layer in enumerate(stage.layers)]
         items.sort(key=lambda it: (it[0], it[1], it[2]))
-        dboxes: list[list[float] | None] = [None] * len(spec.distractors)
-        hidden = np.zeros((len(spec.people), len(spec.people) + len(spec.distractors)), np.float64)
+        dboxes: list[list[float] | None] = [None] * n_d
+        hidden = np.zeros((n_p, n_p + n_d + len(stage.layers)), np.float64)
 
         def cover(region_owner: np.ndarray, m: np.ndarray, label: int, hidden: np.ndarray = hidden) -> None:
             """Paint ``label`` over the mask and count whose pixels it covers."""
             under = region_owner[m]
-            under = under[(under >= 0) & (under < len(spec.people))]
+            under = under[(under >= 0) & (under < n_p)]
             if len(under):
-                hidden[:, label] += np.bincount(under, minlength=len(spec.people))
+                hidden[:, label] += np.bincount(under, minlength=n_p)
             region_owner[m] = label
 
         for _, kind, i in items:
             if kind == "d":
-                dboxes[i], dmask = _draw_distractor(frame, spec.distractors[i], t)
-                cover(owner, dmask, len(spec.people) + i)
+                d = spec.distractors[i]
+                dboxes[i], dmask = _draw_distractor(frame, d, t, _shade(COLOURS[d.colour], gain))
+                cover(owner, dmask, n_p + i)
+                continue
+            if kind == "o":
+                _, bgr, mask, origin = stage.layers[i]
+                pasted = _paste(frame, bgr, mask, origin)
+                if pasted is not None:
+                    cover(owner[pasted[0]], pasted[1], n_p + n_d + i)
                 continue
             p, s = spec.people[i], states[i][f]
             fx, fy = math.floor(s.x), math.floor(s.y)
             bgr, mask, (ax, ay) = draw_figure(
-                s.h, s.phase, s.amplitude, _view(p.direction), COLOURS[p.upper], COLOURS[p.lower],
-                SKIN_TONES[p.skin], HAIR_COLOURS[p.hair], sub=(s.x - fx, s.y - fy))
+                s.h, s.phase, s.amplitude, _view(p.direction), _shade(COLOURS[p.upper], gain),
+                _shade(COLOURS[p.lower], gain), _shade(SKIN_TONES[p.skin], gain), _shade(HAIR_COLOURS[p.hair], gain),
+                sub=(s.x - fx, s.y - fy))
             full_area[i] = float(np.count_nonzero(mask))
             ys, xs = np.nonzero(mask)
             if len(xs) == 0:
@@ -210,24 +339,21 @@ def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
             ox, oy = fx - ax, fy - ay  # frame coordinates of the canvas origin
             box = [ox + xs.min(), oy + ys.min(), ox + xs.max() + 1, oy + ys.max() + 1]
             boxes[i] = _clip_box(box, W, H)
-            # paste the visible part
-            x0, y0 = max(0, ox), max(0, oy)
-            x1, y1 = min(W, ox + mask.shape[1]), min(H, oy + mask.shape[0])
-            if x1 <= x0 or y1 <= y0:
-                continue
-            m = mask[y0 - oy:y1 - oy, x0 - ox:x1 - ox] > 0
-            region = frame[y0:y1, x0:x1]
-            region[m] = bgr[y0 - oy:y1 - oy, x0 - ox:x1 - ox][m]
-            cover(owner[y0:y1, x0:x1], m, i)
-        visible = [0.0] * len(spec.people)
+            pasted = _paste(frame, bgr, mask > 0, (ox, oy))
+            if pasted is not None:
+                cover(owner[pasted[0]], pasted[1], i)
+        visible = [0.0] * n_p
         hidden_by: list[dict[int, float]] = [{} for _ in spec.people]
         if spec.people:
-            counts = np.bincount(owner[owner >= 0].ravel(), minlength=len(spec.people) + len(spec.distractors))
-            for i in range(len(spec.people)):
+            counts = np.bincount(owner[owner >= 0].ravel(), minlength=n_p + n_d + len(stage.layers))
+            for i in range(n_p):
                 if full_area[i] > 0 and boxes[i] is not None:
                     visible[i] = round(float(counts[i] / full_area[i]), 4)
                     hidden_by[i] = {int(k): round(float(hidden[i, k] / full_area[i]), 4)
-                                    for k in range(len(spec.people)) if hidden[i, k] > 0}
+                                    for k in range(n_p) if hidden[i, k] > 0}
+        if rain:
+            rows, cols = rain[int(rain_rng.integers(len(rain)))]
+            frame[(rows + rain_rng.integers(H)) % H, (cols + rain_rng.integers(W)) % W] += RAIN_GAIN
         if spec.noise > 0:
             frame += noise_rng.normal(0.0, spec.noise, frame.shape).astype(np.float32)
         yield FrameTruth(np.clip(frame, 0, 255).astype(np.uint8), boxes, visible, hidden_by, dboxes)
@@ -246,8 +372,62 @@ def _runs(flags: list[bool]) -> list[tuple[int, int]]:
     return runs
 
 
+def near_objects(x: float, y: float, height: float, objects: list[SceneObjectTruth]) -> list[str]:
+    """Names of the objects a person with foot point (x, y) and figure height ``height`` is near
+    (``NEAR_LATERAL``, ``NEAR_DEPTH``), in the objects' order."""
+    out = []
+    for o in objects:
+        if o.kind not in NEAR_OBJECTS:
+            continue
+        x1, x2, row = o.foot
+        beside = max(x1 - x, 0.0, x - x2)
+        if beside <= NEAR_LATERAL * height and abs(y - row) <= NEAR_DEPTH * height:
+            out.append(o.name)
+    return out
+
+
+def ground_under(x: float, y: float, surface: np.ndarray) -> str | None:
+    """The surface name under a foot point ("grass", "pavement"), None on no ground (the wall,
+    the hedge). A foot point beyond the frame reads the nearest pixel of the frame: the scene
+    goes on past the frame edge the way it looks at it."""
+    h, w = surface.shape
+    code = int(surface[min(max(int(y), 0), h - 1), min(max(int(x), 0), w - 1)])
+    return SURFACE_NAMES.get(code)
+
+
+def _context(spec: SceneSpec, states: list[_PersonState], boxes, objects: list[SceneObjectTruth],
+             surface: np.ndarray) -> tuple[list[str | None], list[list[str]]]:
+    """Per frame: the ground under one person's foot point and the objects the person is near
+    (None and [] on frames without a box)."""
+    ground: list[str | None] = [None] * spec.n_frames
+    near: list[list[str]] = [[] for _ in range(spec.n_frames)]
+    for f, s in enumerate(states):
+        if boxes[f] is not None:
+            ground[f] = ground_under(s.x, s.y, surface)
+            near[f] = near_objects(s.x, s.y, s.h, objects)
+    return ground, near
+
+
+def _scene_facts(spec: SceneSpec, present: list[bool], ground: list[str | None], near: list[list[str]],
+                 objects: list[SceneObjectTruth], first: int, last: int) -> list[Fact]:
+    """The scene facts of one person: "ground" per run of one surface, "near" per run of frames
+    near each object and NEAR_NOTHING over the frames near none, "weather" and "light" over the
+    visible span."""
+    facts = []
+    for value in dict.fromkeys(g for g in ground if g is not None):
+        facts += [Fact("attribute", "ground", value, a, b) for a, b in _runs([g == value for g in ground])]
+    for name in dict.fromkeys(o.name for o in objects if o.kind in NEAR_OBJECTS):
+        facts += [Fact("attribute", "near", name, a, b) for a, b in _runs([name in n for n in near])]
+    nothing = [present[f] and not near[f] for f in range(spec.n_frames)]
+    facts += [Fact("attribute", "near", NEAR_NOTHING, a, b) for a, b in _runs(nothing)]
+    facts.append(Fact("attribute", "weather", weather_of(spec.conditions), first, last))
+    facts.append(Fact("attribute", "light", light_of(spec.conditions), first, last))
+    return facts
+
+
 def _facts(i: int, spec: SceneSpec, states: list[_PersonState], boxes, all_boxes,
-           occluders: list[dict[int, list[int]]]) -> list[Fact]:
+           occluders: list[dict[int, list[int]]], context: tuple[list[str | None], list[list[str]]],
+           objects: list[SceneObjectTruth]) -> list[Fact]:
     p = spec.people[i]
     W, H = spec.width, spec.height
     present = [b is not None for b in boxes]
@@ -258,6 +438,7 @@ def _facts(i: int, spec: SceneSpec, states: list[_PersonState], boxes, all_boxes
     first, last = runs[0][0], runs[-1][1]
     facts.append(Fact("attribute", "upper_colour", p.upper, first, last))
     facts.append(Fact("attribute", "lower_colour", p.lower, first, last))
+    facts += _scene_facts(spec, present, *context, objects, first, last)
     moving = [present[f] and states[f].moving for f in range(spec.n_frames)]
     for a, b in _runs(moving):
         facts.append(Fact("event", "walks", p.direction, a, b))
@@ -350,8 +531,12 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
     finally:
         writer.release()
     states = [_person_states(spec, p) for p in spec.people]
+    objects = place_objects(spec)
+    surface = surface_of(spec, objects)
+    gain = FIGURE_NIGHT_GAIN if "night" in spec.conditions else 1.0
     people = []
     for i, p in enumerate(spec.people):
+        context = _context(spec, states[i], boxes[i], objects, surface)
         moving_speeds = []
         for f in range(1, spec.n_frames):
             a, b = states[i][f - 1], states[i][f]
@@ -360,11 +545,13 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
         speed_px_s = float(np.median(moving_speeds)) if moving_speeds else 0.0
         stops = [(a, min(b, spec.n_frames)) for a, b in p.stops if a < spec.n_frames]
         people.append(PersonTruth(
-            id=i, upper_colour=p.upper, lower_colour=p.lower, upper_bgr=COLOURS[p.upper],
-            lower_bgr=COLOURS[p.lower], direction=p.direction, speed_px_s=round(speed_px_s, 3),
+            id=i, upper_colour=p.upper, lower_colour=p.lower, upper_bgr=_shade(COLOURS[p.upper], gain),
+            lower_bgr=_shade(COLOURS[p.lower], gain), direction=p.direction, speed_px_s=round(speed_px_s, 3),
             speed_word=p.speed if p.direction != "none" else "none", stops=stops, boxes=boxes[i],
-            visible=visible[i], facts=_facts(i, spec, states[i], boxes[i], boxes, occluders)))
+            visible=visible[i], facts=_facts(i, spec, states[i], boxes[i], boxes, occluders, context, objects),
+            ground=context[0], near=context[1]))
     gt = GroundTruth(scene=spec.name, video=out_path.name, width=spec.width, height=spec.height,
-                     fps=float(spec.fps), n_frames=spec.n_frames, people=people, distractor_boxes=dboxes)
+                     fps=float(spec.fps), n_frames=spec.n_frames, people=people, distractor_boxes=dboxes,
+                     background=spec.background, conditions=list(spec.conditions), objects=objects)
     gt.save(gt_path_for(out_path))
     return gt

@@ -113,7 +113,8 @@ def test_inputs_are_recorded_chronologically_within_the_budget(describer, render
     frames = truth_track(rendered_small.gt.people[0])[0].tolist()
     assert 1 <= len(result.crop_frames) <= 5 and result.crop_frames == sorted(result.crop_frames)
     assert set(result.crop_frames) <= set(frames)
-    assert result.full_frames == []                       # the heuristic reads no full frames
+    # the full frames (light and rain) sit at the centres of equal parts of the observations
+    assert result.full_frames == [frames[p] for p in interior_positions(len(frames), 2)]
     assert result.context_frames == sorted(result.context_frames) and len(result.context_frames) == 15
     assert result.attempts == 1 and len(result.raw_texts) == 1 and result.errors == []
     assert result.backend == "heuristic" and result.prompt_version == RULES_VERSION

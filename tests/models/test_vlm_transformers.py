@@ -102,7 +102,7 @@ def test_garbage_is_retried_within_the_budget_and_kept(tiny_vlm, rendered_small)
     assert result.attempts == 2 and len(result.raw_texts) == 2 and all(isinstance(t, str) for t in result.raw_texts)
     assert len(result.errors) == 2 and all(e.startswith(f"attempt {i}:") for i, e in enumerate(result.errors, 1))
     assert result.backend == "transformers" and result.model == tiny_vlm.model
-    assert result.prompt_version == "describe-v1" and len(result.prompt_sha256) == 64
+    assert result.prompt_version == "describe-v2" and len(result.prompt_sha256) == 64
     assert result.crop_frames == [int(frames[0]), int(frames[-1])] and len(result.full_frames) == 1
     assert result.settings["model_type"] == "qwen2_vl" and len(result.settings["config_sha256"]) == 64
     json.dumps(result.to_dict())

@@ -12,7 +12,12 @@ say:
   3. appearance and an interval sequence: "... who walks to the right and then stands still."
      (two consecutive events, the first ending before the second starts: said with "then", never
      as one simultaneous event);
-  4. motion only, then entering / leaving variants.
+  4. appearance and scene context: "... near the red door in the rain at night." (the longest
+     "near" fact naming an object, else the longest "ground" fact, "on the grass"; then rain and
+     night when the whole-span weather and light facts say so: a place from one interval is never
+     joined to another interval's place);
+  5. motion only, then entering / leaving variants, then the ground alone when variant 4 named an
+     object ("... on the grass.").
 
   Each predicate cites exactly the facts it verbalises; every proposal goes through
   ``models.facts.parse_query`` like a model's answer would, so a defect here is rejected, not
@@ -55,9 +60,16 @@ from models.backends.llm.base import (
 )
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import Fact, InvalidOutput, QueryProposal, canonical_json, parse_query
+from models.vocabulary import (
+    GROUND_PHRASES,
+    LIGHT_PHRASES,
+    NEAR_NOTHING,
+    WEATHER_PHRASES,
+    near_phrase,
+)
 from models.wording import with_article
 
-RULES_VERSION = "template-v2"                    # v2: "an" before a vowel sound ("an orange top")
+RULES_VERSION = "template-v3"                    # v2: "an" before a vowel sound; v3: scene context
 PACKAGED_ENCODER = "packaged-minilm"
 
 # How fact values are said. Values outside these tables are said as they are.
@@ -129,7 +141,8 @@ class TemplateLLM:
         self.config = config or TemplateLLMConfig()
         self.rules_sha256 = hashlib.sha256(canonical_json(
             {"version": RULES_VERSION, "settings": self.config.to_dict(), "walks": WALKS, "walks_verb": WALKS_VERB,
-             "pace": PACE, "stopwords": sorted(STOPWORDS)}).encode()).hexdigest()
+             "pace": PACE, "stopwords": sorted(STOPWORDS), "ground": GROUND_PHRASES, "weather": WEATHER_PHRASES,
+             "light": LIGHT_PHRASES}).encode()).hexdigest()
         self._encoder = None
 
     def settings(self) -> dict:
@@ -213,6 +226,15 @@ class TemplateLLM:
                 out.append({"text": f"{subject} who {self._event_verb(a)} and then {self._event_verb(b)}.",
                             "predicates": [*look_preds, _pred(a), _pred(b)]})
                 break
+        near = _longest(f for f in known if f.name == "near" and f.value != NEAR_NOTHING)
+        ground = _longest(f for f in known if f.name == "ground")
+        conditions = [f for f in (next((f for f in known if f.name == "weather" and f.value == "rain"), None),
+                                  next((f for f in known if f.name == "light" and f.value == "night"), None)) if f]
+        place = near or ground
+        if place is not None or conditions:
+            phrases = [self._scene_phrase(f) for f in ([place] if place else []) + conditions]
+            out.append({"text": f"{subject} {' '.join(phrases)}.",
+                        "predicates": [*look_preds, *(_pred(f) for f in ([place] if place else []) + conditions)]})
         if walks and looks:
             walk = walks[0]
             out.append({"text": f"{with_article(noun, capital=True)} {WALKS.get(walk.value, 'walking ' + walk.value)}.",
@@ -221,7 +243,19 @@ class TemplateLLM:
             f = first(name)
             if f is not None:
                 out.append({"text": f"{subject} who {self._event_verb(f)}.", "predicates": [*look_preds, _pred(f)]})
+        if near is not None and ground is not None:
+            out.append({"text": f"{subject} {self._scene_phrase(ground)}.", "predicates": [*look_preds, _pred(ground)]})
         return out
+
+    @staticmethod
+    def _scene_phrase(f: Fact) -> str:
+        """How a scene fact is said: "near the red door", "on the grass", "in the rain", "at night"."""
+        if f.name == "near":
+            return near_phrase(f.value)
+        if f.name == "ground":
+            return GROUND_PHRASES.get(f.value, f"on the {f.value}")
+        table = WEATHER_PHRASES if f.name == "weather" else LIGHT_PHRASES
+        return table.get(f.value, f"in the {f.value}")
 
     @staticmethod
     def _event_verb(f: Fact) -> str:
@@ -322,3 +356,8 @@ class TemplateLLM:
 
 def _pred(f: Fact) -> dict:
     return {"name": f.name, "value": f.value, "fact_ids": [f.id]}
+
+
+def _longest(facts) -> Fact | None:
+    """The fact with the longest interval (the earliest of equals), None for none."""
+    return min(facts, key=lambda f: (f.start_frame - f.end_frame, f.start_frame), default=None)

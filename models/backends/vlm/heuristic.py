@@ -1,4 +1,5 @@
-"""The heuristic describer: clothing colours and motion read from pixels and boxes, no model.
+"""The heuristic describer: clothing colours, motion and scene context read from pixels and
+boxes, no model.
 
 The embedded default describing backend (DESIGN 3): it runs on a CPU with nothing downloaded and
 says only what it measured. Per trajectory it proposes
@@ -33,18 +34,23 @@ says only what it measured. Per trajectory it proposes
   (left / centre / right of the frame) for the whole span when the target stays in one third of
   the width, and for each standing run.
 
-Facts carry their evidence frames (the voting crops; start, middle and end of a run) and their
-scope ("whole" for attributes of the span, "interval" otherwise). What one trajectory cannot show
-(who crosses or occludes whom) is not claimed.
+- ``ground`` ("grass" / "pavement") per run of observations, from the median background under
+  the box's feet; ``light`` ("night" / "day") and ``weather`` ("rain" / "clear") for the whole
+  span, from the budget's full frames (none: neither is claimed). The rules are those of
+  :mod:`models.backends.vlm.scene_reading`.
+
+Facts carry their evidence frames (the voting crops; start, middle and end of a run; the full
+frames) and their scope ("whole" for attributes of the span, "interval" otherwise). What one
+trajectory cannot show (who crosses or occludes whom) and what it would need to recognise
+objects for (which scene object the target is near) is not claimed.
 """
 from __future__ import annotations
 
 import hashlib
 import math
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 
 from models.backends.tracking.base import FrameSource
@@ -57,12 +63,20 @@ from models.backends.vlm.base import (
     select_inputs,
     uniform_positions,
 )
+from models.backends.vlm.scene_reading import (
+    MedianBackgrounds,
+    SceneReadingConfig,
+    bgr_to_lab,
+    ground_runs,
+    read_conditions,
+    scene_facts,
+)
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import InvalidOutput, canonical_json
 from models.media.video import FrameReader
 from models.vocabulary import DEPTH_FORESHORTENING, NAMED_PALETTE, SPEED_HEIGHTS_PER_S
 
-RULES_VERSION = "heuristic-v1"
+RULES_VERSION = "heuristic-v2"                   # v2: ground, light and weather
 
 def _midpoint(a: str, b: str) -> float:
     return (SPEED_HEIGHTS_PER_S[a] + SPEED_HEIGHTS_PER_S[b]) / 2
@@ -129,6 +143,8 @@ class HeuristicDescriberConfig(PlainConfig):
     # size words by median box height over frame height: "small" below, "large" from
     small_below: float = 0.2
     large_from: float = 0.45
+    # ground, light and rain readings (their runs use min_run_s and max_gap_s above)
+    scene: SceneReadingConfig = field(default_factory=SceneReadingConfig)
 
     def __post_init__(self) -> None:
         problems = []
@@ -167,13 +183,6 @@ class HeuristicDescriberConfig(PlainConfig):
 
 
 # -- colour --------------------------------------------------------------------------------------
-def bgr_to_lab(bgr: np.ndarray) -> np.ndarray:
-    """CIELAB (L in 0..100) of uint8 BGR pixels, any leading shape [..., 3] -> float32 [..., 3]."""
-    arr = np.asarray(bgr, np.uint8)
-    flat = arr.reshape(-1, 1, 3).astype(np.float32) / 255.0
-    return cv2.cvtColor(flat, cv2.COLOR_BGR2Lab).reshape(arr.shape).astype(np.float32)
-
-
 def cie94_textile(lab: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """CIE94 colour difference (textile weights kL=2, K1=0.048, K2=0.014) of every pixel of
     ``lab`` [P, 3] from every reference colour [K, 3] -> [P, K]."""
@@ -215,7 +224,7 @@ class HeuristicDescriber:
     def __init__(self, config: HeuristicDescriberConfig | None = None):
         self.config = config or HeuristicDescriberConfig()
         self._palette = _Palette(self.config.palette)
-        self._backgrounds: OrderedDict[tuple, tuple[np.ndarray, list[int]]] = OrderedDict()
+        self._backgrounds = MedianBackgrounds(self.config.background_frames)
         self.rules_sha256 = hashlib.sha256(canonical_json(
             {"version": RULES_VERSION, "settings": self.config.to_dict()}).encode()).hexdigest()
 
@@ -234,11 +243,17 @@ class HeuristicDescriber:
             n_frames = int(source.frame_count)
             check_against_video(request, n_frames, source.width, source.height)
             fps = float(request.fps or source.fps)
-            crops, _ = select_inputs(request, source.width, source.height,
-                                     min_crop_height=self.config.min_colour_height)
-            background, bg_frames = self._background(request.video_path, source)
+            crops, full = select_inputs(request, source.width, source.height,
+                                        min_crop_height=self.config.min_colour_height)
+            background, bg_frames, background_lab = self._backgrounds.get(request.video_path, source)
             colours = self._colours(request, source, crops, background)
-            data = self._facts(request, fps, n_frames, source.width, source.height, colours)
+            full_lab = [bgr_to_lab(source.read(int(request.frames[p]))) for p in full]   # [H, W, 3] each
+            cfg = self.config
+            scene = {"ground": ground_runs(request.frames, request.boxes, background_lab, fps, cfg.scene,
+                                           min_run_s=cfg.min_run_s, max_gap_s=cfg.max_gap_s),
+                     **read_conditions(full_lab, background_lab, cfg.scene),
+                     "full_frames": [int(request.frames[p]) for p in full]}
+            data = self._facts(request, fps, n_frames, source.width, source.height, colours, scene)
         finally:
             if own:
                 source.close()
@@ -250,26 +265,10 @@ class HeuristicDescriber:
             description, errors, failed = None, [f"attempt 1: {exc}"], True
         return DescribeResult(
             description=description, failed=failed, raw_texts=[raw], errors=errors, attempts=1,
-            crop_frames=[int(request.frames[i]) for i in crops], full_frames=[],
+            crop_frames=[int(request.frames[i]) for i in crops], full_frames=[int(request.frames[i]) for i in full],
             context_frames=bg_frames, prompt_version=RULES_VERSION, prompt_sha256=self.rules_sha256,
             backend=self.name, model=self.model, budget=request.budget.to_dict(),
             settings=self.config.to_dict(), seconds=clock.seconds())
-
-    # -- background ------------------------------------------------------------------------------
-    def _background(self, path: str, source: FrameSource) -> tuple[np.ndarray, list[int]]:
-        """Per-pixel median of frames spread over the video, cached per video (last four)."""
-        key = (str(path), int(source.frame_count), int(source.width), int(source.height))
-        hit = self._backgrounds.get(key)
-        if hit is not None:
-            self._backgrounds.move_to_end(key)
-            return hit
-        indices = uniform_positions(int(source.frame_count), self.config.background_frames)
-        stack = np.stack([source.read(i) for i in indices])                # [F, H, W, 3]
-        median = np.median(stack, axis=0).astype(np.uint8)                 # [H, W, 3]
-        self._backgrounds[key] = (median, indices)
-        if len(self._backgrounds) > 4:
-            self._backgrounds.popitem(last=False)
-        return median, indices
 
     # -- colours ---------------------------------------------------------------------------------
     def _regions(self, box: np.ndarray, width: int, height: int) -> dict[str, tuple[slice, slice]]:
@@ -444,7 +443,7 @@ class HeuristicDescriber:
 
     # -- facts -----------------------------------------------------------------------------------
     def _facts(self, request: DescribeRequest, fps: float, n_frames: int, width: int, height: int,
-               colours: dict[str, dict]) -> dict:
+               colours: dict[str, dict], scene: dict) -> dict:
         cfg = self.config
         frames, boxes = request.frames, request.boxes
         first, end = request.span
@@ -472,6 +471,9 @@ class HeuristicDescriber:
         if where is not None:
             add("attribute", "position", where, first, end, [frames[p] for p in uniform_positions(len(frames), 3)],
                 "whole")
+        scene_items, scene_words = scene_facts(scene, first, end)
+        for item in scene_items:
+            add(*item)
         t = frames / fps
         motion_sentences = []
         # stretches between observation gaps longer than max_gap_s
@@ -568,6 +570,7 @@ class HeuristicDescriber:
                       f"{colour_words('lower', 'lower-body clothing')}.")
         seconds = (end - first) / fps
         motion = (f"Visible from frame {first} to {end - 1} ({seconds:.1f} s); "
-                  + "; ".join(motion_sentences) + ".")
+                  + "; ".join(motion_sentences) + "."
+                  + (f" Scene: {', '.join(scene_words)}." if scene_words else ""))
         return {"appearance": appearance, "motion": motion, "facts": ordered}
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from models.facts import ATTRIBUTES, EVENTS, canonical_json
+from models.facts import canonical_json
+
+# The fact names describe-v1 lists (the names models.facts knew when it was written): a version's
+# words never change, so later names are taught by later versions.
+_V1_ATTRIBUTES = ("upper_colour", "lower_colour", "speed", "size", "position", "category")
+_V1_EVENTS = ("walks", "stands", "enters", "leaves", "crosses", "occluded_by", "passes_in_front_of")
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class DescribePrompt:
             n_full=len(full_frames), full_list=", ".join(map(str, full_frames)) or "none",
             n_frames=n_frames, fps=fps, first=span[0], last=span[1] - 1, end=span[1], width=width,
             height=height, observations=table, colours=", ".join(colour_names),
-            attributes=", ".join(ATTRIBUTES), events=", ".join(EVENTS))
+            attributes=", ".join(_V1_ATTRIBUTES), events=", ".join(_V1_EVENTS))
 
 
 _V1_SYSTEM = (
@@ -69,11 +74,24 @@ of the whole observed interval have scope "whole"; what holds for part of it has
 When you cannot tell a value, give the fact with "known": false and "value": "". Claim nothing the \
 images do not show."""
 _V1_RETRY = ("That answer cannot be used: {error}. Reply again with only the corrected JSON object.")
+# describe-v2: v1 plus the scene facts (models.facts.SCENE_FACTS), named in the text itself.
+_V2_INSTRUCTIONS = _V1_INSTRUCTIONS.replace(
+    "Attribute names: {attributes}. Event names: {events}.",
+    "Attribute names: upper_colour, lower_colour, speed, size, position, category, ground, near, weather, "
+    "light. Event names: walks, stands, enters, leaves, crosses, occluded_by, passes_in_front_of.",
+).replace(
+    'category a noun such as "person".',
+    'category a noun such as "person"; ground "grass" or "pavement" (what the target walks or stands on, '
+    'over the frames it does); near the scene object the target is next to, in a few words ("bench", "red '
+    'door", "tree", "lamp post"), over the frames it is; weather "rain" or "clear" and light "day" or '
+    '"night" (scope "whole"): the full frames show the scene.',
+)
 
 DESCRIBE_PROMPTS: dict[str, DescribePrompt] = {
     "describe-v1": DescribePrompt("describe-v1", _V1_SYSTEM, _V1_INSTRUCTIONS, _V1_RETRY),
+    "describe-v2": DescribePrompt("describe-v2", _V1_SYSTEM, _V2_INSTRUCTIONS, _V1_RETRY),
 }
-CURRENT_DESCRIBE_PROMPT = "describe-v1"
+CURRENT_DESCRIBE_PROMPT = "describe-v2"
 
 
 def describe_prompt(version: str | None) -> DescribePrompt:
