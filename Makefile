@@ -91,9 +91,12 @@ test: venv frontend-api-check frontend-test
 bench: venv
 	$(TEST_ENV) TRAJLAB_BENCH_FULL=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/benchmarks
 
-## A few frames of SAM 3 and SAM 2 on CUDA (tests/gpu/smoke.py; TRAJLAB_SAM3_CHECKPOINT names real
-## weights). Runs with this venv's Python, or where there is none (a GPU machine's own image) with
-## python3 and the wheels of `make gpu-wheels` on its path (carry var/gpu-wheels to that machine).
+## Each GPU path once on CUDA (tests/gpu/smoke.py): a few frames of SAM 3 and SAM 2
+## (TRAJLAB_SAM3_CHECKPOINT names real weights), bf16 training steps of VTrajEmbed, SCOUT and
+## ActPair, torchrun with NCCL over the GPUs present, and FAISS search against an exact one; one line
+## and $OUT/gpu_smoke.json figures per check, under 5 minutes on one GPU. Runs with this venv's
+## Python, or where there is none (a GPU machine's own image) with python3 and the wheels of
+## `make gpu-wheels` on its path (carry var/gpu-wheels to that machine).
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 GPU_WHEELS := var/gpu-wheels
 gpu-smoke:
@@ -101,11 +104,18 @@ gpu-smoke:
 		python3 -m pip install -q --no-deps --target var/gpu-site $(GPU_WHEELS)/*.whl; fi
 	PYTHONPATH=$(CURDIR)/var/gpu-site:$$PYTHONPATH $(GPU_PY) -m tests.gpu.smoke
 
-## The pure-Python packages the smoke needs beyond a CUDA image's torch, numpy, OpenCV and timm.
+## The packages the smoke needs beyond a CUDA image's torch, numpy, OpenCV, timm, transformers and
+## sentence-transformers: pure-Python ones, and faiss-cpu and rpds-py (jsonschema's) built for the
+## image's Python (GPU_PYTHON_VERSION, x86-64 manylinux).
+GPU_PYTHON_VERSION ?= 3.12
 gpu-wheels: venv
 	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
 	$(PIP) download -q --no-deps -d $(GPU_WHEELS) sam3==0.1.4 $$(grep -i -E \
-		'^(iopath|ftfy|wcwidth|hydra-core|omegaconf|antlr4-python3-runtime|open_clip_torch)==' requirements/lock.txt)
+		'^(iopath|ftfy|wcwidth|hydra-core|omegaconf|antlr4-python3-runtime|open_clip_torch|jsonschema|jsonschema-specifications|referencing)==' \
+		requirements/lock.txt)
+	$(PIP) download -q --no-deps --only-binary=:all: --python-version $(GPU_PYTHON_VERSION) --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 -d $(GPU_WHEELS) $$(grep -i -E '^(faiss-cpu|rpds-py)==' requirements/lock.txt)
 	for f in $(GPU_WHEELS)/*.tar.gz; do $(PIP) wheel -q --no-deps --no-build-isolation -w $(GPU_WHEELS) $$f && rm $$f; done
 	SAM2_BUILD_CUDA=0 $(PIP) wheel -q --no-deps --no-build-isolation -w $(GPU_WHEELS) sam2==1.1.0
 	ls -la $(GPU_WHEELS)

@@ -9,9 +9,10 @@ from annotation.models import RelationSnapshot
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
 from common.params import flag_field, id_field, int_param, query_filters
+from common.schema import PlainChoiceField
 from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, RunStatus, TrainingRun
-from workers.search import search
+from workers.search import MODES, search
 from workers.selectors import (
     evaluation_run_get,
     evaluation_run_list,
@@ -210,6 +211,9 @@ class SearchHitSerializer(serializers.Serializer):
     video = serializers.IntegerField()
     score = serializers.FloatField(help_text="cosine similarity, or the CombSUM score when runs are fused")
     description = serializers.CharField(required=False, help_text="what the reranker compared (rerank only)")
+    description_source = PlainChoiceField(choices=("describer", "approved"), required=False,
+                                          help_text="describer: the describer's reading of the trajectory's pixels; "
+                                                    "approved: its approved description (catalogue mode only).")
 
 
 class SearchOutputSerializer(serializers.Serializer):
@@ -218,6 +222,7 @@ class SearchOutputSerializer(serializers.Serializer):
     level = serializers.CharField()
     k = serializers.IntegerField()
     text = serializers.CharField()
+    mode = PlainChoiceField(choices=MODES, help_text="retrieval (model-side inputs only) or catalogue.")
     fused_runs = serializers.ListField(child=serializers.IntegerField())
     score = serializers.CharField(help_text="cosine or combsum")
     reranked = serializers.BooleanField()
@@ -242,10 +247,20 @@ class SearchApi(APIView):
                                           required=False, default=list,
                                           help_text="other succeeded runs fused with CombSUM")
         rerank = flag_field(required=False, default=False,
-                                          help_text="pivot-promote the top 10 by description similarity")
+                            help_text="pivot-promote the top 10 by the similarity of the describer's descriptions "
+                                      "(read from the trajectories' pixels) to the text.")
+        mode = PlainChoiceField(choices=MODES, required=False, default="retrieval",
+                                help_text="retrieval (default): every stage reads model-side inputs only (pixels, "
+                                          "boxes, model outputs, the text), as evaluation does. catalogue: browse "
+                                          "the approved catalogue: the top 10 are always reranked by the "
+                                          "trajectories' approved human descriptions; for people, never for "
+                                          "evaluation.")
 
     @extend_schema(request=InputSerializer, responses={200: SearchOutputSerializer, 400: ERROR, 409: ERROR},
-                   summary="Rank a snapshot's trajectories or videos for a text with a trained retriever")
+                   summary="Rank a snapshot's trajectories or videos for a text with a trained retriever",
+                   description="The default mode is leak-free: nothing people approved (descriptions, "
+                               "facts, predicates, votes, relation labels) reaches the ranking. mode=catalogue "
+                               "browses the approved descriptions instead and is never used by evaluation.")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -5,7 +5,9 @@ run and snapshot; a training run ends with one on its evaluation snapshot), the 
 a kind (``"untrained"``: its initial weights for a seed, the floor a training must beat) or the
 exact random baseline (``"random"``, ``models.training.trainer.random_baseline``). The figures are those of
 ``models.training.trainer.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
-random baseline, from verified binary labels only. The first two are queued on the ``gpu`` queue
+random baseline, from verified binary labels only. The scores read the snapshot's model inputs
+alone (pixels, boxes, query texts: ``RelationSnapshotData.model_inputs``, DESIGN 4.4); the labels
+only turn them into figures. The first two are queued on the ``gpu`` queue
 (:func:`workers.tasks.evaluation_run_task`); the random baseline is computed at once.
 """
 from __future__ import annotations

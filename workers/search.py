@@ -23,10 +23,18 @@ encoder and the trained text tower) and ranks:
   (``models.retrievers.rerank.pivot_promote``, ActPair Algorithm 1) with a pairwise comparator that prefers
   the candidate whose description is closer to the query in the frozen MiniLM text space
   (cosine; differences within ``RERANK_TIE_MARGIN`` are ties, so the first-stage order stands).
-  A trajectory's description is its approved one (``D_r^H``: appearance and motion sentences)
-  when the annotation app has it, else the embedded heuristic describer's reading of its pixels
-  (colours and motion), computed on demand and kept in memory. The number of comparator calls is
-  reported.
+  The number of comparator calls is reported.
+
+**Modes** (DESIGN 4.4, no answer key in the inputs). ``mode="retrieval"``, the default, reads
+model-side inputs only: the run's checkpoint, the trajectories' pixels and boxes and the query
+text. A reranked trajectory's description is a model output, the describer backend's reading of
+its own frames and boxes (:data:`SEARCH_DESCRIBER`, the embedded heuristic describer: colours and
+motion), computed on demand and kept in memory per snapshot content hash. Nothing the annotation
+app approved (descriptions, facts, predicates, votes, relation labels) reaches it, so its
+rankings are what an evaluation of the same pipeline would measure. ``mode="catalogue"`` is the
+browse-the-catalogue search for people: the head is always reranked, by each trajectory's
+approved description (``D_r^H``) where it has one (the describer's elsewhere); each hit says
+which it compared. It reads the answer key: evaluation and experiments never call it.
 
 Results carry the trajectory id, its video id and the score (cosine, or the fused CombSUM score),
 with per-stage timings in milliseconds.
@@ -49,20 +57,22 @@ from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
 from models.backends.encoders import build_text_encoder
 from models.backends.vlm import build_describer
-from models.backends.vlm.base import DescribeRequest
+from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.rerank import combsum, pivot_promote
 from models.training.index import IndexConfig, TrajectoryIndex
 from models.training.trainer import embed_snapshot, load_model
 from workers.models import RunStatus, TrainingRun
 
 LEVELS = ("trajectory", "video")
+MODES = ("retrieval", "catalogue")               # leak-free default; browse the approved catalogue
+SEARCH_DESCRIBER = ("heuristic", {})             # describer backend and settings of the retrieval mode
 MAX_K = 1000                                     # most results one search returns
 MAX_TEXT = 1000                                  # longest query text, characters
 MAX_FUSED = 8                                    # most runs fused with the searched one
 RERANK_DEPTH = 10                                # first-stage results reranked (ActPair's top-M)
 RERANK_TIE_MARGIN = 0.01                         # description cosines closer than this are a tie
 LOADED_MAX = 4                                   # (run, snapshot) pairs kept loaded per process
-DESCRIPTIONS_MAX = 20000                         # heuristic descriptions kept in memory per process
+DESCRIPTIONS_MAX = 20000                         # describer descriptions kept in memory per process
 
 
 @dataclass
@@ -77,7 +87,7 @@ class _Loaded:
 
 
 _loaded: OrderedDict[tuple[int, str], _Loaded] = OrderedDict()
-_descriptions: OrderedDict[tuple[str, int], str] = OrderedDict()
+_descriptions: OrderedDict[tuple[str, str, int], str] = OrderedDict()  # (snapshot hash, describer, id) -> text
 _lock = threading.Lock()
 _tools: dict[str, object] = {}
 
@@ -281,12 +291,14 @@ def _best_per_video(scores: np.ndarray, ids: np.ndarray, videos: np.ndarray, k: 
 
 
 def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: str = "trajectory",
-           fuse_with: list[TrainingRun] | None = None, rerank: bool = False) -> dict:
+           fuse_with: list[TrainingRun] | None = None, rerank: bool = False, mode: str = "retrieval") -> dict:
     """Rank the trajectories (or videos) of ``snapshot`` for ``text`` (the module docstring).
 
     ``snapshot`` defaults to the run's evaluation snapshot (its training snapshot when it had
-    none). Refused with 400 for bad arguments, 409 for a run that has not succeeded or has no
-    checkpoint on this machine."""
+    none). ``mode="retrieval"`` (default) reads model-side inputs only; ``mode="catalogue"``
+    browses the approved catalogue (always reranked by approved descriptions; never for
+    evaluation). Refused with 400 for bad arguments, 409 for a run that has not succeeded or has
+    no checkpoint on this machine."""
     began = time.perf_counter()
     text = (text or "").strip()
     if not text or len(text) > MAX_TEXT:
@@ -295,6 +307,9 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
         raise ApplicationError(f"k must be an integer in 1..{MAX_K}", code="invalid_k")
     if level not in LEVELS:
         raise ApplicationError(f"level must be one of {', '.join(LEVELS)}", code="invalid_level")
+    if mode not in MODES:
+        raise ApplicationError(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
+    rerank = bool(rerank) or mode == "catalogue"
     fuse_with = list(fuse_with or [])
     if len(fuse_with) > MAX_FUSED:
         raise ApplicationError(f"at most {MAX_FUSED} runs can be fused", code="invalid_fuse_with")
@@ -333,17 +348,17 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
             ranked = _best_per_video(fused, main.ids, main.videos, depth)
     timing["search"] = time.perf_counter() - tick
 
-    calls, descriptions = 0, {}
+    calls, descriptions, sources = 0, {}, {}
     if rerank and len(ranked) > 1:
         tick = time.perf_counter()
-        ranked, calls, descriptions = _rerank(text, ranked, snapshot)
+        ranked, calls, descriptions, sources = _rerank(text, ranked, snapshot, mode)
         timing["rerank"] = time.perf_counter() - tick
     ranked = ranked[:k]
     timing["total"] = time.perf_counter() - began
     results = [{"rank": i + 1, "trajectory": t, "video": v, "score": s,
-                **({"description": descriptions[t]} if t in descriptions else {})}
+                **({"description": descriptions[t], "description_source": sources[t]} if t in descriptions else {})}
                for i, (t, v, s) in enumerate(ranked)]
-    return {"run": run.pk, "snapshot": snapshot.pk, "level": level, "k": k, "text": text,
+    return {"run": run.pk, "snapshot": snapshot.pk, "level": level, "k": k, "text": text, "mode": mode,
             "fused_runs": [r.pk for r in fuse_with], "score": "combsum" if fuse_with else "cosine",
             "reranked": bool(rerank), "comparator_calls": calls, "results": results,
             "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
@@ -362,50 +377,60 @@ def _describer():
     with _lock:
         if "describer" not in _tools:
 
-            _tools["describer"] = build_describer("heuristic", {})
+            _tools["describer"] = build_describer(*SEARCH_DESCRIBER)
         return _tools["describer"]
 
 
-def trajectory_descriptions(snapshot, trajectory_ids: list[int]) -> dict[int, str]:
-    """A sentence pair per trajectory: the approved description when there is one, else the
-    heuristic describer's (kept in memory per snapshot and trajectory)."""
-    from workers.selectors import approved_description_texts
-
-    out = approved_description_texts(trajectory_ids=trajectory_ids)
-    missing = [t for t in trajectory_ids if t not in out]
+def model_descriptions(snapshot, trajectory_ids: list[int]) -> dict[int, str]:
+    """A sentence pair per trajectory from the describer backend run on its frames and boxes
+    (:data:`SEARCH_DESCRIBER`; ``""`` where it failed), kept in memory per snapshot content hash
+    and trajectory. Model outputs only: no approved record is read (DESIGN 4.4)."""
+    name = SEARCH_DESCRIBER[0]
+    out: dict[int, str] = {}
     with _lock:
-        for t in list(missing):
-            key = (snapshot.content_sha256, t)
+        for t in trajectory_ids:
+            key = (snapshot.content_sha256, name, t)
             if key in _descriptions:
+                _descriptions.move_to_end(key)
                 out[t] = _descriptions[key]
-                missing.remove(t)
+    missing = [t for t in trajectory_ids if t not in out]
     if not missing:
         return out
-    data = relation_snapshot_load(snapshot=snapshot)
-    tracks = {t.id: t for t in data.tracks if t.id in set(missing)}
-    videos = {v.id: v for v in data.videos}
-    describer = _describer()
-    for t in missing:
-        track = tracks[t]
-        video = videos[track.video_id]
-        result = describer.describe(DescribeRequest(video.path, track.frames, track.boxes, fps=video.fps,
-                                                    trajectory_id=t))
-        text = "" if result.failed else f"{result.description.appearance} {result.description.motion}"
-        out[t] = text
+    data = relation_snapshot_load(snapshot=snapshot).model_inputs()
+    for t, result in describe_tracks(_describer(), data, missing).items():
+        out[t] = description_text(result)
         with _lock:
-            _descriptions[(snapshot.content_sha256, t)] = text
+            _descriptions[(snapshot.content_sha256, name, t)] = out[t]
             while len(_descriptions) > DESCRIPTIONS_MAX:
                 _descriptions.popitem(last=False)
     return out
 
 
-def _rerank(text: str, ranked: list[tuple[int, int, float]], snapshot
-            ) -> tuple[list[tuple[int, int, float]], int, dict[int, str]]:
-    """Pivot-promote over the first RERANK_DEPTH results with the description comparator."""
+def catalogue_descriptions(snapshot, trajectory_ids: list[int]) -> tuple[dict[int, str], dict[int, str]]:
+    """The catalogue's reading (``mode="catalogue"`` only; it is the answer key): each
+    trajectory's approved description (``D_r^H``) where it has one, else the describer's. Returns
+    the texts and where each came from (``"approved"`` or ``"describer"``)."""
+    from workers.selectors import approved_description_texts
+
+    approved = approved_description_texts(trajectory_ids=trajectory_ids)
+    described = model_descriptions(snapshot, [t for t in trajectory_ids if t not in approved])
+    texts = {t: approved[t] if t in approved else described[t] for t in trajectory_ids}
+    return texts, {t: "approved" if t in approved else "describer" for t in trajectory_ids}
+
+
+def _rerank(text: str, ranked: list[tuple[int, int, float]], snapshot, mode: str = "retrieval"
+            ) -> tuple[list[tuple[int, int, float]], int, dict[int, str], dict[int, str]]:
+    """Pivot-promote over the first RERANK_DEPTH results with the description comparator: the
+    describer's descriptions in the retrieval mode, the catalogue's in the catalogue mode. Returns
+    the reranked list, the comparator calls, and each head trajectory's description and source."""
 
     head, tail = ranked[:RERANK_DEPTH], ranked[RERANK_DEPTH:]
     ids = [t for t, _, _ in head]
-    descriptions = trajectory_descriptions(snapshot, ids)
+    if mode == "catalogue":
+        descriptions, sources = catalogue_descriptions(snapshot, ids)
+    else:
+        descriptions = model_descriptions(snapshot, ids)
+        sources = dict.fromkeys(ids, "describer")
     encoder = _text_encoder()
     texts = [text] + [descriptions[t] or " " for t in ids]
     pooled = np.asarray(encoder.encode(texts).pooled, np.float64)                          # [1 + M, D]
@@ -419,4 +444,4 @@ def _rerank(text: str, ranked: list[tuple[int, int, float]], snapshot
         return "a" if sa > sb else "b"
 
     order, calls = pivot_promote(head, compare)
-    return list(order) + tail, calls, descriptions
+    return list(order) + tail, calls, descriptions, sources

@@ -14,6 +14,10 @@ fusion with its top-20 shortlist, and SCOUT's rerank blend with the attribute-de
   scene scores (each 0–100), the geometric mean divided by 100 so both halves lie in [0, 1].
 
 Score arrays are NumPy (torch tensors are accepted and converted); results are float64 NumPy.
+These functions compute only on the scores and comparators they are given. At evaluation and
+search those must come from model-side inputs (DESIGN 4.4): retriever scores, ScoutITM over the
+features and the query tokens, a VLM term and comparators reading the candidates' pixels or a
+describer's outputs (``models.retrievers.described``), never a candidate's approved records.
 """
 from __future__ import annotations
 

@@ -115,6 +115,16 @@ class RelationSnapshotData:
             out[qi[r.query_id], ti[r.trajectory_id]] = r.label
         return out, qids, tids
 
+    def model_inputs(self) -> RelationSnapshotData:
+        """The snapshot as a retriever may read it at evaluation and search (DESIGN 4.4): the
+        videos, the tracks (observations in original pixels) and each query's id, video and
+        text. Predicates, target ids, relations and meta are left out, so nothing a retriever
+        computes from this view can depend on the answer key. Arrays are shared, not copied."""
+        return RelationSnapshotData(
+            split=self.split, videos=list(self.videos), tracks=list(self.tracks),
+            queries=[SnapshotQuery(id=q.id, video_id=q.video_id, text=q.text) for q in self.queries],
+            relations=[], meta={})
+
     def counts(self) -> dict:
         """Counts by label, source and stratum, and zero-negative row and column rates."""
         by = {"label": {}, "source": {}, "stratum": {}}

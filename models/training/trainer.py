@@ -37,7 +37,6 @@ Optional:
 ``no_weight_decay() -> set[str]``
     Names of further parameters to keep out of weight decay (1-D and scalar parameters always are).
 
-
 Frozen submodules (pretrained weights loaded from a path) must have ``requires_grad = False``:
 checkpoints keep only trained parameters and buffers, and the builder reloads the rest.
 
@@ -53,14 +52,20 @@ and at the end, and **resumes** from the checkpoint in ``out_dir``: the batch of
 pure function of the seed, so a resumed run does the same steps as an uninterrupted one (on CPU
 with a fixed seed it ends with the same weights). A resume must use the same number of processes
 (each has its own random stream). At the end it evaluates on ``eval_snapshot`` (T2Traj, Traj2T,
-OCVR through ``models.training.metrics``).
+OCVR through ``models.training.metrics``, in float32). ``precision="bf16"`` runs each step's forward
+pass and loss under ``torch.autocast(device.type, dtype=torch.bfloat16)`` (CUDA or CPU); parameters,
+gradients and AdamW state stay float32 (bf16 has float32's range: no loss scaling).
 
-The realized counts (positives, negatives, pseudo-labels apart, across videos) and the
-zero-negative row and column rates are those of the labels the mask-guided loss scored
-(``TrainBatch.loss_block``): the whole batch when negatives are gathered, else each rank's own
-block, summed over ranks (the rates are pooled from the ranks' rows and columns, not taken from
-rank 0). The rates replace the loss's own per-rank ones in the record, and are reported only for
-models whose loss reports them.
+The realized counts (positives, negatives, pseudo-labels apart, across videos; the rows
+``L_group`` scores, the L_bi-only rows and the extra cross-video columns of
+``models.training.batching``) and the zero-negative row and column rates are those of the labels
+the mask-guided loss scored (``TrainBatch.loss_block``): the whole batch when negatives are
+gathered, else each rank's own block, summed over ranks (the rates are pooled from the ranks'
+rows and columns, not taken from rank 0). The rates replace the loss's own per-rank ones in the
+record, and are reported only for models whose loss reports them. The summary also counts how the
+snapshot's queries entered the plan (``n_groups`` with a within-video negative,
+``n_bi_only_queries``, ``n_cross_video_queries``, ``excluded_queries``: ``TrainingPlan.counts``).
+A checkpoint records the batching rules (``PLAN_VERSION``); a resume under other rules is refused.
 
 Several processes: under ``torchrun`` (``WORLD_SIZE > 1``) each rank encodes its share of the
 global batch of ``batch_size`` groups; parameter gradients are averaged over ranks after each
@@ -84,7 +89,7 @@ import torch.distributed as dist
 
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS, ModelKind
-from models.training.batching import BatchingConfig, TrainingPlan
+from models.training.batching import PLAN_VERSION, BatchingConfig, TrainingPlan
 from models.training.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t
 from models.training.snapshot import RelationSnapshotData
 
@@ -96,12 +101,13 @@ MODEL_KINDS: dict[str, ModelKind | Callable[[dict], torch.nn.Module]] = RETRIEVE
 # TrainConfig fields that shape the sequence of updates: a resumed run must agree on them (and on
 # the number of processes, checked apart).
 RUN_IDENTITY = ("batch_size", "lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "seed",
-                "batching", "model", "gather_negatives")
+                "batching", "model", "gather_negatives", "precision")
 # TrainConfig fields a model's optimizer_defaults() may supply (see the module docstring).
 MODEL_DEFAULTABLE = ("lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "batching")
 MAX_STEPS = 10_000_000       # steps, warmup_steps and checkpoint_every: at most this many
 MAX_BATCH_SIZE = 65_536      # groups per step
 MAX_SEED = 2**32 - 1         # seeds are 32-bit (numpy's and every backend's RNG take them)
+PRECISIONS = ("fp32", "bf16")  # TrainConfig.precision: float32, or bfloat16 autocast (no fp16: it needs loss scaling)
 
 
 @dataclass
@@ -122,6 +128,7 @@ class TrainConfig(PlainConfig):
     device: str = "auto"                         # "auto" | "cpu" | "cuda[:N]"
     distributed: str = "auto"                    # "auto": torchrun's env vars when WORLD_SIZE > 1; "off"
     gather_negatives: bool = True                # with several ranks, score all ranks' embeddings together
+    precision: str = "fp32"                      # "fp32" | "bf16": forward and loss under bfloat16 autocast
     cache_dir: str | None = None                 # frozen-feature cache; None: <out_dir>/feature_cache
     batching: dict = field(default_factory=dict, metadata={"config": BatchingConfig})  # BatchingConfig settings
     model: dict = field(default_factory=dict)    # the model kind's config
@@ -149,6 +156,8 @@ class TrainConfig(PlainConfig):
             problems.append(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {self.device!r}")
         if self.distributed not in ("auto", "off"):
             problems.append(f"distributed must be 'auto' or 'off', got {self.distributed!r}")
+        if self.precision not in PRECISIONS:
+            problems.append(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if problems:
             raise ValueError("TrainConfig: " + "; ".join(problems))
 
@@ -255,13 +264,18 @@ def _device(name: str, local_rank: int = 0) -> torch.device:
 
 # -- evaluation -----------------------------------------------------------------------------------------
 @torch.inference_mode()
-def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, data=None, *,
+def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
                    cache_dir: str | None = None, chunk: int = 256) -> tuple[np.ndarray, np.ndarray, object]:
-    """Unit query and trajectory embeddings ``[E, d]``, ``[T, d]`` of a snapshot (model in eval mode)."""
+    """Unit query and trajectory embeddings ``[E, d]``, ``[T, d]`` of a snapshot (model in eval mode).
+
+    The model prepares :meth:`RelationSnapshotData.model_inputs` of the snapshot (pixels, boxes
+    and query texts; DESIGN 4.4), so the embeddings cannot depend on predicates or relations: there
+    is no way to hand it data prepared from the whole snapshot. Features come from ``cache_dir``
+    when they were computed before. Also returns the prepared model inputs."""
     was_training = model.training
     model.eval()
     try:
-        data = data if data is not None else model.prepare(snapshot, None, cache_dir=cache_dir)
+        data = model.prepare(snapshot.model_inputs(), None, cache_dir=cache_dir)
         qids = [q.id for q in snapshot.queries]
         records = [(t.id, 0) for t in snapshot.tracks]
         q = [model.encode_queries(data, qids[i:i + chunk]).float().cpu() for i in range(0, len(qids), chunk)]
@@ -271,15 +285,22 @@ def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, data=
     return torch.cat(q).numpy(), torch.cat(v).numpy(), data
 
 
-def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, data=None,
-             cache_dir: str | None = None) -> dict:
+def score_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
+                   cache_dir: str | None = None) -> np.ndarray:
+    """The scores ``[E, T]`` evaluation ranks: ``model.score`` of every query against every
+    trajectory, from :func:`embed_snapshot` over the snapshot's model inputs (DESIGN 4.4)."""
+    q, v, _ = embed_snapshot(model, snapshot, cache_dir=cache_dir)
+    with torch.inference_mode():
+        return model.score(torch.from_numpy(q).to(_model_device(model)),
+                           torch.from_numpy(v).to(_model_device(model))).float().cpu().numpy()  # [E, T]
+
+
+def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_dir: str | None = None) -> dict:
     """T2Traj, Traj2T and OCVR of ``model`` on ``snapshot`` (verified binary labels only; pseudo-labels
     never count), and the random T2Traj baseline (:func:`random_baseline`; its ``R@1`` is the
-    ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``)."""
-    q, v, data = embed_snapshot(model, snapshot, data, cache_dir=cache_dir)
-    with torch.inference_mode():
-        sim = model.score(torch.from_numpy(q).to(_model_device(model)),
-                          torch.from_numpy(v).to(_model_device(model))).float().cpu().numpy()  # [E, T]
+    ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``). The scores are
+    :func:`score_snapshot`'s; the labels are read only to rank them into figures."""
+    sim = score_snapshot(model, snapshot, cache_dir=cache_dir)                  # [E, T]
     return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
 
 
@@ -454,14 +475,14 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         if rank == 0:
             _save_atomic({"format": CHECKPOINT_FORMAT, "step": step, "model_kind": model_kind, "world_size": world,
                           "model_config": model.config_dict(), "train_config": cfg.as_dict(),
-                          "snapshot_sha256": snapshot_sha, "model": trained_state(model),
+                          "snapshot_sha256": snapshot_sha, "plan_version": PLAN_VERSION, "model": trained_state(model),
                           "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": states},
                          ckpt_path)
         if world > 1:
             dist.barrier()
 
     totals = {"positives": 0, "negatives": 0, "pseudo_positives": 0, "pseudo_negatives": 0, "cross_video_positives": 0,
-              "cross_video_negatives": 0}
+              "cross_video_negatives": 0, "group_rows": 0, "bi_only_rows": 0, "cross_video_columns": 0}
     rates = {"zero_neg_row_rate": [], "zero_neg_col_rate": []}
     record: dict = {}
     status, began = "finished", time.perf_counter()
@@ -471,7 +492,8 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         tick = time.perf_counter()
         batch = plan.batch(step, cfg.batch_size)
         ctx = StepContext(step=step, rank=rank, world_size=world, gather=cfg.gather_negatives, device=device)
-        parts = model.training_loss(data, batch, ctx)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16"):
+            parts = model.training_loss(data, batch, ctx)
         loss = parts["loss"]
         if not torch.isfinite(loss):
             raise FloatingPointError(f"step {step}: the loss is {float(loss)}")
@@ -520,12 +542,15 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     metrics = None
     if status == "finished" and cfg.eval_at_end and eval_snapshot is not None:
         metrics = evaluate(model, eval_snapshot, cache_dir=cache_dir)
+    plan_counts = plan.counts()
     result = {"status": status, "model_kind": model_kind, "step": step, "steps": cfg.steps, "resumed_from": start,
-              "snapshot_sha256": snapshot_sha, "n_groups": len(plan.groups), "excluded_queries": len(plan.excluded),
+              "snapshot_sha256": snapshot_sha, "plan_version": PLAN_VERSION, "n_groups": plan_counts["groups"],
+              "n_bi_only_queries": plan_counts["bi_only"], "n_cross_video_queries": plan_counts["cross_video"],
+              "excluded_queries": plan_counts["excluded"],
               "last": record, "totals": totals,
               "mean_zero_neg_row_rate": float(np.mean(rates["zero_neg_row_rate"])) if rates["zero_neg_row_rate"] else None,
               "mean_zero_neg_col_rate": float(np.mean(rates["zero_neg_col_rate"])) if rates["zero_neg_col_rate"] else None,
-              "model_defaults": model_defaults,
+              "model_defaults": model_defaults, "precision": cfg.precision,
               "seconds": round(time.perf_counter() - began, 2), "world_size": world, "device": str(device),
               "metrics": metrics, "checkpoint": str(ckpt_path)}
     if rank == 0:
@@ -558,6 +583,9 @@ def _check_resume(ckpt: dict, model_kind: str, cfg: TrainConfig, snapshot_sha: s
         problems.append(f"model kind {ckpt['model_kind']!r} != {model_kind!r}")
     if ckpt["snapshot_sha256"] != snapshot_sha:
         problems.append("it was trained on another snapshot")
+    if ckpt.get("plan_version", 1) != PLAN_VERSION:          # checkpoints before version 2 do not record it
+        problems.append(f"its batches follow batching rules v{ckpt.get('plan_version', 1)}, this trainer's "
+                        f"v{PLAN_VERSION}")
     before_world = int(ckpt.get("world_size", len(ckpt.get("rng") or [None])))
     if before_world != world:
         problems.append(f"processes: {before_world} != {world} (each process has its own random stream)")

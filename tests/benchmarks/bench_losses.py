@@ -1,7 +1,8 @@
 """The mask-guided contrastive loss, forward and backward: the vectorised ``mask_guided_loss``
 against the plain-loop ``mask_guided_loss_reference`` on the same batch, in the same run.
 
-The batch is VTrajEmbed's: B queries, each with a group of four records (clean GT, noisy GT,
+The batch is VTrajEmbed's full-group layout (``models.training.batching`` without L_bi-only rows
+or extra cross-video columns): B queries, each with a group of four records (clean GT, noisy GT,
 matched raw positive: G = 1; confirmed negative: G = 0), so P = 4B records, unit embeddings of
 width 256 and logit scale 20. The batch relations M hold each query's own positives (1) and
 negative (0); across groups 1% of the pairs are verified matches, 7% verified mismatches and the

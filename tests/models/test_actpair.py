@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from models.facts import Fact, InvalidOutput, Predicate, QueryProposal
+from models.facts import SCENE_FACTS, Fact, InvalidOutput, Predicate
 from models.retrievers.actpair.model import ActPairConfig, action_loss, build_actpair, symmetric_kl
 from models.retrievers.actpair.pipeline import (
+    DescribedFactComparator,
     DualViewResult,
     FactComparator,
     VLMComparator,
@@ -20,7 +21,14 @@ from models.retrievers.actpair.pipeline import (
     pairwise_rerank,
     parse_decision,
 )
-from models.retrievers.actpair.rewrite import REWRITE_TEMPLATE, llm_rewrite, template_rewrite
+from models.retrievers.actpair.rewrite import (
+    REWRITE_TEMPLATE,
+    llm_rewrite,
+    query_action_tag,
+    read_query,
+    template_rewrite,
+    text_action_tag,
+)
 from models.retrievers.actpair.vocabulary import (
     average_linkage,
     build_vocabulary,
@@ -278,25 +286,57 @@ def test_top_k_tags_and_action_tags_from_facts():
 
 
 # -- query rewrite --------------------------------------------------------------------------------
-def test_template_rewrite_from_predicates():
-    query = QueryProposal("a man in a red shirt and blue jeans walking slowly to the left", [
-        Predicate("upper_colour", "red", ["f1"]), Predicate("lower_colour", "blue", ["f2"]),
-        Predicate("speed", "slow", ["f3"]), Predicate("walks", "left", ["f4"]),
-        Predicate("enters", "from the right", ["f5"])])
-    assert template_rewrite(query, scene_tag="Plaza") == (
-        "The image shows a person wearing a red top and blue trousers walking slowly to the left and "
+def test_template_rewrite_reads_the_query_text():
+    text = "a man in a red shirt and blue jeans walking slowly to the left, entering from the right"
+    assert template_rewrite(text, scene_tag="Plaza") == (
+        "The image shows a man wearing a red top and blue trousers walking slowly to the left and "
         "entering from the right. The background features plaza.")
-    # no event required: the assigned action tag fills the action slot; unknown scene is said so
-    assert template_rewrite([{"name": "upper_colour", "value": "orange", "fact_ids": ["f1"]}],
-                            action_tag="standing still") == (
+    # no event named: the assigned action tag fills the action slot; unknown scene is said so
+    assert template_rewrite("the one wearing orange", action_tag="standing still") == (
         "The image shows a person wearing an orange top standing still. "
         "The background features an unspecified scene.")
-    assert template_rewrite([Predicate("size", "small", ["f1"]), Predicate("stands", "still", ["f2"])]) == (
+    assert template_rewrite("a small person who stops in the park") == (
         "The image shows a small person wearing unspecified clothing standing still. "
-        "The background features an unspecified scene.")
+        "The background features park.")
+    # a text in which nothing is read still gets the template; an empty one is refused
+    assert template_rewrite("that one") == (
+        "The image shows a person wearing unspecified clothing. The background features an unspecified scene.")
     with pytest.raises(ValueError, match="nothing to rewrite"):
-        template_rewrite([])
+        template_rewrite("  ")
     assert REWRITE_TEMPLATE.startswith("The image shows [person description] wearing [clothing] [action].")
+
+
+@pytest.mark.parametrize(("text", "expected", "scene"), [
+    ("someone in blue trousers walking towards the camera at a slow pace",
+     [("lower_colour", "blue"), ("walks", "towards"), ("speed", "slow")], None),
+    ("the person in red walking to the left", [("walks", "left"), ("upper_colour", "red")], None),
+    ("A person wearing an orange top who walks to the right and then stands still.",
+     [("upper_colour", "orange"), ("walks", "right"), ("stands", "still")], None),
+    ("a pedestrian in a grey jacket and a green skirt who never stops", [("upper_colour", "grey"),
+                                                                        ("lower_colour", "green")], None),
+    ("a woman on the left who enters from the left and leaves to the top near the hedge",
+     [("category", "woman"), ("position", "left"), ("enters", "from the left"), ("leaves", "to the top")], "hedge"),
+    ("a large figure occluded by person 3, then crossing person 2", [("size", "large"), ("occluded_by", "person 3"),
+                                                                      ("crosses", "person 2")], None),
+    ("someone walking away from the camera quickly", [("walks", "away"), ("speed", "fast")], None),
+])
+def test_read_query_against_the_vocabularies(text, expected, scene):
+    reading = read_query(text)
+    assert [(p.name, p.value) for p in reading.predicates] == expected and reading.scene == scene
+    assert all(p.fact_ids == [] for p in reading.predicates)      # a reading cites no fact
+
+
+def test_the_demo_queries_read_back_to_their_predicates(demo_train_split):
+    # the rendered benchmark's query texts say exactly what their predicates require
+    snapshot, _ = demo_train_split
+    assert snapshot.queries
+    for q in snapshot.queries:
+        reading = read_query(q.text)
+        read = sorted((p.name, p.value) for p in reading.predicates)
+        assert read == sorted((p["name"], p["value"]) for p in q.predicates), q.text
+        # scene context ("near the bench", "in the rain") also lands in the rewrite's scene slot
+        assert reading.scene is not None or not any(p["name"] in SCENE_FACTS for p in q.predicates), q.text
+        assert text_action_tag(q.text) == query_action_tag(q.predicates)
 
 
 def test_llm_rewrite_checks_the_template():
@@ -357,6 +397,30 @@ def test_fact_comparator_on_hand_made_facts():
     assert compare.calls == 5
 
 
+def _described(facts: list[Fact], failed: bool = False):
+    from models.backends.vlm.base import DescribeResult
+    from models.facts import Description
+
+    return DescribeResult(description=None if failed else Description("a person", "walks", facts), failed=failed,
+                          raw_texts=[], errors=[], attempts=1, crop_frames=[], full_frames=[], context_frames=[],
+                          prompt_version="test", prompt_sha256="0" * 64, backend="heuristic", model="", budget={})
+
+
+def test_described_fact_comparator_reads_the_text_and_the_describer_outputs():
+    described = {k: _described(v) for k, v in CANDIDATE_FACTS.items()} | {14: _described([], failed=True)}
+    compare = DescribedFactComparator("a person in a red top and blue trousers walking to the left", described)
+    assert [p.name for p in compare.predicates] == ["upper_colour", "lower_colour", "walks"]
+    assert compare.support(10) == (3, 0) and compare.support(11) == (2, 1) and compare.support(14) == (0, 0)
+    assert compare(10, 11) == "a" and compare(13, 12) == "b" and compare.calls == 2
+    # approved facts (or any record that is not a describer's output) are refused
+    with pytest.raises(ValueError, match="DescribeResult"):
+        DescribedFactComparator("a person in red", CANDIDATE_FACTS)
+    with pytest.raises(ValueError, match="query text"):
+        DescribedFactComparator(" ", described)
+    # a text in which nothing is read: every comparison is a tie
+    assert DescribedFactComparator("that one", described)(10, 13) == "tie"
+
+
 def test_pairwise_rerank_promotes_the_best_supported_candidate():
     # given the fused top-4 with the full match in third place
     result = DualViewResult(indices=torch.tensor([[13, 11, 10, 12]]), scores=torch.zeros(1, 4),
@@ -402,14 +466,14 @@ def test_dual_view_then_rerank_end_to_end():
 
 # -- the retriever of models.training.trainer -------------------------------------------------------------
 def test_query_action_tag_takes_the_first_required_event():
-    from models.retrievers.actpair.retriever import query_action_tag
-
     preds = [{"name": "upper_colour", "value": "red", "fact_ids": ["a"]},
              {"name": "stands", "value": "still", "fact_ids": ["b"]},
              {"name": "walks", "value": "Left", "fact_ids": ["c"]}]
     assert query_action_tag(preds) == "walks left"                # walks comes first in EVENTS
     assert query_action_tag(preds[:2]) == "stands still"
     assert query_action_tag(preds[:1]) is None
+    assert text_action_tag("the one in red who stops, then walks to the left") == "walks left"
+    assert text_action_tag("the one in red") is None
 
 
 TINY_RETRIEVER = {"model": {"d_model": 32, "d_embed": 32, "n_layers": 1, "n_heads": 4, "ff_mult": 2, "n_actions": 6}}
@@ -428,19 +492,20 @@ def demo_train_split(tmp_path_factory):
 
 @pytest.mark.slow
 def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_train_split, tmp_path):
-    from models.retrievers.actpair.retriever import query_action_tag
     from models.training.batching import BatchingConfig, TrainingPlan
     from models.training.trainer import StepContext, build_model, evaluate, load_model, train
 
     snapshot, cache = demo_train_split
     model = build_model("actpair", TINY_RETRIEVER)
     data = model.prepare(snapshot, None, cache_dir=cache)
-    # the vocabulary comes from the queries' required events, at most n_actions classes
+    # the vocabulary comes from the events the query texts name, at most n_actions classes
     vocab = model.vocabulary
-    tags = {query_action_tag(q.predicates) for q in snapshot.queries} - {None}
+    tags = {text_action_tag(q.text) for q in snapshot.queries} - {None}
     assert set(vocab.mapping) == tags and 1 <= len(vocab.canonical) <= 6
+    # training labels come from the verified predicates; the text-side labels agree on this benchmark
     labels = model.action_labels(data, [q.id for q in snapshot.queries])
     assert int((labels >= 0).sum()) == sum(query_action_tag(q.predicates) is not None for q in snapshot.queries)
+    assert torch.equal(model.text_action_labels([q.text for q in snapshot.queries]), labels)
     # given one batch, SigLIP and the action term go down
     batch = TrainingPlan(snapshot, BatchingConfig(noisy_gt=False), seed=0).batch(0, 8)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -464,10 +529,10 @@ def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo
     with torch.no_grad():
         v = loaded.encode_tracks(data, records)
         assert torch.equal(v, load_model(tmp_path / "run")[0].encode_tracks(data, records))
-    assert evaluate(loaded, snapshot, data=data)["t2traj"]["n_queries"] > 0
+    assert evaluate(loaded, snapshot, cache_dir=cache)["t2traj"]["n_queries"] > 0
     # inference: template rewrites with the assigned action tag, then dual-view retrieval
     texts = [q.text for q in snapshot.queries[:3]]
-    rewrites = loaded.rewrite(texts, [q.predicates for q in snapshot.queries[:3]])
+    rewrites = loaded.rewrite(texts)
     assert all(r.startswith("The image shows ") and "The background features" in r for r in rewrites)
     result = loaded.dual_view_search(texts, rewrites, v, top_k=4, top_m=2)
     assert result.indices.shape == (3, 2) and bool((result.union_size >= 4).all())

@@ -154,6 +154,36 @@ def test_groups_without_negatives_and_no_relations_give_zero_terms():
     assert math.isnan(out["zero_neg_row_rate"]) and math.isnan(out["zero_neg_col_rate"])
 
 
+def test_a_row_without_group_members_is_left_out_of_the_group_mean_and_still_feeds_the_batch_terms():
+    # given: row 0 a full group (positives 0-1, negative 2); row 1 an L_bi-only row (no group label)
+    # whose own target (column 3) and its noisy variant (column 4) match it, and which also matches
+    # column 0 and is a verified mismatch of column 1
+    torch.manual_seed(0)
+    q = torch.nn.functional.normalize(torch.randn(2, 4, dtype=torch.float64), dim=1).requires_grad_(True)
+    v = torch.nn.functional.normalize(torch.randn(5, 4, dtype=torch.float64), dim=1).requires_grad_(True)
+    group = torch.tensor([[1, 1, 0, -1, -1], [-1, -1, -1, -1, -1]])
+    relation = torch.tensor([[1, 1, 0, -1, -1], [1, 0, -1, 1, 1]])
+    scale = torch.tensor(5.0, dtype=torch.float64)
+    out = mask_guided_loss(q, v, group, relation, scale)
+    ref = mask_guided_loss_reference(q, v, group, relation, scale)
+    alone = mask_guided_loss(q[:1], v, group[:1], relation[:1], scale)
+    # then: L_group is row 0's term alone (row 1 neither adds nor counts), everything finite
+    assert all(torch.isfinite(out[k]) for k in KEYS)
+    assert out["group"].item() == pytest.approx(alone["group"].item(), rel=1e-12)
+    s = (scale * q @ v.T).detach()
+    row0 = math.log(1 + math.exp(s[0, 2]) / (math.exp(s[0, 0]) + math.exp(s[0, 1])))
+    assert out["group"].item() == pytest.approx(row0, rel=1e-12)
+    # ... while row 1 is a t2v row (it has its positives and a 0 in P+) and its columns are in P+
+    assert out["t2v"].item() > 0 and out["zero_neg_row_rate"] == pytest.approx(0.5)
+    for key in KEYS:
+        assert out[key].item() == pytest.approx(float(torch.as_tensor(ref[key]).detach()), rel=1e-10), key
+    out["loss"].backward()
+    assert torch.isfinite(q.grad).all() and torch.isfinite(v.grad).all()
+    # a batch of L_bi-only rows only: L_group is exactly 0 and the loss stays finite
+    only = mask_guided_loss(q.detach(), v.detach(), torch.full((2, 5), -1), relation, scale)
+    assert only["group"].item() == 0.0 and torch.isfinite(only["loss"])
+
+
 def test_large_scale_in_float32_is_finite_and_matches_float64():
     q, v, g, m = random_batch(3, 8, 12, p_unknown=0.3, p_match=0.3, n_dup=2, d=16)
     scale = torch.tensor(100.0)

@@ -327,7 +327,7 @@ def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_t
     # given one batch, the predictor fits its pairs
     batch = TrainingPlan(snapshot, BatchingConfig(noisy_gt=False), seed=0).batch(0, 8)
     kept = contrastive_pairs(batch)
-    targets = [batch.records[4 * i][0] for i in range(8) if kept[i]]
+    targets = [batch.records[batch.target_columns[i]][0] for i in range(8) if kept[i]]
     assert len(set(targets)) == len(targets) >= 2
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     first = None
@@ -350,7 +350,7 @@ def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_t
         v1, v2 = loaded.encode_tracks(data, records), again.encode_tracks(data, records)
         fresh = build_model("scout", TINY_RETRIEVER).eval().encode_tracks(data, records)
     assert torch.equal(v1, v2) and not torch.allclose(v1, fresh)
-    metrics = evaluate(loaded, snapshot, data=data)
+    metrics = evaluate(loaded, snapshot, cache_dir=cache)
     assert metrics["t2traj"]["n_queries"] > 0 and 0.0 <= metrics["t2traj"]["R@1"] <= 100.0
 
 

@@ -106,9 +106,11 @@ def test_reranking_orders_the_head_by_description_similarity(snapshots, trained_
     assert out["reranked"] and sorted(head) == sorted(r["trajectory"] for r in first["results"])
     m = len(head)
     assert m - 1 <= out["comparator_calls"] <= m * (m - 1) // 2
-    # descriptions are the heuristic describer's reading of the pixels (no approved ones here)
+    # descriptions are the heuristic describer's reading of the pixels (the default mode reads no
+    # approved record; tests/workers/test_search_invariance.py perturbs them)
     descriptions = [r["description"] for r in out["results"]]
     assert all("upper-body clothing" in d for d in descriptions)
+    assert out["mode"] == "retrieval" and {r["description_source"] for r in out["results"]} == {"describer"}
     # the head is ActPair's pivot-promote over the first-stage order, comparing closeness to the query
     encoder = build_text_encoder({})
     pooled = encoder.encode([TEXT, *descriptions]).pooled
@@ -143,6 +145,7 @@ def test_bad_searches_are_refused(snapshots, trained_dirs, tiny_benchmark_dir, v
     run = finished_run(snapshots, trained_dirs["vtrajembed"])
     for kwargs, code in (({"text": "  "}, "invalid_text"), ({"text": "x" * 1001}, "invalid_text"),
                          ({"text": TEXT, "k": 0}, "invalid_k"), ({"text": TEXT, "level": "frame"}, "invalid_level"),
+                         ({"text": TEXT, "mode": "approved"}, "invalid_mode"),
                          ({"text": TEXT, "fuse_with": [run]}, "invalid_fuse_with")):
         with pytest.raises(ApplicationError) as err:
             search(run=run, **kwargs)

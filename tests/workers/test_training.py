@@ -39,6 +39,7 @@ def _create(snapshots, user=None, **config):
     ("scout", {"model": {"predictor": {"d_in": 3}}}, "invalid_config", "follow from the encoders"),
     ("vtrajembed", {"batching": {"drop_probability": 2}}, "invalid_config", "drop_probability"),
     ("vtrajembed", {"eval_at_end": False}, "invalid_config", "always ends with an evaluation run"),
+    ("vtrajembed", {"precision": "fp16"}, "invalid_config", "precision must be one of fp32, bf16, got 'fp16'"),
     ("vtrajembed", {"nproc_per_node": 3, "batch_size": 4}, "invalid_config", "multiple of nproc_per_node"),
     ("vtrajembed", {"nproc_per_node": 2, "launcher": "inline"}, "invalid_config", "need the torchrun launcher"),
     ("vtrajembed", {"nproc_per_node": 0}, "invalid_config", "nproc_per_node must be an integer"),
@@ -50,6 +51,11 @@ def test_bad_requests_are_refused_up_front_and_write_nothing(snapshots, kind, co
                             config=config, queue=False)
     assert err.value.code == code and err.value.status_code == 400 and words in err.value.message
     assert not TrainingRun.objects.exists() and not Job.objects.exists()
+
+
+def test_a_precision_is_a_setting_of_the_run(snapshots):
+    assert _create(snapshots).config["precision"] == "fp32"
+    assert _create(snapshots, precision="bf16").config["precision"] == "bf16"
 
 
 def test_only_sealed_snapshots_are_used(tiny_benchmark_dir, snapshots):

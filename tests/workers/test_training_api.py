@@ -165,6 +165,7 @@ def test_search_over_the_api(snapshots, staff, trained_dirs, var_dir):
     assert len({hit["video"] for hit in r.json()["results"]}) == len(r.json()["results"])
     for bad, status, code in (({"level": "frame"}, 400, "invalid_level"), ({"k": 0}, 400, "invalid"),
                               ({"text": ""}, 400, "invalid"), ({"fuse_with": [run.pk]}, 400, "invalid_fuse_with"),
+                              ({"mode": "approved"}, 400, "invalid"),
                               ({"run": 999999}, 400, "invalid")):
         r = staff["annotator"].post("/api/search/", {**body, **bad}, format="json")
         assert r.status_code == status and r.json()["code"] == code, (bad, r.content)

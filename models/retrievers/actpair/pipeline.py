@@ -5,9 +5,18 @@ Both views (the original query and its rewrite) are scored over the whole galler
 scores, and the top-M (10) of the union go to the reranker (:func:`dual_view_retrieve`).
 
 **Pairwise reranking** (Sec. 3.5). ``models.retrievers.rerank.pivot_promote`` (Algorithm 1) with a
-comparator ``compare(a, b) -> "a" | "b" | "tie"`` that counts its calls: the embedded
-:class:`FactComparator` reads the candidates' facts against the query's predicates;
-:class:`VLMComparator` wraps any VLM callable with the paper's comparison criteria.
+comparator ``compare(a, b) -> "a" | "b" | "tie"`` that counts its calls. What each comparator
+reads (DESIGN 4.4, no answer key in the inputs):
+
+- :class:`DescribedFactComparator`, the embedded comparator of evaluation and search: the query
+  *text* read against the vocabularies (``models.query_reading.read_query``) and the
+  facts a describer read from each candidate's pixels (its ``DescribeResult``s);
+- :class:`VLMComparator`: any VLM callable with the paper's comparison criteria, shown what its
+  caller gives it (at evaluation: the candidates' crops and frames, never their records);
+- :class:`FactComparator`, the catalogue comparator: a query's construction predicates against
+  the candidates' approved facts (``D_r^H``). It reads the answer key, so it serves people
+  browsing the approved catalogue and construction-side checks only; evaluation, experiments and
+  default search never build it.
 """
 from __future__ import annotations
 
@@ -19,7 +28,9 @@ from dataclasses import dataclass
 
 import torch
 
+from models.backends.vlm.base import DescribeResult
 from models.facts import Fact, Predicate, QueryProposal, predicate_support
+from models.query_reading import read_query
 from models.retrievers.rerank import pivot_promote
 
 
@@ -63,22 +74,18 @@ def dual_view_retrieve(s_orig: torch.Tensor, s_rew: torch.Tensor, top_k: int = 1
 
 
 # -- pairwise comparators and reranking -----------------------------------------------------------
-class FactComparator:
-    """The embedded pairwise comparator: which of two candidates' facts support more of the query's
-    predicates (``models.facts.predicate_support``)?
+class _SupportComparator:
+    """Which of two candidates' facts support more of a list of predicates
+    (``models.facts.predicate_support``)?
 
     ``compare(a, b)``: more supported predicates wins; with as many, fewer contradicted ones wins;
-    otherwise ``"tie"``. ``facts`` maps a candidate to its approved facts (a candidate without an
-    entry has none: every predicate is unknown for it); ``covered`` optionally maps a candidate to
-    its observed interval, so that absent events count as contradictions. ``calls`` counts
-    comparisons."""
+    otherwise ``"tie"``. A candidate without an entry in ``facts`` has none (every predicate is
+    unknown for it); ``covered`` optionally maps a candidate to its observed interval, so that
+    absent events count as contradictions. ``calls`` counts comparisons."""
 
-    def __init__(self, predicates: QueryProposal | Sequence[Predicate | dict],
-                 facts: Mapping[Hashable, Sequence[Fact]],
+    def __init__(self, predicates: Sequence[Predicate | dict], facts: Mapping[Hashable, Sequence[Fact]],
                  covered: Mapping[Hashable, tuple[int, int]] | None = None):
-        self.predicates = list(predicates.predicates if isinstance(predicates, QueryProposal) else predicates)
-        if not self.predicates:
-            raise ValueError("a FactComparator needs the query's predicates")
+        self.predicates = list(predicates)
         self.facts = facts
         self.covered = covered or {}
         self.calls = 0
@@ -100,6 +107,45 @@ class FactComparator:
         if ca != cb:
             return "a" if ca < cb else "b"
         return "tie"
+
+
+class DescribedFactComparator(_SupportComparator):
+    """The embedded comparator of evaluation and search (DESIGN 4.4): the predicates
+    :func:`read_query` finds in the query *text*, against the facts a describer read from each
+    candidate's pixels and boxes.
+
+    ``described`` maps a candidate to its ``models.backends.vlm.DescribeResult`` (the describer's
+    output, e.g. ``models.retrievers.described.describe_tracks``); a failed description, or a
+    candidate without one, has no facts. Anything else (an approved description, a list of facts
+    of unknown origin) is refused with ``ValueError``. A text in which nothing is read makes every
+    comparison a tie (the first-stage order stands)."""
+
+    def __init__(self, query_text: str, described: Mapping[Hashable, DescribeResult],
+                 covered: Mapping[Hashable, tuple[int, int]] | None = None):
+        if not isinstance(query_text, str) or not query_text.strip():
+            raise ValueError("a DescribedFactComparator needs the query text")
+        facts: dict[Hashable, list[Fact]] = {}
+        for candidate, result in described.items():
+            if not isinstance(result, DescribeResult):
+                raise ValueError(f"candidate {candidate!r}: expected the describer's DescribeResult, got "
+                                 f"{type(result).__name__} (approved records are not comparator inputs)")
+            facts[candidate] = [] if result.failed or result.description is None else list(result.description.facts)
+        super().__init__(read_query(query_text).predicates, facts, covered)
+
+
+class FactComparator(_SupportComparator):
+    """The catalogue comparator: a query's construction predicates against the candidates'
+    approved facts (``facts`` maps a candidate to its ``D_r^H``). Both are the answer key, so this
+    comparator is for people browsing the approved catalogue and for construction-side checks;
+    evaluation, experiments and default search use :class:`DescribedFactComparator`."""
+
+    def __init__(self, predicates: QueryProposal | Sequence[Predicate | dict],
+                 facts: Mapping[Hashable, Sequence[Fact]],
+                 covered: Mapping[Hashable, tuple[int, int]] | None = None):
+        predicates = list(predicates.predicates if isinstance(predicates, QueryProposal) else predicates)
+        if not predicates:
+            raise ValueError("a FactComparator needs the query's predicates")
+        super().__init__(predicates, facts, covered)
 
 
 COMPARISON_CRITERIA = ("the primary action", "the target person", "clothing", "object interaction",
@@ -134,7 +180,8 @@ def parse_decision(answer: str) -> str | None:
 
 class VLMComparator:
     """A VLM as the pairwise comparator: ``judge(prompt, a, b) -> answer`` sees the comparison
-    prompt and the two candidates (whatever the caller's judge needs: crops, frame paths, ids).
+    prompt and the two candidates (whatever the caller's judge needs: crops, frame paths, ids; at
+    evaluation and search only model-side inputs, never a candidate's approved records).
 
     Answers are read with :func:`parse_decision`; an answer that is none of a / b / tie counts as
     ``"tie"`` (the prior order stands) and in ``invalid``. ``calls`` counts comparisons."""

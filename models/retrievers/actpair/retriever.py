@@ -1,5 +1,11 @@
 """ActPair as a retriever of the trainer (:mod:`models.training.trainer`): the dual encoder over
 a snapshot's frozen features, its training loss, and the builder the registry points to.
+
+What reads what (DESIGN 4.4): the canonical action vocabulary is built from the raw action tags of
+the queries' *texts* (:func:`models.retrievers.actpair.rewrite.text_action_tag`, Sec. 3.2 takes
+them from the captions), and inference (:meth:`ActPairRetriever.rewrite`, the assigned action tag,
+dual-view search) reads the query text only. Only the training loss reads the queries' verified
+predicates: the action label ``y_act`` of a training pair is the tag of its first required event.
 """
 from __future__ import annotations
 
@@ -11,16 +17,10 @@ from torch import nn
 
 from models.backends.encoders import ImageEncoderConfig, TextEncoderConfig
 from models.config import UNKNOWN_NAMED_KEYS, PlainConfig
-from models.facts import EVENTS, Predicate
 from models.retrievers.actpair.model import ActPair, ActPairConfig, action_loss
 from models.retrievers.actpair.pipeline import DualViewResult, dual_view_retrieve
-from models.retrievers.actpair.rewrite import template_rewrite
-from models.retrievers.actpair.vocabulary import (
-    TagVocabulary,
-    build_vocabulary,
-    embed_texts,
-    normalise_tag,
-)
+from models.retrievers.actpair.rewrite import query_action_tag, template_rewrite, text_action_tag
+from models.retrievers.actpair.vocabulary import TagVocabulary, build_vocabulary, embed_texts
 from models.retrievers.features import FeatureConfig
 from models.training.losses import siglip_loss
 
@@ -43,7 +43,7 @@ class ActPairRetrieverConfig(PlainConfig):
     tag_top_k: int = 100                             # K most frequent raw action tags kept (Eq. 3)
     tag_threshold: float = 0.7                       # clustering threshold of the embedded vocabulary
     # the canonical action vocabulary (TagVocabulary.to_dict()); None: built by the first prepare()
-    # from that snapshot's queries and then kept here, so a checkpoint reloads the same classes
+    # from that snapshot's query texts and then kept here, so a checkpoint reloads the same classes
     vocabulary: dict | None = None
 
     def __post_init__(self) -> None:
@@ -54,21 +54,11 @@ class ActPairRetrieverConfig(PlainConfig):
             raise ValueError(f"tag_top_k must be a positive integer, got {self.tag_top_k!r}")
 
 
-def query_action_tag(predicates: Sequence[Predicate | dict]) -> str | None:
-    """The raw action tag of a query for the action head: ``"<event> <value>"`` of its first
-    required event in ``models.facts.EVENTS`` order (``"walks left"``); None without one."""
-    events = [(p.name, p.value) if isinstance(p, Predicate) else (p["name"], p["value"]) for p in predicates]
-    events = [(EVENTS.index(n), i, n, v) for i, (n, v) in enumerate(events) if n in EVENTS and v]
-    if not events:
-        return None
-    _, _, name, value = min(events)
-    return normalise_tag(f"{name} {value}")
-
-
 class ActPairRetriever(nn.Module):
     """ActPair behind the retriever interface of ``models.training.trainer``: the visual tower reads the
     observation tokens of frozen features, the text tower the frozen text encoder's token states;
-    each query's action label comes from its required events through the canonical vocabulary."""
+    a training query's action label comes from its required events through the canonical
+    vocabulary, which is built from the query texts."""
 
     kind = "actpair"
 
@@ -107,11 +97,13 @@ class ActPairRetriever(nn.Module):
         return self.model.bias.device
 
     def build_action_vocabulary(self, snapshot) -> TagVocabulary:
-        """The canonical action vocabulary of ``snapshot``'s queries (one raw tag per query with
-        an event), at most ``n_actions`` classes; kept on the model and in its config."""
-        tags = [t for t in (query_action_tag(q.predicates) for q in snapshot.queries) if t]
+        """The canonical action vocabulary of ``snapshot``'s query texts (one raw tag per text
+        that names an event, :func:`text_action_tag`), at most ``n_actions`` classes; kept on the
+        model and in its config. It reads no predicate, so an untrained model prepared on an
+        evaluation snapshot gets the same vocabulary whatever the snapshot's annotations say."""
+        tags = [t for t in (text_action_tag(q.text) for q in snapshot.queries) if t]
         if not tags:
-            raise ValueError(f"no query of snapshot {snapshot.split!r} requires an event: no action tags")
+            raise ValueError(f"no query text of snapshot {snapshot.split!r} names an event: no action tags")
         vocab = build_vocabulary(tags, self.text_encoder, kind="action", top_k=self.config.tag_top_k,
                                  threshold=self.config.tag_threshold, max_clusters=self.model.config.n_actions)
         self.vocabulary = vocab
@@ -158,7 +150,9 @@ class ActPairRetriever(nn.Module):
         return q @ v.T
 
     def action_labels(self, data, query_ids) -> torch.Tensor:
-        """Canonical action index of each query ``[Q]`` (-1: no event, or outside the vocabulary)."""
+        """Canonical action index of each training query ``[Q]`` (-1: no event, or outside the
+        vocabulary), from its verified predicates: training supervision only, never read by
+        inference (:meth:`text_action_labels` is the text-side reading)."""
         if self.vocabulary is None:
             raise ValueError("no action vocabulary: prepare() a snapshot with queries first")
         labels = []
@@ -167,13 +161,21 @@ class ActPairRetriever(nn.Module):
             labels.append(self.vocabulary.index(tag) if tag else -1)
         return torch.tensor(labels, dtype=torch.long, device=self.device)
 
+    def text_action_labels(self, texts: Sequence[str]) -> torch.Tensor:
+        """Canonical action index of each query text ``[Q]`` (-1: the text names no event, or one
+        outside the vocabulary): what evaluation may read about a query's action."""
+        if self.vocabulary is None:
+            raise ValueError("no action vocabulary: prepare() a snapshot with queries first")
+        tags = [text_action_tag(t) for t in texts]
+        return torch.tensor([self.vocabulary.index(t) if t else -1 for t in tags], dtype=torch.long,
+                            device=self.device)
+
     def training_loss(self, data, batch, ctx) -> dict:
         """SigLIP over the batch's (query, clean target) pairs (``models.retrievers.scout.data.contrastive_pairs``
         leaves out false in-batch negatives) plus ``λ_action`` times the action term; with
         ``ctx.gather`` and several ranks SigLIP scores the pairs of all ranks together, otherwise
         each rank scores (and chooses) the pairs of its own groups only."""
         from models.retrievers.scout.data import contrastive_pairs, no_pair_loss
-        from models.training.batching import GROUP_SIZE
 
         qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
         gather = ctx.world_size > 1 and ctx.gather
@@ -192,7 +194,7 @@ class ActPairRetriever(nn.Module):
             sig = siglip_loss(empty, empty, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
             return {"loss": sig + zero, "siglip": sig.detach(), "pairs": n_pairs, "dropped_pairs": dropped}
         qids = [batch.query_ids[i] for i in local]
-        img = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])      # [b, E]
+        img = self.encode_tracks(data, [batch.records[batch.target_columns[i]] for i in local])  # [b, E]
         txt = self.encode_queries(data, qids)                                                # [b, E]
         sig = siglip_loss(img, txt, self.model.t_prime.exp(), self.model.bias, rank=rank, world_size=world)
         labels = self.action_labels(data, qids)                                              # [b]
@@ -209,19 +211,19 @@ class ActPairRetriever(nn.Module):
         return {"batching": {"noisy_gt": False}}
 
     # -- inference: rewrite and dual-view retrieval ------------------------------------------
-    def rewrite(self, texts: Sequence[str], predicates: Sequence[Sequence[Predicate | dict]],
-                scene_tags: Sequence[str | None] | None = None) -> list[str]:
-        """Template rewrites of queries (:func:`template_rewrite`): each query's predicates, its
-        nearest canonical action tag (:meth:`TagVocabulary.assign` on the frozen text vector) and
-        its scene tag (none by default)."""
-        if len(texts) != len(predicates):
-            raise ValueError(f"{len(texts)} texts but {len(predicates)} predicate lists")
+    def rewrite(self, texts: Sequence[str], scene_tags: Sequence[str | None] | None = None) -> list[str]:
+        """Template rewrites of query texts (:func:`template_rewrite`, Sec. 3.4): each text read
+        against the vocabularies, its nearest canonical action tag (:meth:`TagVocabulary.assign`
+        on the frozen text vector) and its scene tag (none by default: the text's scene word).
+        Reads the texts only, never a query's predicates (DESIGN 4.4)."""
+        texts = list(texts)
         scenes = list(scene_tags) if scene_tags is not None else [None] * len(texts)
-        actions = (self.vocabulary.assign(embed_texts(self.text_encoder, list(texts)))
-                   if self.vocabulary is not None and self.vocabulary.centroids and len(texts)
+        if len(scenes) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(scenes)} scene tags")
+        actions = (self.vocabulary.assign(embed_texts(self.text_encoder, texts))
+                   if self.vocabulary is not None and self.vocabulary.centroids and texts
                    else [None] * len(texts))
-        return [template_rewrite(list(p), action_tag=a, scene_tag=s)
-                for p, a, s in zip(predicates, actions, scenes)]
+        return [template_rewrite(t, action_tag=a, scene_tag=s) for t, a, s in zip(texts, actions, scenes, strict=True)]
 
     @torch.no_grad()
     def dual_view_search(self, texts: Sequence[str], rewrites: Sequence[str], gallery: torch.Tensor,

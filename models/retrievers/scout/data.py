@@ -67,22 +67,21 @@ def query_rows(data: ObservationData, query_ids) -> np.ndarray:
 def contrastive_pairs(batch, within: slice | None = None) -> torch.Tensor:
     """Which groups of a ``models.training.batching.TrainBatch`` give an in-batch contrastive pair.
 
-    Each group pairs its query with its clean target (record ``4i``). InfoNCE and SigLIP treat
-    every other pair they score as a negative, so a group is left out (``False``) when its target
-    is the target of an earlier kept group, or when a verified match links it to one (the query of
-    one and the target of the other, ``relation == 1``): those would be false negatives. Unknown
-    (⊥) pairs stay in-batch negatives, as in the papers. ``[B]`` bool.
+    Each group pairs its query with its clean target (its first column, ``batch.target_columns``).
+    InfoNCE and SigLIP treat every other pair they score as a negative, so a group is left out
+    (``False``) when its target is the target of an earlier kept group, or when a verified match
+    links it to one (the query of one and the target of the other, ``relation == 1``): those would
+    be false negatives. Unknown (⊥) pairs stay in-batch negatives, as in the papers. ``[B]`` bool.
 
     ``within`` (a slice of groups, e.g. a rank's share when the ranks' pairs are not gathered)
     restricts the choice to those groups, checked against each other only: the others are
     ``False``, and a conflict with a group outside cannot drop a group inside (the two are never
     scored together). Without it the whole batch is one set, the same on every rank.
     """
-    from models.training.batching import GROUP_SIZE
-
     b = len(batch.query_ids)
-    targets = [batch.records[i * GROUP_SIZE][0] for i in range(b)]
-    match = (batch.relation[:, ::GROUP_SIZE] == 1).tolist()                  # [B][B] query i, target j
+    columns = batch.target_columns                                          # [B]
+    targets = [batch.records[j][0] for j in columns]
+    match = (batch.relation[:, columns] == 1).tolist()                      # [B][B] query i, target j
     keep = torch.zeros(b, dtype=torch.bool)
     kept: list[int] = []
     for i in range(b)[within if within is not None else slice(None)]:

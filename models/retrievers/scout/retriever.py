@@ -116,8 +116,6 @@ class ScoutRetriever(nn.Module):
         leaves out groups that would be false in-batch negatives); with ``ctx.gather`` and several
         ranks the pairs of all ranks are scored together, otherwise each rank scores (and chooses)
         the pairs of its own groups only."""
-        from models.training.batching import GROUP_SIZE
-
         qs, _ = batch.local_slices(ctx.rank, ctx.world_size)
         gather = ctx.world_size > 1 and ctx.gather
         keep = contrastive_pairs(batch, None if gather else qs)              # [B]
@@ -127,7 +125,7 @@ class ScoutRetriever(nn.Module):
         if not local and not gather:     # nothing to score here (no rank waits on this one's embeddings)
             return {"loss": no_pair_loss(self), "pairs": 0, "dropped_pairs": dropped}
         if local:
-            pred = self.encode_tracks(data, [batch.records[i * GROUP_SIZE] for i in local])   # [b, d]
+            pred = self.encode_tracks(data, [batch.records[batch.target_columns[i]] for i in local])  # [b, d]
             target = self.encode_queries(data, [batch.query_ids[i] for i in local])            # [b, d]
         else:       # every local group conflicts with another rank's: this rank adds no pair to the gathered batch
             d = self.predictor.config.d_text

@@ -1106,7 +1106,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rank a snapshot's trajectories or videos for a text with a trained retriever */
+        /**
+         * Rank a snapshot's trajectories or videos for a text with a trained retriever
+         * @description The default mode is leak-free: nothing people approved (descriptions, facts, predicates, votes, relation labels) reaches the ranking. mode=catalogue browses the approved descriptions instead and is never used by evaluation.
+         */
         post: operations["search_create"];
         delete?: never;
         options?: never;
@@ -2185,6 +2188,10 @@ export interface components {
          *     * `size` - size
          *     * `position` - position
          *     * `category` - category
+         *     * `ground` - ground
+         *     * `near` - near
+         *     * `weather` - weather
+         *     * `light` - light
          *     * `walks` - walks
          *     * `stands` - stands
          *     * `enters` - enters
@@ -2194,7 +2201,7 @@ export interface components {
          *     * `passes_in_front_of` - passes_in_front_of
          * @enum {string}
          */
-        NameEnum: "upper_colour" | "lower_colour" | "speed" | "size" | "position" | "category" | "walks" | "stands" | "enters" | "leaves" | "crosses" | "occluded_by" | "passes_in_front_of";
+        NameEnum: "upper_colour" | "lower_colour" | "speed" | "size" | "position" | "category" | "ground" | "near" | "weather" | "light" | "walks" | "stands" | "enters" | "leaves" | "crosses" | "occluded_by" | "passes_in_front_of";
         NextItemInputRequest: {
             stage?: components["schemas"]["StageEnum"];
         };
@@ -2705,6 +2712,10 @@ export interface components {
              *     * `size` - size
              *     * `position` - position
              *     * `category` - category
+             *     * `ground` - ground
+             *     * `near` - near
+             *     * `weather` - weather
+             *     * `light` - light
              *     * `walks` - walks
              *     * `stands` - stands
              *     * `enters` - enters
@@ -2729,6 +2740,10 @@ export interface components {
              *     * `size` - size
              *     * `position` - position
              *     * `category` - category
+             *     * `ground` - ground
+             *     * `near` - near
+             *     * `weather` - weather
+             *     * `light` - light
              *     * `walks` - walks
              *     * `stands` - stands
              *     * `enters` - enters
@@ -3229,6 +3244,8 @@ export interface components {
             score: number;
             /** @description what the reranker compared (rerank only) */
             description?: string;
+            /** @description describer: the describer's reading of the trajectory's pixels; approved: its approved description (catalogue mode only). One of: describer, approved. */
+            description_source?: "describer" | "approved";
         };
         SearchInputRequest: {
             /** @description a succeeded training run */
@@ -3246,10 +3263,15 @@ export interface components {
             /** @description other succeeded runs fused with CombSUM */
             fuse_with?: number[];
             /**
-             * @description pivot-promote the top 10 by description similarity
+             * @description pivot-promote the top 10 by the similarity of the describer's descriptions (read from the trajectories' pixels) to the text.
              * @default false
              */
             rerank: boolean;
+            /**
+             * @description retrieval (default): every stage reads model-side inputs only (pixels, boxes, model outputs, the text), as evaluation does. catalogue: browse the approved catalogue: the top 10 are always reranked by the trajectories' approved human descriptions; for people, never for evaluation. One of: retrieval, catalogue.
+             * @default retrieval
+             */
+            mode: "retrieval" | "catalogue";
         };
         SearchOutput: {
             run: number;
@@ -3257,6 +3279,8 @@ export interface components {
             level: string;
             k: number;
             text: string;
+            /** @description retrieval (model-side inputs only) or catalogue. One of: retrieval, catalogue. */
+            mode: "retrieval" | "catalogue";
             fused_runs: number[];
             /** @description cosine or combsum */
             score: string;

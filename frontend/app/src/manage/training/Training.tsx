@@ -247,6 +247,8 @@ function useLiveRun(runId: number) {
 const LOSS_KEYS = ["loss", "group", "t2v", "v2t", "siglip", "action", "ce", "consistency"];
 const COUNT_KEYS = ["positives", "negatives", "cross_video_positives", "cross_video_negatives"];
 const RATE_KEYS = ["zero_neg_row_rate", "zero_neg_col_rate"];
+// rows L_group scores, L_bi-only rows (no within-video negative) and extra cross-video columns
+const LAYOUT_KEYS = ["group_rows", "bi_only_rows", "cross_video_columns"];
 const PALETTE = ["#1f5fd1", "#d1495b", "#2a9d8f", "#e9a23b", "#7b5ea7", "#3c8d2f", "#c2185b", "#546e7a"];
 
 function seriesOf(s: StepSeries, keys: string[]): LineSeries[] {
@@ -256,12 +258,13 @@ function seriesOf(s: StepSeries, keys: string[]): LineSeries[] {
 function Curves({ series }: { series: StepSeries }) {
   const keys = seriesKeys(series);
   const numeric = keys.filter((k) => column(series, k).some((v) => typeof v === "number"));
-  const shown = new Set([...LOSS_KEYS, ...COUNT_KEYS, ...RATE_KEYS, "lr"]);
+  const shown = new Set([...LOSS_KEYS, ...COUNT_KEYS, ...RATE_KEYS, ...LAYOUT_KEYS, "lr"]);
   const other = numeric.filter((k) => !shown.has(k));
   const charts: { title: string; lines: LineSeries[]; yDomain?: [number, number] }[] = [
     { title: "Loss and its parts", lines: seriesOf(series, LOSS_KEYS) },
     { title: "Zero-negative row and column rates", lines: seriesOf(series, RATE_KEYS), yDomain: [0, 1] },
     { title: "Realized labels per batch", lines: seriesOf(series, COUNT_KEYS) },
+    { title: "Group rows, L_bi-only rows and cross-video columns per batch", lines: seriesOf(series, LAYOUT_KEYS) },
     { title: "Learning rate", lines: seriesOf(series, ["lr"]) },
     ...other.map((k) => ({ title: k.replaceAll("_", " "), lines: seriesOf(series, [k]) })),
   ];
@@ -360,6 +363,11 @@ export function TrainingRunScreen({ runId }: { runId: number }) {
           ? `, evaluated on #${run.eval_snapshot}` : <>, <strong className="warning-text">evaluated on its training snapshot</strong></>}</dd></div>
         <div><dt>batch · lr · seed</dt><dd>{String(cfg.batch_size ?? "–")} · {String(cfg.lr ?? "–")} · {String(cfg.seed ?? "–")}</dd>
           <dd className="muted small">{run.resumes.length ? `resumed ${run.resumes.map((r) => `from step ${r.from_step}`).join(", ")}` : "no resumes"}</dd></div>
+        {typeof result.n_groups === "number" && (
+          <div><dt>queries: groups · L_bi-only · excluded</dt>
+            <dd>{String(result.n_groups)} · {String(result.n_bi_only_queries ?? "–")} · {String(result.excluded_queries ?? "–")}</dd>
+            <dd className="muted small">{String(result.n_cross_video_queries ?? "–")} with cross-video columns</dd></div>
+        )}
         {"zero_neg_row_rate" in result && (
           <div><dt>zero-negative rows · columns</dt><dd>{formatValue(result.zero_neg_row_rate as number)} · {formatValue(result.zero_neg_col_rate as number)}</dd>
             <dd className="muted small">over the whole run</dd></div>
