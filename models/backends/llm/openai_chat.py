@@ -72,6 +72,9 @@ class ChatAnswer:
     text: str                                    # the assistant message content ("" when null)
     finish_reason: str                           # "stop", "length", ... ("" when not given)
     usage: dict                                  # token counts as the server reported them
+    # per answer token {"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]} when the
+    # request asked for logprobs and the server returned them (choices[0].logprobs.content); else []
+    logprobs: list = field(default_factory=list)
 
 
 def image_part(jpeg: bytes) -> dict:
@@ -82,8 +85,10 @@ def image_part(jpeg: bytes) -> dict:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def chat_completion(config: ChatEndpointConfig, messages: list[dict], *, max_tokens: int) -> ChatAnswer:
-    """POST one chat-completions request and return the first choice's message.
+def chat_completion(config: ChatEndpointConfig, messages: list[dict], *, max_tokens: int,
+                    extra: dict | None = None) -> ChatAnswer:
+    """POST one chat-completions request and return the first choice's message. ``extra``: request
+    fields of this call only, after ``config.extra_body`` (e.g. ``{"logprobs": True, "top_logprobs": 5}``).
 
     Raises :class:`EndpointError` when the server cannot be reached, times out, answers with an
     HTTP error or with something that is not a chat-completions response.
@@ -93,7 +98,7 @@ def chat_completion(config: ChatEndpointConfig, messages: list[dict], *, max_tok
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     body = {"model": config.model, "messages": messages, "max_tokens": int(max_tokens),
-            "temperature": config.temperature, **config.extra_body}
+            "temperature": config.temperature, **config.extra_body, **(extra or {})}
     if config.seed is not None:
         body["seed"] = config.seed
     if config.json_mode:
@@ -126,5 +131,8 @@ def chat_completion(config: ChatEndpointConfig, messages: list[dict], *, max_tok
         raise EndpointError(f"{url}: the reply is not a chat-completions response: {payload[:200]!r}") from None
     if isinstance(content, list):  # some servers return content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    logprobs = choice.get("logprobs")
+    tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
     return ChatAnswer(text=content if isinstance(content, str) else "",
-                      finish_reason=str(choice.get("finish_reason") or ""), usage=dict(data.get("usage") or {}))
+                      finish_reason=str(choice.get("finish_reason") or ""), usage=dict(data.get("usage") or {}),
+                      logprobs=[t for t in tokens if isinstance(t, dict)] if isinstance(tokens, list) else [])

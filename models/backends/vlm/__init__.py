@@ -5,6 +5,10 @@
 no model); ``transformers`` runs a local Hugging Face vision-language model (Qwen2-VL family);
 ``openai`` asks an OpenAI-compatible chat-completions endpoint (vLLM, llama.cpp server). Backends
 import lazily, so importing this package needs neither torch nor transformers.
+
+Scoring backends (``scoring.py``: a (query text, trajectory) pair in, SCOUT's holistic log P(yes)
+and decomposed appearance / action / scene scores out) sit behind a second registry,
+:data:`SCORERS` (``heuristic``: the pixel scorer; ``transformers``; ``openai``).
 """
 from __future__ import annotations
 
@@ -17,6 +21,15 @@ from models.backends.vlm.base import (
     DescribeResult,
     check_description,
     select_inputs,
+)
+from models.backends.vlm.scoring import (
+    SCORERS,
+    ScoreCounts,
+    Scorer,
+    ScoreRequest,
+    ScoreResult,
+    build_scorer,
+    resolve_scorer_settings,
 )
 
 # The describing backends: name -> its settings' config class and the describer built from that config.
@@ -33,14 +46,21 @@ BACKENDS = tuple(DESCRIBERS)
 __all__ = [
     "BACKENDS",
     "DESCRIBERS",
+    "SCORERS",
     "DescribeBudget",
     "DescribeRequest",
     "DescribeResult",
     "Describer",
     "DescriberConfigError",
+    "ScoreCounts",
+    "ScoreRequest",
+    "ScoreResult",
+    "Scorer",
     "build_describer",
+    "build_scorer",
     "check_description",
     "resolve_describer_settings",
+    "resolve_scorer_settings",
     "select_inputs",
 ]
 
