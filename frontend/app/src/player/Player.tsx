@@ -75,6 +75,9 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
   const [error, setError] = useState<string | null>(null);
   const firstFrame = useRef(onFirstFrame);
   firstFrame.current = onFirstFrame;
+  // The crop strips load once the first frame is drawn: their JPEGs would otherwise compete with
+  // it for the connection, the server and the page's main thread.
+  const [drawn, setDrawn] = useState(false);
   // The whole-frame view's own zoom and pan (mouse wheel, drag), in original pixels.
   const mainView = useRef<FrameView | null>(null);
   const pan = useRef<{ zoom: number; centre: [number, number]; drag: { x: number; y: number } | null }>({
@@ -149,7 +152,10 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
     if (zoomB.current && t.length > 1) views.push(new FrameView(zoomB.current, image, t, styles, { follow: 1, zoom }));
     for (const v of views) detach.push(controller.attach(v));
     if (timeline.current) detach.push(controller.attachTimeline(new TimelineView(timeline.current, t, styles, range)));
-    detach.push(controller.onFirstFrame((f) => firstFrame.current?.(f)));
+    detach.push(controller.onFirstFrame((f) => {
+      setDrawn(true);
+      firstFrame.current?.(f);
+    }));
     detach.push(controller.onError((m) => setError(m)));
     onController?.(controller);
     return () => {
@@ -283,7 +289,7 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
         </p>
       )}
       {crops && tracks.map((p) => (
-        <CropStrip key={p.track.id} player={p} frame={state.frame} onSeek={(f) => controller.seek(f)} />
+        <CropStrip key={p.track.id} player={p} frame={state.frame} start={drawn} onSeek={(f) => controller.seek(f)} />
       ))}
     </section>
   );
@@ -340,16 +346,19 @@ function describeTrack({ track, style }: PlayerTrack): string {
 
 /** The chronological crops of one trajectory; the one nearest the playhead is highlighted and
  *  clicking a crop moves the playhead there. */
-function CropStrip({ player, frame, onSeek }: { player: PlayerTrack; frame: number; onSeek: (f: number) => void }) {
+function CropStrip({ player, frame, start, onSeek }: {
+  player: PlayerTrack; frame: number; start: boolean; onSeek: (f: number) => void;
+}) {
   const [crops, setCrops] = useState<Crop[] | null>(null);
   const [failed, setFailed] = useState(false);
   useEffect(() => {
+    if (!start) return undefined;
     const ctrl = new AbortController();
     api.crops(player.track.id, 12, ctrl.signal).then(setCrops, (e: unknown) => {
       if (!(e instanceof DOMException && e.name === "AbortError")) setFailed(true);
     });
     return () => ctrl.abort();
-  }, [player.track.id]);
+  }, [player.track.id, start]);
   if (failed) return <p className="muted">The crops of {player.style.label} could not be loaded.</p>;
   if (!crops) return <div className="crops crops-loading" aria-hidden="true" />;
   let nearest = 0;
