@@ -26,6 +26,23 @@ class BackendEntry:
     def builder(self):
         return _load(self.build)
 
+    def resolved(self, settings: dict | None) -> dict:
+        """The backend's complete settings with every default filled in (unknown keys and bad
+        values raise ``ValueError``), so two spellings of one configuration resolve to one dict."""
+        return self.config_class().from_dict(settings).as_dict()
+
+    def built(self, settings: dict | None):
+        """The backend built from plain settings (checked as :meth:`resolved` checks them)."""
+        return self.builder()(self.config_class().from_dict(settings))
+
+
+def entry_of(registry: dict[str, BackendEntry], backend: str, what: str,
+             error: type[ValueError] = ValueError) -> BackendEntry:
+    """``registry[backend]``, or ``error`` naming the known ones ("unknown <what> 'x'; known: ...")."""
+    if backend not in registry:
+        raise error(f"unknown {what} {backend!r}; known: {', '.join(registry)}")
+    return registry[backend]
+
 
 def _load(path: str):
     module, name = path.split(":")

@@ -8,7 +8,7 @@ package needs neither torch nor transformers.
 """
 from __future__ import annotations
 
-from models.backends.registry import BackendEntry
+from models.backends.registry import BackendEntry, entry_of
 
 # The language backends: name -> its settings' config class and the backend built from that config.
 LLMS: dict[str, BackendEntry] = {
@@ -25,20 +25,17 @@ __all__ = ["BACKENDS", "LLMS", "build_llm", "resolve_llm_settings"]
 
 
 def _entry(backend: str) -> BackendEntry:
-    if backend not in LLMS:
-        raise ValueError(f"unknown language backend {backend!r}; known: {', '.join(BACKENDS)}")
-    return LLMS[backend]
+    return entry_of(LLMS, backend, "language backend")
 
 
 def resolve_llm_settings(backend: str, settings: dict | None) -> dict:
     """The backend's complete settings with every default filled in (unknown keys and bad values
     raise ``ValueError``)."""
-    return _entry(backend).config_class().from_dict(settings).as_dict()
+    return _entry(backend).resolved(settings)
 
 
 def build_llm(backend: str, settings: dict | None = None):
     """The language backend of ``backend`` (a ``models.backends.llm.base.LanguageBackend``) from plain
     settings. The ``transformers`` backend loads its model here and fails with a clear
     ``ValueError`` when the folder is missing."""
-    entry = _entry(backend)
-    return entry.builder()(entry.config_class().from_dict(settings))
+    return _entry(backend).built(settings)

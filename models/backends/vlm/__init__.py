@@ -12,7 +12,7 @@ and decomposed appearance / action / scene scores out) sit behind a second regis
 """
 from __future__ import annotations
 
-from models.backends.registry import BackendEntry
+from models.backends.registry import BackendEntry, entry_of
 from models.backends.vlm.base import (
     DescribeBudget,
     Describer,
@@ -66,19 +66,16 @@ __all__ = [
 
 
 def _entry(backend: str) -> BackendEntry:
-    if backend not in DESCRIBERS:
-        raise DescriberConfigError(f"unknown describing backend {backend!r}; known: {', '.join(BACKENDS)}")
-    return DESCRIBERS[backend]
+    return entry_of(DESCRIBERS, backend, "describing backend", DescriberConfigError)
 
 
 def resolve_describer_settings(backend: str, settings: dict | None) -> dict:
     """The backend's complete settings with every default filled in (unknown keys and bad values
     raise ``ValueError``), so two spellings of one configuration resolve to the same dict."""
-    return _entry(backend).config_class().from_dict(settings).as_dict()
+    return _entry(backend).resolved(settings)
 
 
 def build_describer(backend: str, settings: dict | None = None) -> Describer:
     """The describer of ``backend`` built from plain settings. The ``transformers`` backend loads
     its model here and fails with a clear ``ValueError`` when the folder is missing."""
-    entry = _entry(backend)
-    return entry.builder()(entry.config_class().from_dict(settings))
+    return _entry(backend).built(settings)

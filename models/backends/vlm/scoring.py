@@ -39,7 +39,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from models.backends.llm.jsonout import load_json_object
-from models.backends.registry import BackendEntry
+from models.backends.registry import BackendEntry, entry_of
 from models.backends.tracking.base import FrameSource
 from models.backends.vlm.base import DescribeBudget, DescribeRequest
 from models.facts import InvalidOutput
@@ -265,19 +265,16 @@ SCORER_BACKENDS = tuple(SCORERS)
 
 
 def _entry(backend: str) -> BackendEntry:
-    if backend not in SCORERS:
-        raise ScorerConfigError(f"unknown scoring backend {backend!r}; known: {', '.join(SCORER_BACKENDS)}")
-    return SCORERS[backend]
+    return entry_of(SCORERS, backend, "scoring backend", ScorerConfigError)
 
 
 def resolve_scorer_settings(backend: str, settings: dict | None) -> dict:
     """The backend's complete settings with every default filled in (unknown keys and bad values
     raise ``ValueError``)."""
-    return _entry(backend).config_class().from_dict(settings).as_dict()
+    return _entry(backend).resolved(settings)
 
 
 def build_scorer(backend: str, settings: dict | None = None) -> Scorer:
     """The scorer of ``backend`` built from plain settings. The ``transformers`` backend loads
     its model here and fails with a clear ``ValueError`` when the folder is missing."""
-    entry = _entry(backend)
-    return entry.builder()(entry.config_class().from_dict(settings))
+    return _entry(backend).built(settings)
