@@ -234,6 +234,7 @@ CELERY_TASK_EAGER_PROPAGATES = True
 # Per web process: this many open videos, each caching decoded frames within this many MiB.
 TRAJLAB_OPEN_VIDEOS = env_int("TRAJLAB_OPEN_VIDEOS", 8)
 TRAJLAB_FRAME_CACHE_MB = env_int("TRAJLAB_FRAME_CACHE_MB", 64)
+TRAJLAB_JPEG_CACHE_MB = env_int("TRAJLAB_JPEG_CACHE_MB", 32)
 TRAJLAB_SHARED_DATA = Path(os.environ.get("TRAJLAB_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
 
 

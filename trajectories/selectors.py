@@ -5,7 +5,14 @@ from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from common.errors import ApplicationError, NotFoundError
-from models.media.video import ReaderPool, VideoError, crop_box, draw_target, encode_jpeg
+from models.media.video import (
+    EncodedImages,
+    ReaderPool,
+    VideoError,
+    crop_box,
+    draw_target,
+    encode_jpeg,
+)
 from trajectories.models import (
     DuplicateCandidate,
     ProposalConfig,
@@ -18,6 +25,7 @@ from trajectories.models import (
 
 # One pool per process: decoders stay open between requests and keep an LRU of frames.
 _readers = ReaderPool(size=settings.TRAJLAB_OPEN_VIDEOS, cache_bytes=settings.TRAJLAB_FRAME_CACHE_MB * 2**20)
+_encoded = EncodedImages(max_bytes=settings.TRAJLAB_JPEG_CACHE_MB * 2**20)
 MAX_IMAGE_SIZE = 4096
 
 
@@ -87,7 +95,9 @@ def video_frame(*, video: Video, index: int):
 
 
 def video_frame_jpeg(*, video: Video, index: int, max_size: int | None = None) -> bytes:
-    return encode_jpeg(video_frame(video=video, index=index), max_size=_check_size(max_size))
+    max_size = _check_size(max_size)
+    return _encoded.get(("frame", video.abspath, index, max_size),
+                        lambda: encode_jpeg(video_frame(video=video, index=index), max_size=max_size))
 
 
 def _box(trajectory: Trajectory, index: int):
@@ -101,15 +111,19 @@ def _box(trajectory: Trajectory, index: int):
 
 def trajectory_crop_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None, pad: float = 0.1) -> bytes:
     box = _box(trajectory, index)
-    frame = video_frame(video=trajectory.video, index=index)
-    return encode_jpeg(crop_box(frame, box, pad=pad), max_size=_check_size(max_size))
+    max_size = _check_size(max_size)
+    return _encoded.get(("crop", trajectory.video.abspath, index, tuple(float(v) for v in box), pad, max_size),
+                        lambda: encode_jpeg(crop_box(video_frame(video=trajectory.video, index=index), box, pad=pad),
+                                            max_size=max_size))
 
 
 def trajectory_marked_frame_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None) -> bytes:
     box = _box(trajectory, index)
-    frame = video_frame(video=trajectory.video, index=index)
-    marked = draw_target(frame, box, label=f"#{trajectory.pk} {trajectory.category}")
-    return encode_jpeg(marked, max_size=_check_size(max_size))
+    max_size = _check_size(max_size)
+    label = f"#{trajectory.pk} {trajectory.category}"
+    return _encoded.get(("marked", trajectory.video.abspath, index, tuple(float(v) for v in box), label, max_size),
+                        lambda: encode_jpeg(draw_target(video_frame(video=trajectory.video, index=index), box,
+                                                        label=label), max_size=max_size))
 
 
 def trajectory_sample_frames(*, trajectory: Trajectory, n: int) -> list[int]:

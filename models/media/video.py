@@ -330,6 +330,46 @@ class ReaderPool:
             self._readers.clear()
 
 
+class EncodedImages:
+    """A process-wide LRU of encoded images (JPEG bytes) within ``max_bytes``: every reviewer of an
+    item asks for the same frames and crops, and decoding, cropping and encoding them again is most
+    of what such a request costs. ``get(key, make)`` answers the bytes of ``key``, calling ``make()``
+    (outside the lock, so two threads may both make a missing image once) when it has none. The key
+    must name everything the image depends on: the video file, the frame, the box, the size."""
+
+    def __init__(self, max_bytes: int = 32 * 2**20):
+        self.max_bytes = max_bytes
+        self._images: OrderedDict[tuple, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple, make) -> bytes:
+        with self._lock:
+            data = self._images.get(key)
+            if data is not None:
+                self._images.move_to_end(key)
+                self.hits += 1
+                return data
+            self.misses += 1
+        data = make()
+        if len(data) > self.max_bytes:
+            return data
+        with self._lock:
+            if key not in self._images:
+                self._images[key] = data
+                self._bytes += len(data)
+                while self._bytes > self.max_bytes:
+                    _, old = self._images.popitem(last=False)
+                    self._bytes -= len(old)
+        return data
+
+    def clear(self) -> None:
+        with self._lock:
+            self._images.clear()
+            self._bytes = 0
+
+
 # -- images -------------------------------------------------------------------------------------
 def resize_max(frame: np.ndarray, max_size: int | None) -> np.ndarray:
     """Downscale so the longer side is at most ``max_size`` (never upscales)."""

@@ -70,3 +70,27 @@ def test_crops_and_marked_frames(stored, client_for, annotator):
     assert not diff[:, : max(0, x1 - 10)].any() or x1 < 12                       # nothing far left of it
     r = client.get(f"/api/trajectories/{trajectory.pk}/crops/11.jpg")  # odd frames have no observation
     assert r.status_code == 404 and r.json()["code"] == "no_observation"
+
+
+def test_encoded_images_are_made_once_per_key_and_kept_within_their_bytes(stored, client_for, annotator, monkeypatch):
+    from models.media.video import EncodedImages
+    from trajectories import selectors
+
+    video, trajectory, _ = stored
+    monkeypatch.setattr(selectors, "_encoded", EncodedImages(max_bytes=2**20))
+    made = []
+    real = selectors.encode_jpeg
+    monkeypatch.setattr(selectors, "encode_jpeg", lambda *a, **k: made.append(k.get("max_size")) or real(*a, **k))
+    client = client_for(annotator)
+    first = client.get(f"/api/trajectories/{trajectory.pk}/crops/10.jpg?max_size=160").content
+    again = client.get(f"/api/trajectories/{trajectory.pk}/crops/10.jpg?max_size=160").content
+    assert first == again and made == [160]                       # the second reviewer's crop is the first's
+    client.get(f"/api/trajectories/{trajectory.pk}/crops/10.jpg?max_size=80")
+    client.get(f"/api/videos/{video.pk}/frames/10.jpg?max_size=160")
+    assert made == [160, 80, 160]                                 # another size, and the frame, are their own
+    # the bytes bound holds: a cache with room for about one crop keeps only the latest
+    small = EncodedImages(max_bytes=len(first) + 10)
+    monkeypatch.setattr(selectors, "_encoded", small)
+    for index in (10, 12, 14):
+        client.get(f"/api/trajectories/{trajectory.pk}/crops/{index}.jpg?max_size=160")
+    assert len(small._images) == 1 and small._bytes <= small.max_bytes
