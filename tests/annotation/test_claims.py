@@ -250,8 +250,8 @@ def test_the_one_statement_seat_and_active_seat_agree_with_the_full_reads(review
         seats = list(Assignment.objects.filter(item=item))
         lapsed = any(a.completed_at is None and a.lease_expires_at <= timezone.now() for a in seats)
         for user in annotators:
-            fast = _seat_number_taken_by(lambda: claims._take_free_seat(item, user, 60))
-            full = _seat_number_taken_by(lambda: claims._take_seat(item, user, 60))
+            fast = _seat_number_taken_by(lambda item=item, user=user: claims._take_free_seat(item, user, 60))
+            full = _seat_number_taken_by(lambda item=item, user=user: claims._take_seat(item, user, 60))
             if fast is not None:
                 assert fast == full and not lapsed, (item.pk, user.username, fast, full)
                 fast_paths += 1

@@ -28,7 +28,7 @@ from annotation.models import Vote, WorkItem
 from tests.benchmarks.bench_review_load import free_port, gunicorn_start, gunicorn_stop
 from tests.browser.conftest import (  # noqa: F401 (fixtures, reused)
     PASSWORD,
-    chromium,
+    launched_chromium,
     open_item,
     people,
     rendered_scene,
@@ -59,6 +59,13 @@ def _requested_before(page, url_head: str, before_ms: float) -> bool:
     """Whether a request whose address starts with ``url_head`` started before ``before_ms``."""
     return page.evaluate("""([head, before]) => performance.getEntriesByType('resource')
         .some(e => new URL(e.name).pathname === head && e.startTime < before)""", [url_head, before_ms])
+
+
+@pytest.fixture
+def chromium():
+    """This benchmark's own Chromium, closed when it ends, before the browser tests open theirs."""
+    with launched_chromium() as browser:
+        yield browser
 
 
 @pytest.fixture
@@ -96,7 +103,7 @@ def signed_in(chromium, served):
     assert not errors, f"script errors in the page: {errors}"
 
 
-def test_vote_to_next_first_frame_one_request_against_two(media_root, people, review_run, signed_in):
+def test_vote_to_next_first_frame_one_request_against_two(media_root, people, review_run, signed_in):  # noqa: F811
     run = review_run(window=8, stride=3, drop_every=7)  # 64 short trajectories: 64 usability items
     assert WorkItem.objects.filter(stage="usability", trajectory__run=run).count() >= N_ITEMS + 1
     pages = {}

@@ -6,6 +6,7 @@ Chromium (``.ci/run`` installs it). Screenshots go to ``var/test/screenshots/``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -32,10 +33,11 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "test" / "screenshots"
 PASSWORD = "pw-for-browser-tests"
 
 
-@pytest.fixture(scope="package")
-def chromium():
-    """One Chromium for the browser tests (each test gets fresh contexts, so no state is shared),
-    closed when they are done.
+@contextlib.contextmanager
+def launched_chromium():
+    """Debian's Chromium under Playwright's sync API, closed on exit. One may be open at a time
+    in a process (the sync API holds the thread's event loop), so each owner closes its own
+    before the next starts.
 
     Playwright's sync API keeps an event loop marked as running in this thread, and Django then
     refuses database calls from the thread as "async-unsafe". The calls here are synchronous
@@ -60,6 +62,14 @@ def chromium():
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         else:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@pytest.fixture(scope="package")
+def chromium():
+    """One Chromium for the browser tests (each test gets fresh contexts, so no state is shared),
+    closed when they are done (:func:`launched_chromium`)."""
+    with launched_chromium() as browser:
+        yield browser
 
 
 def _settle(timeout: float = 5.0) -> None:
