@@ -34,6 +34,7 @@ from tests.browser.conftest import (  # noqa: F401 (fixtures, reused)
     rendered_scene,
     review_run,
     scene_video,
+    sign_in,
     wait_first_frame,
 )
 
@@ -86,16 +87,7 @@ def signed_in(chromium, served):
     def make(username: str):
         context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=served)
         contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.on("pageerror", lambda exc: errors.append(f"{username}: {exc}"))
-        page.goto("/")
-        page.wait_for_url("**/accounts/login/**")
-        page.get_by_label("Username").fill(username)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_selector("main h1")
-        return page
+        return sign_in(context, username, PASSWORD, errors)
 
     yield make
     for context in contexts:

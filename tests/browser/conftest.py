@@ -81,6 +81,21 @@ def _settle(timeout: float = 5.0) -> None:
         time.sleep(0.05)
 
 
+def sign_in(context, username: str, password: str, errors: list[str]):
+    """A new page of ``context`` signed in as ``username`` through the login form; its uncaught
+    script errors are appended to ``errors``."""
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.on("pageerror", lambda exc: errors.append(f"{username}: {exc}"))
+    page.goto("/")
+    page.wait_for_url("**/accounts/login/**")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("main h1")
+    return page
+
+
 @pytest.fixture
 def open_page(chromium, live_server):
     """``open_page(username)``: a signed-in page of a fresh browser context. Any uncaught script
@@ -91,16 +106,7 @@ def open_page(chromium, live_server):
     def make(username: str, password: str = PASSWORD):
         context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=live_server.url)
         contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.on("pageerror", lambda exc: errors.append(f"{username}: {exc}"))
-        page.goto("/")
-        page.wait_for_url("**/accounts/login/**")
-        page.get_by_label("Username").fill(username)
-        page.get_by_label("Password").fill(password)
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_selector("main h1")
-        return page
+        return sign_in(context, username, password, errors)
 
     yield make
     for context in contexts:

@@ -20,6 +20,8 @@ Subclasses implement ``yes_no`` and ``generate``; images reach them as BGR array
 """
 from __future__ import annotations
 
+import abc
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -48,8 +50,25 @@ class YesNo:
     details: dict = field(default_factory=dict)  # what the log-probabilities were read from
 
 
-class ChatScorer:
-    """Base class of the scorers that ask a vision-language model (see the module docstring)."""
+def answer_word_problems(yes_words: tuple[str, ...], no_words: tuple[str, ...]) -> list[str]:
+    """What is wrong with a scorer's yes/no spellings (both settings of the model backends)."""
+    problems = []
+    if not yes_words or not no_words or not all(isinstance(w, str) and w.strip() for w in yes_words + no_words):
+        problems.append("yes_words and no_words must be non-empty lists of words")
+    elif set(yes_words) & set(no_words):
+        problems.append("a word cannot spell both yes and no")
+    return problems
+
+
+def describer_settings(config, describer_config: type):
+    """The describer's config of the same backend, from the scorer's settings of the same names
+    (the model or endpoint to load: a scorer reuses the describer's loading code)."""
+    return describer_config(**{f.name: getattr(config, f.name) for f in dataclasses.fields(describer_config)})
+
+
+class ChatScorer(abc.ABC):
+    """Base class of the scorers that ask a vision-language model (see the module docstring); a
+    backend supplies :meth:`yes_no` and :meth:`generate`."""
 
     name = ""
     model = ""
@@ -63,11 +82,13 @@ class ChatScorer:
     def __init__(self) -> None:
         self.counts = ScoreCounts()
 
-    def yes_no(self, messages: list[dict]) -> YesNo:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def yes_no(self, messages: list[dict]) -> YesNo:
+        """The model's answer to the yes/no question, with log-probabilities where it gives them."""
 
-    def generate(self, messages: list[dict], *, max_new_tokens: int) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def generate(self, messages: list[dict], *, max_new_tokens: int) -> str:
+        """The model's free answer (the decomposed scores as JSON)."""
 
     def settings(self) -> dict:
         """The backend's settings for the result (no secrets)."""

@@ -25,7 +25,12 @@ import math
 from dataclasses import dataclass
 
 from models.backends.llm.openai_chat import chat_completion
-from models.backends.vlm.chat_scoring import ChatScorer, YesNo
+from models.backends.vlm.chat_scoring import (
+    ChatScorer,
+    YesNo,
+    answer_word_problems,
+    describer_settings,
+)
 from models.backends.vlm.openai_backend import OpenAIDescriber, OpenAIVLMConfig
 from models.backends.vlm.score_prompts import SCORE_PROMPT_VERSION, score_prompt
 from models.backends.vlm.scoring import yes_no_from_top_logprobs
@@ -59,17 +64,14 @@ class OpenAIScorerConfig(OpenAIVLMConfig):
             problems.append("holistic_max_tokens and max_new_tokens must be >= 1")
         if not 1 <= self.top_logprobs <= 20:
             problems.append(f"top_logprobs must be in 1..20, got {self.top_logprobs}")
-        if not self.yes_words or not self.no_words or not all(isinstance(w, str) and w.strip()
-                                                             for w in self.yes_words + self.no_words):
-            problems.append("yes_words and no_words must be non-empty lists of words")
+        problems += answer_word_problems(tuple(self.yes_words), tuple(self.no_words))
         if problems:
             raise ValueError("OpenAIScorerConfig: " + "; ".join(problems))
         score_prompt(self.prompt_version)        # ValueError names the known versions
 
     def vlm(self) -> OpenAIVLMConfig:
         """The endpoint settings (the describer's config)."""
-        names = {f.name for f in dataclasses.fields(OpenAIVLMConfig)}
-        return OpenAIVLMConfig(**{k: getattr(self, k) for k in names})
+        return describer_settings(self, OpenAIVLMConfig)
 
 
 def first_token_alternatives(logprobs: list[dict]) -> list[tuple[str, float]]:

@@ -21,13 +21,17 @@ image preparation), so a folder that describes also scores. The two questions of
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 
-from models.backends.vlm.chat_scoring import ChatScorer, YesNo
+from models.backends.vlm.chat_scoring import (
+    ChatScorer,
+    YesNo,
+    answer_word_problems,
+    describer_settings,
+)
 from models.backends.vlm.score_prompts import SCORE_PROMPT_VERSION, score_prompt
 from models.backends.vlm.transformers_backend import TransformersDescriber, TransformersVLMConfig
 
@@ -53,19 +57,14 @@ class TransformersScorerConfig(TransformersVLMConfig):
         problems = []
         if self.max_crops < 1 or self.max_full_frames < 0 or self.max_new_tokens < 1:
             problems.append("need max_crops >= 1, max_full_frames >= 0 and max_new_tokens >= 1")
-        if not self.yes_words or not self.no_words or not all(isinstance(w, str) and w.strip()
-                                                             for w in self.yes_words + self.no_words):
-            problems.append("yes_words and no_words must be non-empty lists of words")
-        if set(self.yes_words) & set(self.no_words):
-            problems.append("a word cannot spell both yes and no")
+        problems += answer_word_problems(tuple(self.yes_words), tuple(self.no_words))
         if problems:
             raise ValueError("TransformersScorerConfig: " + "; ".join(problems))
         score_prompt(self.prompt_version)        # ValueError names the known versions
 
     def vlm(self) -> TransformersVLMConfig:
         """The model-loading settings (the describer's config)."""
-        names = {f.name for f in dataclasses.fields(TransformersVLMConfig)}
-        return TransformersVLMConfig(**{k: getattr(self, k) for k in names})
+        return describer_settings(self, TransformersVLMConfig)
 
 
 class TransformersScorer(ChatScorer):
