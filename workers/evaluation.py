@@ -3,8 +3,8 @@
 An evaluation run scores a succeeded training run's final checkpoint (``kind="trained"``: one per
 run and snapshot; a training run ends with one on its evaluation snapshot), the untrained model of
 a kind (``"untrained"``: its initial weights for a seed, the floor a training must beat) or the
-exact random baseline (``"random"``, ``models.training.trainer.random_baseline``). The figures are those of
-``models.training.trainer.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
+exact random baseline (``"random"``, ``models.training.evaluation.random_baseline``). The figures are those of
+``models.training.evaluation.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
 random baseline, from verified binary labels only. The scores read the snapshot's model inputs
 alone (pixels, boxes, query texts: ``RelationSnapshotData.model_inputs``, DESIGN 4.4); the labels
 only turn them into figures. The first two are queued on the ``gpu`` queue
@@ -23,7 +23,8 @@ from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, RunReporter, run_enqueue, run_execute
 from common.jobs.services import job_create
-from models.training.trainer import build_model, evaluate, load_model, random_baseline
+from models.training.evaluation import evaluate, random_baseline
+from models.training.trainer import build_model, load_model
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.training import (
     evaluation_stamps,

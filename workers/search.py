@@ -59,8 +59,9 @@ from models.backends.encoders import build_text_encoder
 from models.backends.vlm import build_describer
 from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.rerank import combsum, pivot_promote
+from models.training.evaluation import embed_snapshot
 from models.training.index import IndexConfig, TrajectoryIndex
-from models.training.trainer import embed_snapshot, load_model
+from models.training.trainer import load_model
 from workers.models import RunStatus, TrainingRun
 
 LEVELS = ("trajectory", "video")

@@ -90,7 +90,7 @@ import torch.distributed as dist
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS, ModelKind
 from models.training.batching import PLAN_VERSION, BatchingConfig, TrainingPlan
-from models.training.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t
+from models.training.evaluation import evaluate
 from models.training.snapshot import RelationSnapshotData
 
 CHECKPOINT = "checkpoint.pt"
@@ -260,100 +260,6 @@ def _device(name: str, local_rank: int = 0) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device {name!r} asked for, but CUDA is not available")
     return torch.device(name)
-
-
-# -- evaluation -----------------------------------------------------------------------------------------
-@torch.inference_mode()
-def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
-                   cache_dir: str | None = None, chunk: int = 256) -> tuple[np.ndarray, np.ndarray, object]:
-    """Unit query and trajectory embeddings ``[E, d]``, ``[T, d]`` of a snapshot (model in eval mode).
-
-    The model prepares :meth:`RelationSnapshotData.model_inputs` of the snapshot (pixels, boxes
-    and query texts; DESIGN 4.4), so the embeddings cannot depend on predicates or relations: there
-    is no way to hand it data prepared from the whole snapshot. Features come from ``cache_dir``
-    when they were computed before. Also returns the prepared model inputs."""
-    was_training = model.training
-    model.eval()
-    try:
-        data = model.prepare(snapshot.model_inputs(), None, cache_dir=cache_dir)
-        qids = [q.id for q in snapshot.queries]
-        records = [(t.id, 0) for t in snapshot.tracks]
-        q = [model.encode_queries(data, qids[i:i + chunk]).float().cpu() for i in range(0, len(qids), chunk)]
-        v = [model.encode_tracks(data, records[i:i + chunk]).float().cpu() for i in range(0, len(records), chunk)]
-    finally:
-        model.train(was_training)
-    return torch.cat(q).numpy(), torch.cat(v).numpy(), data
-
-
-def score_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
-                   cache_dir: str | None = None) -> np.ndarray:
-    """The scores ``[E, T]`` evaluation ranks: ``model.score`` of every query against every
-    trajectory, from :func:`embed_snapshot` over the snapshot's model inputs (DESIGN 4.4)."""
-    q, v, _ = embed_snapshot(model, snapshot, cache_dir=cache_dir)
-    with torch.inference_mode():
-        return model.score(torch.from_numpy(q).to(_model_device(model)),
-                           torch.from_numpy(v).to(_model_device(model))).float().cpu().numpy()  # [E, T]
-
-
-def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_dir: str | None = None) -> dict:
-    """T2Traj, Traj2T and OCVR of ``model`` on ``snapshot`` (verified binary labels only; pseudo-labels
-    never count), and the random T2Traj baseline (:func:`random_baseline`; its ``R@1`` is the
-    ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``). The scores are
-    :func:`score_snapshot`'s; the labels are read only to rank them into figures."""
-    sim = score_snapshot(model, snapshot, cache_dir=cache_dir)                  # [E, T]
-    return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
-
-
-def _model_device(model: torch.nn.Module) -> torch.device:
-    return next(iter(model.parameters())).device
-
-
-def _protocols(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
-    relation, _, _ = snapshot.matrix(include_pseudo=False)                          # [E, T]
-    track_video = np.asarray([t.video_id for t in snapshot.tracks], np.int64)      # [T]
-    query_video = np.asarray([q.video_id for q in snapshot.queries], np.int64)     # [E]
-    return {"t2traj": evaluate_t2traj(sim, relation, track_video, query_video),
-            "traj2t": evaluate_traj2t(sim, relation, track_video, query_video),
-            "ocvr": evaluate_ocvr(sim, relation, track_video, query_video)}
-
-
-def random_baseline(snapshot: RelationSnapshotData) -> dict:
-    """The random T2Traj baseline (percent) over the queries T2Traj scores (those with a verified
-    match in their video's pool).
-
-    ``R@k`` and ``mAP`` are DESIGN 4.3's random baseline: a uniformly random ranking of the video's
-    whole frozen pool (``|pool(V_e)|`` trajectories) with one relevant item, so
-    ``R@1 = mean_e 1/|pool(V_e)|`` (``evaluate_t2traj``'s ``random_R@1``), ``R@k = mean_e
-    min(k, |pool|)/|pool|`` and ``mAP = mean_e H_|pool| / |pool|`` (``H_n`` the harmonic number).
-
-    ``labelled_R@k`` and ``labelled_mAP`` are the exact expectations of ``evaluate_t2traj``'s own
-    figures under a uniformly random ranking, given the labels: ⊥ items leave the gallery, so a
-    query ranks its ``N`` binary-labelled pool items of which ``R`` are relevant,
-    ``E[R@k] = 1 - C(N-R, k) / C(N, k)`` and ``E[AP] = H_N / N + (R - 1)(N - H_N) / (N (N - 1))``
-    (the chance term of each relevant item's own rank plus that of each other relevant item ranked
-    above it). They equal the contract figures when every pool item is labelled and one matches.
-    """
-    relation, _, _ = snapshot.matrix(include_pseudo=False)
-    track_video = np.asarray([t.video_id for t in snapshot.tracks])
-    ks = (1, 3, 5, 10)
-    out = {f"R@{k}": [] for k in ks} | {"mAP": []} | {f"labelled_R@{k}": [] for k in ks} | {"labelled_mAP": []}
-
-    def harmonic(n: int) -> float:
-        return sum(1.0 / j for j in range(1, n + 1))
-
-    for i, q in enumerate(snapshot.queries):
-        row = relation[i][track_video == q.video_id]
-        pool, n, r = len(row), int((row != -1).sum()), int((row == 1).sum())
-        if r == 0:
-            continue
-        for k in ks:
-            out[f"R@{k}"].append(min(k, pool) / pool)
-            out[f"labelled_R@{k}"].append(1.0 - (math.comb(n - r, k) / math.comb(n, k) if k <= n else 0.0))
-        out["mAP"].append(harmonic(pool) / pool)
-        h = harmonic(n)
-        out["labelled_mAP"].append(h / n + ((r - 1) * (n - h) / (n * (n - 1)) if n > 1 else 0.0))
-    n_queries = len(out["mAP"])
-    return {k: (100.0 * float(np.mean(v)) if v else math.nan) for k, v in out.items()} | {"n_queries": n_queries}
 
 
 # -- training ------------------------------------------------------------------------------------------

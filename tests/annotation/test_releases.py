@@ -369,7 +369,8 @@ print(json.dumps({{"path": snapshot.path, "sha256": snapshot.content_sha256}}))
     theirs = RelationSnapshotData.load(imported["path"])
     assert imported["sha256"] == built["snapshot"].content_sha256 == theirs.content_sha256()
     assert all(Path(v.path).is_file() and str(fresh) in v.path for v in theirs.videos)
-    from models.training.trainer import build_model, evaluate
+    from models.training.evaluation import evaluate
+    from models.training.trainer import build_model
 
     torch.manual_seed(0)
     model = build_model("vtrajembed", TINY)

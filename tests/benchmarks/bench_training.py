@@ -33,14 +33,8 @@ import torch
 from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
 from models.retrievers.vtrajembed.data import VTrajEmbedData, pack_tracks
 from models.training.batching import BatchingConfig, TrainingPlan
-from models.training.trainer import (
-    StepContext,
-    TrainConfig,
-    build_model,
-    evaluate,
-    random_baseline,
-    train,
-)
+from models.training.evaluation import evaluate, random_baseline
+from models.training.trainer import StepContext, TrainConfig, build_model, train
 
 pytestmark = pytest.mark.benchmark
 

@@ -35,8 +35,9 @@ from models.retrievers.rerank import (
 from models.retrievers.scout.data import record_rows
 from models.retrievers.scout.itm import build_scout_itm
 from models.retrievers.vlm_rerank import vlm_term_rows
+from models.training.evaluation import embed_snapshot, score_snapshot
 from models.training.snapshot import SOURCES, STRATA, Relation, RelationSnapshotData, SnapshotQuery
-from models.training.trainer import build_model, embed_snapshot, score_snapshot
+from models.training.trainer import build_model
 
 TINY = {
     "vtrajembed": {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "embed_dim": 32, "geo_hidden": 16,

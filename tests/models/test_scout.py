@@ -317,7 +317,8 @@ def demo_train_split(tmp_path_factory):
 def test_scout_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo_train_split, tmp_path):
     from models.retrievers.scout.data import contrastive_pairs
     from models.training.batching import BatchingConfig, TrainingPlan
-    from models.training.trainer import StepContext, build_model, evaluate, load_model, train
+    from models.training.evaluation import evaluate
+    from models.training.trainer import StepContext, build_model, load_model, train
 
     snapshot, cache = demo_train_split
     model = build_model("scout", TINY_RETRIEVER)

@@ -18,6 +18,7 @@ import torch.multiprocessing as mp
 
 from models.demo.benchmark import build_demo_benchmark
 from models.training.batching import BatchingConfig, TrainingPlan
+from models.training.evaluation import evaluate, random_baseline
 from models.training.losses import mask_guided_loss
 from models.training.metrics import evaluate_t2traj
 from models.training.snapshot import (
@@ -31,10 +32,8 @@ from models.training.trainer import (
     MODEL_KINDS,
     TrainConfig,
     build_model,
-    evaluate,
     load_model,
     parameter_groups,
-    random_baseline,
     train,
     trained_state,
 )

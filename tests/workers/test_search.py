@@ -8,8 +8,9 @@ import pytest
 from common.errors import ApplicationError, ConflictError
 from models.backends.encoders import build_text_encoder
 from models.retrievers.rerank import minmax_rows, pivot_promote
+from models.training.evaluation import embed_snapshot
 from models.training.snapshot import RelationSnapshotData
-from models.training.trainer import embed_snapshot, load_model
+from models.training.trainer import load_model
 from tests.workers.factories import finished_run
 from workers import search as search_module
 from workers.search import encode_texts, search, search_index_build, search_index_path

@@ -11,8 +11,8 @@ from django.db import IntegrityError, transaction
 
 from common.errors import ApplicationError, ConflictError
 from common.models import Job
+from models.training.evaluation import random_baseline
 from models.training.snapshot import RelationSnapshotData
-from models.training.trainer import random_baseline
 from tests.workers.factories import TINY_VTRAJEMBED, register_snapshot, tiny_config
 from workers import training as training_services
 from workers.evaluation import evaluation_run_create, evaluation_run_execute
