@@ -1,4 +1,5 @@
-"""Contract path of the ranking metrics (DESIGN §5); they live in :mod:`models.training.metrics`."""
-from models.training.metrics import evaluate_rankings
+"""Contract path of the ranking metrics and the paired bootstrap (DESIGN §5); they live in
+:mod:`models.training.metrics`."""
+from models.training.metrics import evaluate_rankings, paired_bootstrap
 
-__all__ = ["evaluate_rankings"]
+__all__ = ["evaluate_rankings", "paired_bootstrap"]

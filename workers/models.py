@@ -2,12 +2,60 @@
 
 Both run kinds are :class:`common.models.QueuedRun`: status, Job, error, cancel flag, retries and
 timestamps come from there, and ``common.jobs.runs`` runs, cancels and retries them."""
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from common.models import TERMINAL, QueuedRun, RunStatus
 
-__all__ = ["TERMINAL", "EvaluationRun", "RunStatus", "TrainingRun", "TrainingStep"]
+__all__ = ["TERMINAL", "EvaluationRun", "Experiment", "RunStatus", "TrainingRun", "TrainingStep"]
+
+
+class Experiment(models.Model):
+    """A declared grid of training runs (DESIGN 4.5): ``spec`` is the validated
+    ``models.experiments.grid.ExperimentSpec`` (model kind, base config, variants, reference, seeds);
+    each (variant, seed) cell is an ordinary :class:`TrainingRun` (``runs``) trained on ``snapshot``
+    and evaluated on ``eval_snapshot``. ``result`` is the table of ``models.experiments.table``,
+    recomputed whenever a cell ends; ``status`` follows the cells (running while any is queued or
+    running; then succeeded when all did, else failed or cancelled). The snapshot hashes and the
+    code version are those the experiment was created with."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    name = models.CharField(max_length=200, blank=True)
+    preset = models.CharField(max_length=64, blank=True, help_text="the preset the grid came from, if any")
+    model_kind = models.CharField(max_length=32)
+    spec = models.JSONField(help_text="models.experiments.grid.ExperimentSpec as validated")
+    snapshot = models.ForeignKey("annotation.RelationSnapshot", on_delete=models.PROTECT, related_name="experiments")
+    eval_snapshot = models.ForeignKey("annotation.RelationSnapshot", on_delete=models.PROTECT, related_name="+")
+    snapshot_sha256 = models.CharField(max_length=64)
+    eval_snapshot_sha256 = models.CharField(max_length=64)
+    code_version = models.JSONField(default=dict, help_text="the software that queued it: commit and package versions")
+    stamps = models.JSONField(default=list, blank=True, help_text="train-split / incomplete, as on every cell's figures")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    cells_done = models.PositiveIntegerField(default=0)
+    cells_total = models.PositiveIntegerField()
+    result = models.JSONField(default=dict, blank=True, help_text="the table (models.experiments.table)")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(cells_done__lte=models.F("cells_total")),
+                                   name="experiment_cells_done_within_total"),
+            models.CheckConstraint(condition=~Q(snapshot=models.F("eval_snapshot")),
+                                   name="experiment_evaluates_elsewhere"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Experiment {self.pk} {self.preset or self.model_kind} {self.status} {self.cells_done}/{self.cells_total}"
 
 
 class TrainingRun(QueuedRun):
@@ -40,6 +88,8 @@ class TrainingRun(QueuedRun):
                                    help_text="what the final evaluation's figures must be read with: train-split "
                                              "(evaluated on training data), incomplete (a dev/test snapshot with "
                                              "non-binary gallery relations)")
+    experiment = models.ForeignKey(Experiment, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    variant = models.CharField(max_length=48, blank=True, help_text="the experiment variant this run trains")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -95,6 +145,9 @@ class EvaluationRun(QueuedRun):
     config = models.JSONField(default=dict, blank=True, help_text="untrained: the model config and seed")
     metrics = models.JSONField(default=dict, blank=True,
                                help_text="t2traj, traj2t, ocvr (with pool-size strata) and the random baseline")
+    per_query = models.JSONField(default=dict, blank=True,
+                                 help_text="per task, each scored row's id, stratum and R@k/AP values "
+                                           "(models.training.evaluation.snapshot_rows): what experiments pair")
     stamps = models.JSONField(default=list, blank=True,
                               help_text="train-split (evaluated on training data), incomplete (a dev/test snapshot "
                                         "with non-binary gallery relations); empty: a clean held-out evaluation")

@@ -203,14 +203,15 @@ def evaluation_stamps(snapshot, *, training_snapshot=None, allow_train_split: bo
 
 def training_run_create(*, snapshot, model_kind: str, config: dict | None = None, eval_snapshot=None,
                         allow_train_split: bool = False, allow_incomplete: bool = False,
-                        created_by=None, queue: bool = True) -> TrainingRun:
+                        created_by=None, queue: bool = True, experiment=None, variant: str = "") -> TrainingRun:
     """Record a training run (with its Job on the ``gpu`` queue) and queue it after commit.
 
     Refused with 400 for an unknown kind or a bad config, with 409 for a snapshot that is not
     sealed. The final evaluation runs on ``eval_snapshot`` (none: the training snapshot); training
     data there, or an incomplete dev/test snapshot, is refused with 400 unless asked for
     (``allow_train_split``, ``allow_incomplete``), and the figures are then stamped
-    (:func:`evaluation_stamps`)."""
+    (:func:`evaluation_stamps`). ``experiment`` and ``variant`` name the experiment cell the run is
+    (``workers.experiments``)."""
     require_sealed(snapshot, "snapshot")
     if eval_snapshot is not None:
         require_sealed(eval_snapshot, "eval_snapshot")
@@ -223,7 +224,7 @@ def training_run_create(*, snapshot, model_kind: str, config: dict | None = None
         run = TrainingRun.objects.create(
             snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=model_kind, config=train_config,
             launch=launch.as_dict(), job=job, steps_total=train_config["steps"], eval_stamps=stamps,
-            created_by=created_by)
+            created_by=created_by, experiment=experiment, variant=variant)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
@@ -354,6 +355,10 @@ def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None]
         run = run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
     if run.status == RunStatus.SUCCEEDED:
         _prepare_search(run)
+    if run.experiment_id is not None and run.status in TERMINAL:
+        from workers.experiments import experiment_refresh
+
+        experiment_refresh(experiment_id=run.experiment_id)
     return run
 
 
@@ -453,7 +458,7 @@ def _drain(path: Path, offset: int, on_step: Callable[[dict], None]) -> int:
 def _finish(run: TrainingRun, result: dict) -> RunOutcome:
     """Record the trainer's summary: a cancelled run (raises :class:`RunCancelled`, the checkpoint
     kept), or a finished one with its evaluation run (the wrapper then marks it succeeded)."""
-    summary = json_safe({k: v for k, v in result.items() if k != "metrics"})
+    summary = json_safe({k: v for k, v in result.items() if k not in ("metrics", "per_query")})
     now = timezone.now()
     if result["status"] == "stopped":
         TrainingRun.objects.filter(pk=run.pk).update(result=summary, steps_done=int(result["step"]), updated_at=now)
@@ -462,12 +467,12 @@ def _finish(run: TrainingRun, result: dict) -> RunOutcome:
         run = TrainingRun.objects.select_for_update().get(pk=run.pk)
         run.result, run.steps_done = summary, int(result["step"])
         run.metrics = json_safe(result.get("metrics") or {})
+        figures = {"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
+                   "per_query": json_safe(result.get("per_query") or {}), "stamps": run.eval_stamps,
+                   "finished_at": now}
         evaluation, _ = EvaluationRun.objects.update_or_create(
             kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
-            defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
-                      "stamps": run.eval_stamps, "finished_at": now},
-            create_defaults={"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
-                             "stamps": run.eval_stamps, "finished_at": now, "created_by": run.created_by})
+            defaults=figures, create_defaults=figures | {"created_by": run.created_by})
         run.save(update_fields=["result", "steps_done", "metrics", "updated_at"])
     t2 = run.metrics.get("t2traj") or {}
     return RunOutcome(result={"run": run.pk, "steps": run.steps_done, "evaluation": evaluation.pk,

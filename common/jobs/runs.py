@@ -198,10 +198,11 @@ def run_cancel(*, run: QueuedRun, by=None) -> QueuedRun:
     return run
 
 
-def run_retry(*, run: QueuedRun, by=None) -> QueuedRun:
+def run_retry(*, run: QueuedRun, by=None, queue: bool = True) -> QueuedRun:
     """Queue a failed or cancelled ``run`` again: same row, a fresh Job (kind, queue and parameters
     of the last one), ``retries`` + 1, the cancel flag and error cleared; its task is sent after
-    commit. Anything else is a 409 ``run_not_retryable``. Locks the run row."""
+    commit (``queue=False``: not sent, the caller runs it inline). Anything else is a 409
+    ``run_not_retryable``. Locks the run row."""
     model = type(run)
     with transaction.atomic():
         run = model.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
@@ -221,7 +222,8 @@ def run_retry(*, run: QueuedRun, by=None) -> QueuedRun:
         if hasattr(run, "updated_at"):
             fields.append("updated_at")
         run.save(update_fields=fields)
-        run_enqueue(run=run)
+        if queue:
+            run_enqueue(run=run)
     return run
 
 

@@ -12,10 +12,10 @@ import math
 import numpy as np
 import torch
 
-from models.training.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t
+from models.training.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t, protocol_rows
 from models.training.snapshot import RelationSnapshotData
 
-__all__ = ["embed_snapshot", "evaluate", "random_baseline", "score_snapshot"]
+__all__ = ["embed_snapshot", "evaluate", "evaluate_rows", "random_baseline", "score_snapshot", "snapshot_rows"]
 
 
 # -- embeddings and scores -----------------------------------------------------------------------------------------
@@ -58,6 +58,28 @@ def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_di
     :func:`score_snapshot`'s; the labels are read only to rank them into figures."""
     sim = score_snapshot(model, snapshot, cache_dir=cache_dir)                  # [E, T]
     return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
+
+
+def evaluate_rows(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
+                  cache_dir: str | None = None) -> tuple[dict, dict]:
+    """:func:`evaluate`'s figures and, from the same scores, the per-row values of every protocol
+    (:func:`snapshot_rows`): what an experiment pairs across variants and seeds."""
+    sim = score_snapshot(model, snapshot, cache_dir=cache_dir)                  # [E, T]
+    return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}, snapshot_rows(sim, snapshot)
+
+
+def snapshot_rows(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
+    """``models.training.metrics.protocol_rows`` of ``sim`` ``[E, T]`` with each row named by its id:
+    ``"id"`` holds query ids (T2Traj, OCVR) or trajectory ids (Traj2T) in place of row indices,
+    so runs of two models on the same snapshot pair row by row whatever their order."""
+    relation, _, _ = snapshot.matrix(include_pseudo=False)                          # [E, T]
+    track_video = np.asarray([t.video_id for t in snapshot.tracks], np.int64)      # [T]
+    query_video = np.asarray([q.video_id for q in snapshot.queries], np.int64)     # [E]
+    rows = protocol_rows(sim, relation, track_video, query_video)
+    names = {"t2traj": [q.id for q in snapshot.queries], "traj2t": [t.id for t in snapshot.tracks],
+             "ocvr": [q.id for q in snapshot.queries]}
+    return {task: {"id": [int(names[task][i]) for i in values.pop("row")], **values}
+            for task, values in rows.items()}
 
 
 def _model_device(model: torch.nn.Module) -> torch.device:

@@ -168,12 +168,8 @@ def _check_protocol(sim, relation, track_video, query_video):
     return s, r, tv, qv
 
 
-def evaluate_t2traj(sim, relation, track_video, query_video) -> dict:
-    """Text→trajectory: each query ranks the frozen pool of its own video (``track_video ==
-    query_video[e]``); trajectories of other videos are not in its gallery. Adds ``strata`` by pool
-    size and ``random_R@1 = 100 · mean_e 1/|pool(V_e)|`` over the scored queries. A query whose video
-    has no trajectory in ``track_video`` is rejected."""
-    s, r, tv, qv = _check_protocol(sim, relation, track_video, query_video)
+def _t2traj_rows(s, r, tv, qv) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per-query values of T2Traj and the pool size of each query's video."""
     videos, order, starts, sizes = _videos(tv)
     pos = np.searchsorted(videos, qv)                                             # [E]
     known = (pos < videos.size) & (videos[np.minimum(pos, videos.size - 1)] == qv)
@@ -187,7 +183,31 @@ def evaluate_t2traj(sim, relation, track_video, query_video) -> dict:
     rows = np.arange(s.shape[0])[:, None]
     pool_scores = np.where(inside, s[rows, cols], 0.0)                            # [E, K]
     pool_rel = np.where(inside, r[rows, cols], -1)                                # [E, K]
-    per_query = per_query_metrics(pool_scores, pool_rel)
+    return per_query_metrics(pool_scores, pool_rel), pool
+
+
+def _traj2t_rows(s, r, tv) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per-trajectory values of Traj2T and the pool size of each trajectory's video."""
+    _, inverse, sizes = np.unique(tv, return_inverse=True, return_counts=True)
+    return per_query_metrics(s.T, r.T), sizes[inverse]
+
+
+def _ocvr_rows(s, r, tv, qv) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+    """Per-query values of OCVR, the pool size of each query's own video (0 when it is not in the
+    gallery) and the number of videos."""
+    videos, best, rel = video_scores_and_relevance(s, r, tv)
+    _, _, _, sizes = _videos(tv)
+    pos = np.minimum(np.searchsorted(videos, qv), max(videos.size - 1, 0))
+    own = sizes[pos] * (videos[pos] == qv) if videos.size else np.zeros(qv.size, int)
+    return per_query_metrics(best, rel), own, int(videos.size)
+
+
+def evaluate_t2traj(sim, relation, track_video, query_video) -> dict:
+    """Text→trajectory: each query ranks the frozen pool of its own video (``track_video ==
+    query_video[e]``); trajectories of other videos are not in its gallery. Adds ``strata`` by pool
+    size and ``random_R@1 = 100 · mean_e 1/|pool(V_e)|`` over the scored queries. A query whose video
+    has no trajectory in ``track_video`` is rejected."""
+    per_query, pool = _t2traj_rows(*_check_protocol(sim, relation, track_video, query_video))
     out = _summary(per_query)
     scored = per_query["n_rel"] > 0
     out["random_R@1"] = float(100.0 * (1.0 / pool[scored]).mean()) if scored.any() else math.nan
@@ -199,10 +219,9 @@ def evaluate_traj2t(sim, relation, track_video, query_video) -> dict:
     """Trajectory→text: each trajectory ranks all queries (``sim.T``); strata by the pool size of the
     trajectory's video. ``query_video`` is checked for shape only (kept for a uniform signature)."""
     s, r, tv, _ = _check_protocol(sim, relation, track_video, query_video)
-    _, inverse, sizes = np.unique(tv, return_inverse=True, return_counts=True)
-    per_query = per_query_metrics(s.T, r.T)
+    per_query, pool = _traj2t_rows(s, r, tv)
     out = _summary(per_query)
-    out["strata"] = _strata(per_query, sizes[inverse])
+    out["strata"] = _strata(per_query, pool)
     return out
 
 
@@ -226,13 +245,72 @@ def evaluate_ocvr(sim, relation, track_video, query_video) -> dict:
     """Open-corpus video retrieval: each query ranks every video by its best pool trajectory
     (relevance rule in the module docstring); strata by the pool size of the query's own video
     (queries whose video is not in the gallery fall in ``<2``)."""
-    s, r, tv, qv = _check_protocol(sim, relation, track_video, query_video)
-    videos, best, rel = video_scores_and_relevance(s, r, tv)
-    _, _, _, sizes = _videos(tv)
-    pos = np.minimum(np.searchsorted(videos, qv), max(videos.size - 1, 0))
-    own = sizes[pos] * (videos[pos] == qv) if videos.size else np.zeros(qv.size, int)
-    per_query = per_query_metrics(best, rel)
+    per_query, own, n_videos = _ocvr_rows(*_check_protocol(sim, relation, track_video, query_video))
     out = _summary(per_query)
-    out["n_videos"] = int(videos.size)
+    out["n_videos"] = n_videos
     out["strata"] = _strata(per_query, own)
     return out
+
+
+def stratum_of(pool_size: np.ndarray) -> list[str]:
+    """The stratum label (``STRATA``) of each pool size."""
+    labels = np.full(pool_size.shape, "", dtype=object)
+    for label, lo, hi in STRATA:
+        labels[(pool_size >= lo) & (pool_size <= hi)] = label
+    return labels.tolist()
+
+
+# Per-row values that experiments pair across systems (fractions in [0, 1]).
+ROW_METRICS = ("R@1", "R@3", "R@5", "R@10", "AP", "AP@10")
+
+
+def protocol_rows(sim, relation, track_video, query_video) -> dict[str, dict]:
+    """Per protocol, the values of every *scored* ranking row (a row with a relevant item):
+    ``{"t2traj" | "traj2t" | "ocvr": {"row": [i, ...], "stratum": [...], "R@1": [...], ...,
+    "AP": [...], "AP@10": [...]}}``. ``row`` indexes the queries (T2Traj, OCVR) or the
+    trajectories (Traj2T) of ``sim``; ``stratum`` is the row's pool-size stratum. The means of these
+    values (× 100) are the protocols' figures, so two systems evaluated on the same snapshot can be
+    compared row by row (:func:`paired_bootstrap`)."""
+    s, r, tv, qv = _check_protocol(sim, relation, track_video, query_video)
+    parts = {"t2traj": _t2traj_rows(s, r, tv, qv), "traj2t": _traj2t_rows(s, r, tv),
+             "ocvr": _ocvr_rows(s, r, tv, qv)[:2]}
+    out = {}
+    for task, (per_query, pool) in parts.items():
+        scored = np.flatnonzero(per_query["n_rel"] > 0)
+        out[task] = {"row": scored.tolist(), "stratum": stratum_of(pool[scored])} \
+            | {m: per_query[m][scored].astype(float).tolist() for m in ROW_METRICS}
+    return out
+
+
+# -- paired comparison (DESIGN 5) ---------------------------------------------------------------
+def paired_bootstrap(a, b, n_resamples: int = 10000, confidence: float = 0.95, seed: int = 0) -> dict:
+    """Paired bootstrap of ``mean(b - a)`` over queries (DESIGN 5).
+
+    ``a``, ``b``: per-query values ``[Q]`` of two systems on the same queries. Query indices are
+    resampled with replacement ``n_resamples`` times (NumPy's ``default_rng(seed)``, in chunks);
+    returns ``delta`` = mean(b − a) on the original queries, ``low`` / ``high`` = the percentile
+    interval of the resampled means at ``confidence``, ``p_value`` = twice the smaller share of
+    resampled means on either side of 0 (at most 1), and ``n`` = the number of queries. A shape
+    mismatch, an empty input, a non-finite value or a bad setting is a ``ValueError``."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"a and b must be 1-D of the same length, got {list(x.shape)} and {list(y.shape)}")
+    if x.size == 0:
+        raise ValueError("a and b are empty: no queries to compare")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("a and b must be finite (no NaN or infinity)")
+    if not isinstance(n_resamples, int) or n_resamples < 1 or not 0.0 < confidence < 1.0:
+        raise ValueError("n_resamples must be a positive integer and confidence in (0, 1)")
+    d = y - x                                                                     # [Q]
+    n = d.size
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)                                                 # [R]
+    chunk = max(1, CHUNK_ELEMENTS // n)
+    for start in range(0, n_resamples, chunk):
+        stop = min(n_resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))                          # [r, Q]
+        means[start:stop] = d[idx].mean(axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    p = 2.0 * min(float((means <= 0).mean()), float((means >= 0).mean()))
+    return {"delta": float(d.mean()), "low": float(low), "high": float(high), "p_value": min(1.0, p), "n": int(n)}

@@ -90,7 +90,7 @@ import torch.distributed as dist
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS, ModelKind
 from models.training.batching import PLAN_VERSION, BatchingConfig, TrainingPlan
-from models.training.evaluation import evaluate
+from models.training.evaluation import evaluate_rows
 from models.training.snapshot import RelationSnapshotData
 
 CHECKPOINT = "checkpoint.pt"
@@ -445,9 +445,9 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             save(step)
 
-    metrics = None
+    metrics = rows = None
     if status == "finished" and cfg.eval_at_end and eval_snapshot is not None:
-        metrics = evaluate(model, eval_snapshot, cache_dir=cache_dir)
+        metrics, rows = evaluate_rows(model, eval_snapshot, cache_dir=cache_dir)
     plan_counts = plan.counts()
     result = {"status": status, "model_kind": model_kind, "step": step, "steps": cfg.steps, "resumed_from": start,
               "snapshot_sha256": snapshot_sha, "plan_version": PLAN_VERSION, "n_groups": plan_counts["groups"],
@@ -458,7 +458,7 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
               "mean_zero_neg_col_rate": float(np.mean(rates["zero_neg_col_rate"])) if rates["zero_neg_col_rate"] else None,
               "model_defaults": model_defaults, "precision": cfg.precision,
               "seconds": round(time.perf_counter() - began, 2), "world_size": world, "device": str(device),
-              "metrics": metrics, "checkpoint": str(ckpt_path)}
+              "metrics": metrics, "per_query": rows, "checkpoint": str(ckpt_path)}
     if rank == 0:
         (out / "result.json").write_text(json.dumps(result, indent=2, default=_plain) + "\n")
     return result

@@ -8,12 +8,8 @@ software versions when a release is created (kept with the release, not recomput
 from __future__ import annotations
 
 import math
-import platform
-import subprocess
 from collections import Counter
 from dataclasses import asdict
-from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 from django.db.models import Count, Sum
@@ -28,11 +24,10 @@ from annotation.models import Description, DescriptionVersion, ReviewPolicy, Vot
 from annotation.releases.services.audits import audit_stats
 from annotation.releases.services.release_io.tables import ReleaseScope
 from common.reach import relative_path
+from common.versions import software_versions
 from models.backends.llm.prompts import task_prompt
 from models.backends.vlm.prompts import describe_prompt
 
-SOFTWARE = ("django", "djangorestframework", "numpy", "scipy", "pyarrow", "torch", "opencv-python-headless",
-            "transformers", "sentence-transformers", "faiss-cpu", "open_clip_torch", "celery")
 MAX_REASONS = 50
 
 
@@ -168,22 +163,6 @@ def _prompt(kind: str, version: str) -> dict | None:
         return None
 
 
-def _software() -> dict:
-    versions = {"python": platform.python_version()}
-    for name in SOFTWARE:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    try:
-        root = Path(__file__).resolve().parents[3]
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        versions["trajlab_commit"] = commit.stdout.strip() if commit.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        versions["trajlab_commit"] = ""
-    return versions
-
-
 def construction_config(scope: ReleaseScope) -> dict:
     """Prompts (text by version), checkpoints and their hashes, budgets, mining settings, pseudo-label
     rules, the review policy and the software that built the release."""
@@ -209,4 +188,4 @@ def construction_config(scope: ReleaseScope) -> dict:
         "id", "name", "rule", "rule_sha256", "declared_bound", "calibration", "accepted"))
     return json_safe({"review_policy": policy, "proposal_configs": configs, "describer_runs": describers,
                       "writer_runs": writers, "mining_runs": mining, "prompts": prompts, "pseudo_label_rules": rules,
-                      "software": _software()})
+                      "software": software_versions()})

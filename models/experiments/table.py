@@ -1,0 +1,128 @@
+"""The result table of an experiment (DESIGN 4.5), from the per-row values of its evaluations.
+
+Input: per succeeded cell (variant, seed), the evaluation's per-row values
+(``models.training.evaluation.snapshot_rows``: per task, the scored rows' ids, pool-size strata and
+R@k / AP values). Every cell is evaluated on the same snapshot, so rows pair by id.
+
+For every task (T2Traj, Traj2T, OCVR), metric (R@1, R@3, mAP) and stratum (``all`` and each
+pool-size stratum that occurs), one row per variant with, in percent:
+
+- ``values``: the figure of each seed (the mean of its rows × 100), ``mean`` and ``std`` over seeds
+  (sample standard deviation; 0 with one seed);
+- for every variant but the reference: ``delta`` = mean(variant) − mean(reference) (negative: a
+  drop), and the paired bootstrap interval ``low``..``high`` and ``p_value`` of that difference
+  over queries (``models.training.metrics.paired_bootstrap``): each query's value averaged over
+  the seeds of each variant, then paired by query id (only ids both variants scored).
+
+:func:`table_csv` flattens it, one line per (task, metric, stratum, variant).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from models.training.metrics import STRATA, paired_bootstrap
+
+TASKS = ("t2traj", "traj2t", "ocvr")
+METRICS = {"R@1": "R@1", "R@3": "R@3", "mAP": "AP"}      # table metric -> per-row value
+STRATUM_ORDER = ["all", *(label for label, _, _ in STRATA)]
+CSV_COLUMNS = ("task", "metric", "stratum", "variant", "reference", "n_seeds", "mean", "std", "values", "delta",
+               "low", "high", "p_value", "n_queries")
+
+
+def _seed_figures(rows: Mapping, metric: str, stratum: str) -> tuple[float, dict[int, float]]:
+    """The figure (percent) of one evaluation's rows in a stratum and each row id's value."""
+    values = rows[METRICS[metric]]
+    keep = [i for i, s in enumerate(rows["stratum"]) if stratum == "all" or s == stratum]
+    by_id = {int(rows["id"][i]): float(values[i]) for i in keep}
+    return (100.0 * float(np.mean([values[i] for i in keep])) if keep else math.nan), by_id
+
+
+def _per_query_mean(per_seed: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Each id's value averaged over the seeds that scored it."""
+    sums: dict[int, list[float]] = {}
+    for values in per_seed:
+        for i, v in values.items():
+            sums.setdefault(i, []).append(v)
+    return {i: float(np.mean(v)) for i, v in sums.items()}
+
+
+def _spread(values: list[float]) -> tuple[float, float]:
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return math.nan, math.nan
+    return float(np.mean(finite)), float(np.std(finite, ddof=1)) if len(finite) > 1 else 0.0
+
+
+def experiment_table(cells: Sequence[Mapping], *, variants: Sequence[str], reference: str,
+                     n_resamples: int = 10000, confidence: float = 0.95, seed: int = 0) -> dict:
+    """The table of the module docstring.
+
+    ``cells``: ``{"variant", "seed", "rows"}`` of every succeeded cell (``rows`` as
+    ``snapshot_rows`` gives them). ``variants`` fixes the row order; a variant without a succeeded
+    cell gets a row with ``n_seeds = 0``. Returns ``{"reference", "variants", "confidence",
+    "n_resamples", "tables": [{"task", "metric", "stratum", "rows": [...]}, ...]}``."""
+    by_variant: dict[str, list[Mapping]] = {v: [] for v in variants}
+    for cell in cells:
+        if cell["variant"] not in by_variant:
+            raise ValueError(f"cell of unknown variant {cell['variant']!r}")
+        by_variant[cell["variant"]].append(cell)
+    tables = []
+    for task in TASKS:
+        present = {s for cell in cells for s in cell["rows"][task]["stratum"]}
+        for stratum in [s for s in STRATUM_ORDER if s == "all" or s in present]:
+            for metric in METRICS:
+                tables.append({"task": task, "metric": metric, "stratum": stratum,
+                               "rows": _rows(by_variant, task, metric, stratum, reference,
+                                             n_resamples, confidence, seed)})
+    return {"reference": reference, "variants": list(variants), "confidence": confidence,
+            "n_resamples": n_resamples, "tables": tables}
+
+
+def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence, seed) -> list[dict]:
+    figures, queries = {}, {}
+    for variant, cells in by_variant.items():
+        ordered = sorted(cells, key=lambda c: c["seed"])
+        parts = [_seed_figures(c["rows"][task], metric, stratum) for c in ordered]
+        figures[variant] = ([c["seed"] for c in ordered], [p[0] for p in parts])
+        queries[variant] = _per_query_mean([p[1] for p in parts])
+    out = []
+    ref_mean = _spread(figures[reference][1])[0] if reference in figures else math.nan
+    for variant, (seeds, values) in figures.items():
+        mean, std = _spread(values)
+        row = {"variant": variant, "reference": variant == reference, "n_seeds": len(values), "seeds": seeds,
+               "values": values, "mean": mean, "std": std, "delta": None, "low": None, "high": None,
+               "p_value": None, "n_queries": len(queries[variant])}
+        if variant != reference:
+            common = sorted(set(queries[variant]) & set(queries.get(reference, {})))
+            row["n_queries"] = len(common)
+            if common:
+                a = np.asarray([queries[reference][i] for i in common])
+                b = np.asarray([queries[variant][i] for i in common])
+                boot = paired_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+                row.update(delta=mean - ref_mean, low=100.0 * boot["low"], high=100.0 * boot["high"],
+                           p_value=boot["p_value"])
+        out.append(row)
+    return out
+
+
+def table_csv(table: Mapping) -> str:
+    """The table as CSV text (:data:`CSV_COLUMNS`; numbers with four decimals, blanks for none)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+
+    def number(value) -> str:
+        return "" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.4f}"
+
+    for block in table["tables"]:
+        for row in block["rows"]:
+            writer.writerow([block["task"], block["metric"], block["stratum"], row["variant"],
+                             "yes" if row["reference"] else "", row["n_seeds"], number(row["mean"]),
+                             number(row["std"]), " ".join(number(v) for v in row["values"]), number(row["delta"]),
+                             number(row["low"]), number(row["high"]), number(row["p_value"]), row["n_queries"]])
+    return buffer.getvalue()

@@ -1,0 +1,177 @@
+"""``python manage.py experiment``: run an experiment grid (DESIGN 4.5, 5): train every (variant, seed)
+cell on one sealed snapshot, evaluate it on another, and print the table with each variant's
+difference from the reference and its paired bootstrap interval."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from common.errors import ApplicationError
+from common.progress import ProgressBar
+from workers.experiments import (
+    experiment_create,
+    experiment_refresh,
+    experiment_resume,
+    experiment_root,
+    preset_list,
+)
+from workers.management.commands.train import _config, _snapshot
+from workers.models import Experiment, RunStatus
+from workers.training import training_run_execute
+
+
+def _list(raw: str | None, what: str, cast=str) -> list | None:
+    if raw is None:
+        return None
+    try:
+        items = [cast(x.strip()) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise CommandError(f"{what} must be a comma-separated list, got {raw!r}") from None
+    if not items:
+        raise CommandError(f"{what} is empty")
+    return items
+
+
+def format_table(result: dict, *, stratum: str = "all", metrics=("R@1", "R@3", "mAP")) -> str:
+    """The table as text: one block per task, a line per variant with each metric's mean ± std over
+    seeds and, for the other variants, the difference from the reference with its interval."""
+    lines = []
+    blocks = [b for b in result.get("tables", []) if b["stratum"] == stratum and b["metric"] in metrics]
+    for task in dict.fromkeys(b["task"] for b in blocks):
+        lines.append(f"{task}")
+        by_metric = {b["metric"]: {r["variant"]: r for r in b["rows"]} for b in blocks if b["task"] == task}
+        for variant in result.get("variants", []):
+            cells = []
+            for metric in metrics:
+                row = by_metric.get(metric, {}).get(variant)
+                if row is None or not row["n_seeds"]:
+                    cells.append(f"{metric} n/a")
+                    continue
+                text = f"{metric} {row['mean']:5.1f}±{row['std']:.1f}"
+                if row["delta"] is not None:
+                    text += f" ({row['delta']:+.1f} [{row['low']:+.1f}, {row['high']:+.1f}])"
+                cells.append(text)
+            lines.append(f"  {variant:16s} " + "   ".join(cells))
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = ("Run an experiment grid: every variant × seed trained on --snapshot (train split) and evaluated on "
+            "--eval-snapshot (dev or test), here one after another or queued on the gpu queue with --queue. "
+            "Prints, per task and metric, mean ± std over seeds and each variant's difference from the reference "
+            "with a paired bootstrap 95 % interval over queries; writes table.json and table.csv.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--snapshot", type=int, help="relation snapshot id to train on (train split)")
+        parser.add_argument("--eval-snapshot", type=int, help="relation snapshot id to evaluate on (dev or test)")
+        parser.add_argument("--preset", default=None, help="a named grid (see --list-presets), e.g. vtrajembed-table3")
+        parser.add_argument("--variants", default=None,
+                            help="with --preset: a comma-separated subset of its variants (the reference is always "
+                                 "run); or JSON / a JSON file of name -> overrides")
+        parser.add_argument("--model", default=None, help="model kind (without --preset)")
+        parser.add_argument("--reference", default=None, help="the reference variant (without --preset)")
+        parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2)")
+        parser.add_argument("--config", default=None, help="base TrainConfig as JSON or a JSON file, shared by all cells")
+        parser.add_argument("--resamples", type=int, default=None, help="paired bootstrap resamples (default 10000)")
+        parser.add_argument("--name", default="", help="a name for the experiment")
+        parser.add_argument("--allow-train-split", action="store_true",
+                            help="evaluate on training data anyway (figures stamped train-split)")
+        parser.add_argument("--allow-incomplete", action="store_true",
+                            help="evaluate on an incomplete dev/test snapshot anyway (figures stamped incomplete)")
+        parser.add_argument("--queue", action="store_true", help="queue the cells to the gpu workers")
+        parser.add_argument("--resume", type=int, default=None, metavar="ID",
+                            help="continue experiment ID: run its unfinished cells (failed, cancelled or never "
+                                 "started); succeeded cells are kept")
+        parser.add_argument("--out", default=None, help="also copy table.json and table.csv to this folder")
+        parser.add_argument("--json", action="store_true", help="print the table as JSON")
+        parser.add_argument("--list-presets", action="store_true", help="list the named grids and exit")
+
+    def handle(self, *args, **o):
+        if o["list_presets"]:
+            for p in preset_list():
+                self.stdout.write(f"{p['name']} ({p['model_kind']}, reference {p['reference']}): "
+                                  f"{', '.join(p['variants'])}\n  {p['description']}")
+            return
+        try:
+            experiment = self._resume(o) if o["resume"] is not None else self._create(o)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        if o["queue"]:
+            self.stdout.write(f"experiment #{experiment.pk}: {experiment.cells_total} training runs queued on the "
+                              f"gpu queue; follow it at /api/experiments/{experiment.pk}/")
+            return
+        self._run_cells(experiment)
+        experiment = experiment_refresh(experiment_id=experiment.pk)
+        self._report(experiment, o)
+
+    def _grid(self, o) -> dict:
+        grid: dict = {}
+        if o["preset"]:
+            grid["preset"] = o["preset"]
+        if o["variants"]:
+            raw = o["variants"].strip()
+            grid["variants"] = _config(raw) if raw.startswith("{") or Path(raw).is_file() \
+                else _list(raw, "--variants")
+        if o["model"]:
+            grid["model_kind"] = o["model"]
+        if o["reference"]:
+            grid["reference"] = o["reference"]
+        if o["seeds"]:
+            grid["seeds"] = _list(o["seeds"], "--seeds", int)
+        if o["config"]:
+            grid["base"] = _config(o["config"])
+        if o["resamples"] is not None:
+            grid["n_resamples"] = o["resamples"]
+        return grid
+
+    def _create(self, o) -> Experiment:
+        if o["snapshot"] is None or o["eval_snapshot"] is None:
+            raise CommandError("--snapshot and --eval-snapshot are required (or --resume ID)")
+        return experiment_create(snapshot=_snapshot(o["snapshot"], "--snapshot"),
+                                 eval_snapshot=_snapshot(o["eval_snapshot"], "--eval-snapshot"), grid=self._grid(o),
+                                 name=o["name"], allow_train_split=o["allow_train_split"],
+                                 allow_incomplete=o["allow_incomplete"], queue=o["queue"])
+
+    def _resume(self, o) -> Experiment:
+        experiment = Experiment.objects.filter(pk=o["resume"]).first()
+        if experiment is None:
+            raise CommandError(f"--resume {o['resume']}: no such experiment")
+        if experiment.runs.filter(status__in=[RunStatus.FAILED, RunStatus.CANCELLED]).exists():
+            experiment_resume(experiment=experiment, queue=o["queue"])
+        elif o["queue"]:
+            raise CommandError(f"experiment #{experiment.pk} has no failed or cancelled cell to queue again")
+        return experiment
+
+    def _run_cells(self, experiment: Experiment) -> None:
+        runs = list(experiment.runs.exclude(status=RunStatus.SUCCEEDED).order_by("id"))
+        done = experiment.cells_total - len(runs)
+        for i, run in enumerate(runs, start=done + 1):
+            seed = run.config.get("seed")
+            with ProgressBar(f"cell {i}/{experiment.cells_total} {run.variant} seed {seed} (run #{run.pk})") as bar:
+                run = training_run_execute(run=run, echo=bar)
+            if run.status != RunStatus.SUCCEEDED:
+                self.stderr.write(f"run #{run.pk} ({run.variant}, seed {seed}) {run.status}: {run.error[-300:]}")
+
+    def _report(self, experiment: Experiment, o) -> None:
+        folder = experiment_root() / str(experiment.pk)
+        if o["out"]:
+            out = Path(o["out"])
+            out.mkdir(parents=True, exist_ok=True)
+            for name in ("table.json", "table.csv"):
+                if (folder / name).is_file():
+                    shutil.copyfile(folder / name, out / name)
+        if o["json"]:
+            self.stdout.write(json.dumps(experiment.result, indent=2))
+        else:
+            head = (f"experiment #{experiment.pk} {experiment.status}: {experiment.cells_done}/"
+                    f"{experiment.cells_total} cells; snapshot {experiment.snapshot_id} -> {experiment.eval_snapshot_id}")
+            if experiment.stamps:
+                head += f"; figures stamped {', '.join(experiment.stamps)}"
+            self.stdout.write(head)
+            self.stdout.write(format_table(experiment.result))
+            self.stdout.write(f"tables: {folder / 'table.json'} and {folder / 'table.csv'}")
+        if experiment.status != Experiment.Status.SUCCEEDED:
+            raise CommandError(f"experiment #{experiment.pk} {experiment.status}; resume it with --resume {experiment.pk}")
