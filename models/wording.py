@@ -4,6 +4,8 @@ the query rewriter and the demo's query phrasing.
 """
 from __future__ import annotations
 
+import re
+
 # Words whose spelling misleads: a vowel letter said with a consonant sound, or a silent h.
 _A_BEFORE = ("uni", "use", "usu", "uti", "eu", "ewe", "one", "once", "ubiq", "ure")
 _AN_BEFORE = ("hour", "honest", "honou", "honor", "heir")
@@ -43,3 +45,9 @@ def plural(noun: str) -> str:
 def count(n: int, noun: str) -> str:
     """``n`` with its noun, singular for exactly one: "1 item", "0 items", "2 queries"."""
     return f"{n} {noun if n == 1 else plural(noun)}"
+
+
+def normalise_tag(tag: str) -> str:
+    """A tag as vocabularies store it: lower case, single spaces, no surrounding punctuation
+    (``" Walking,  slowly. "`` → ``"walking, slowly"``)."""
+    return re.sub(r"\s+", " ", str(tag)).strip().strip(".;:!?\"'").strip().lower()

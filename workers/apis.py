@@ -23,6 +23,10 @@ from workers.selectors import (
 from workers.training import training_run_cancel, training_run_create
 
 # -- training runs, evaluation runs, search ------------------------------------------------------------
+PIPELINE_HELP = ('a retrieval pipeline (models.retrievers.pipeline.RetrievalPipeline), e.g. {"retrievers": '
+                 '["dense", "rewrite"], "fusion": "dual_view", "top_k": 100, "shortlist": 10, "reranker": '
+                 '"pairwise", "comparator": {"kind": "scorer", "backend": "heuristic"}}; an unknown stage or '
+                 'weights that do not sum to 1 are a 400.')
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 RUN_STATUSES = ", ".join(RunStatus.values)
 
@@ -60,7 +64,7 @@ class TrainingRunOutputSerializer(serializers.ModelSerializer):
     def get_evaluation(self, run: TrainingRun) -> int | None:
         if run.status != RunStatus.SUCCEEDED:
             return None
-        ev = run.evaluations.filter(kind=EvaluationRun.Kind.TRAINED,
+        ev = run.evaluations.filter(kind=EvaluationRun.Kind.TRAINED, pipeline_sha256="",
                                     snapshot_id=run.eval_snapshot_id or run.snapshot_id).first()
         return ev.pk if ev else None
 
@@ -148,8 +152,8 @@ class EvaluationRunOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EvaluationRun
-        fields = ["id", "kind", "training_run", "snapshot", "model_kind", "config", "status", "metrics", "stamps",
-                  "error",
+        fields = ["id", "kind", "training_run", "snapshot", "model_kind", "config", "pipeline", "pipeline_sha256",
+                  "status", "metrics", "stamps", "error",
                   "job", "created_by", "created_at", "finished_at", "updated_at"]
 
 
@@ -174,6 +178,7 @@ class EvaluationRunListApi(ManagerWritesApi):
         config = serializers.JSONField(required=False, default=dict, help_text='untrained: {"model": {...}, "seed": 0}')
         allow_train_split = flag_field(required=False, default=False, help_text=ALLOW_TRAIN_SPLIT_HELP)
         allow_incomplete = flag_field(required=False, default=False, help_text=ALLOW_INCOMPLETE_HELP)
+        pipeline = serializers.JSONField(required=False, default=None, allow_null=True, help_text=PIPELINE_HELP)
 
     @extend_schema(parameters=[FilterSerializer], responses=EvaluationRunOutputSerializer(many=True),
                    summary="Evaluation runs, newest first")
@@ -227,6 +232,9 @@ class SearchOutputSerializer(serializers.Serializer):
     score = serializers.CharField(help_text="cosine or combsum")
     reranked = serializers.BooleanField()
     comparator_calls = serializers.IntegerField(help_text="pivot-promote comparisons made by the reranker")
+    pipeline = serializers.JSONField(help_text="the retrieval pipeline that ran, every default filled in")
+    report = serializers.JSONField(help_text="the pipeline's report: comparator and scorer requests, invalid "
+                                             "answers, rewrite requests, stage timings (seconds)")
     results = SearchHitSerializer(many=True)
     timing_ms = serializers.DictField(child=serializers.FloatField(), help_text="load, encode, search, rerank, total")
 
@@ -249,6 +257,8 @@ class SearchApi(APIView):
         rerank = flag_field(required=False, default=False,
                             help_text="pivot-promote the top 10 by the similarity of the describer's descriptions "
                                       "(read from the trajectories' pixels) to the text.")
+        pipeline = serializers.JSONField(required=False, default=None, allow_null=True,
+                                         help_text=PIPELINE_HELP + " Instead of fuse_with and rerank.")
         mode = PlainChoiceField(choices=MODES, required=False, default="retrieval",
                                 help_text="retrieval (default): every stage reads model-side inputs only (pixels, "
                                           "boxes, model outputs, the text), as evaluation does. catalogue: browse "

@@ -7,7 +7,9 @@ exact random baseline (``"random"``, ``models.training.evaluation.random_baselin
 ``models.training.evaluation.evaluate``: T2Traj, Traj2T and OCVR (R@k, mAP, mAP@10, pool-size strata) and the
 random baseline, from verified binary labels only. The scores read the snapshot's model inputs
 alone (pixels, boxes, query texts: ``RelationSnapshotData.model_inputs``, DESIGN 4.4); the labels
-only turn them into figures. The first two are queued on the ``gpu`` queue
+only turn them into figures. With a retrieval pipeline (``models.retrievers.pipeline``, stored
+with the run) the figures rank its final scores, computed by the executor search runs, and its
+report (requests per query, invalid answers) is stored under ``metrics["pipeline"]``. The first two are queued on the ``gpu`` queue
 (:func:`workers.tasks.evaluation_run_task`); the random baseline is computed at once.
 """
 from __future__ import annotations
@@ -23,7 +25,9 @@ from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, RunReporter, run_enqueue, run_execute
 from common.jobs.services import job_create
-from models.training.evaluation import evaluate, random_baseline
+from common.models import TERMINAL
+from models.retrievers.pipeline import PipelineSetup, RetrievalPipeline
+from models.training.evaluation import evaluate_rows, random_baseline
 from models.training.trainer import build_model, load_model
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.training import (
@@ -41,16 +45,20 @@ logger = logging.getLogger(__name__)
 def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, training_run: TrainingRun | None = None,
                           model_kind: str | None = None, config: dict | None = None, created_by=None,
                           allow_train_split: bool = False, allow_incomplete: bool = False,
-                          queue: bool = True) -> tuple[EvaluationRun, bool]:
+                          queue: bool = True, pipeline: dict | None = None) -> tuple[EvaluationRun, bool]:
     """Evaluate on a sealed snapshot: a succeeded training run (``kind="trained"``; one evaluation per
     run and snapshot: asking again returns the existing one), the untrained model of ``model_kind``
     (``config``: ``{"model": {...}, "seed": 0}``) or the random baseline (computed at once).
     Returns ``(run, created)``; the first two are queued on the ``gpu`` queue after commit.
     Training data and incomplete dev/test snapshots are refused unless asked for, then stamped
-    (:func:`evaluation_stamps`)."""
+    (:func:`evaluation_stamps`). ``pipeline`` (``models.retrievers.pipeline.RetrievalPipeline``
+    as JSON; its ``fuse_runs`` must be succeeded runs) is what the figures rank and is stored
+    with the run; none is plain dense retrieval. A trained run is evaluated once per snapshot and
+    pipeline."""
     require_sealed(snapshot, "snapshot")
     if kind not in EvaluationRun.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(EvaluationRun.Kind.values)}", code="invalid_kind")
+    stored_pipeline, pipeline_sha = evaluation_pipeline_validate(pipeline, kind=kind)
     stamps = evaluation_stamps(snapshot, training_snapshot=training_run.snapshot if training_run is not None else None,
                                allow_train_split=allow_train_split, allow_incomplete=allow_incomplete)
     stored: dict = {}
@@ -64,7 +72,8 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
             raise ConflictError(f"training run {training_run.pk} is {training_run.status}; only a succeeded run "
                                 "has a final checkpoint to evaluate", code="run_not_finished")
         model_kind = training_run.model_kind
-        existing = EvaluationRun.objects.filter(kind=kind, training_run=training_run, snapshot=snapshot).first()
+        existing = EvaluationRun.objects.filter(kind=kind, training_run=training_run, snapshot=snapshot,
+                                                pipeline_sha256=pipeline_sha).first()
         if existing is not None:
             return existing, False
     elif training_run is not None:
@@ -80,12 +89,47 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
                          params={"snapshot": snapshot.pk, "kind": kind})
         run = EvaluationRun.objects.create(kind=kind, training_run=training_run, snapshot=snapshot,
                                            model_kind=model_kind or "", config=stored, stamps=stamps, job=job,
+                                           pipeline=stored_pipeline, pipeline_sha256=pipeline_sha,
                                            created_by=created_by)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
             run_enqueue(run=run)
     return run, True
+
+
+def evaluation_pipeline_validate(pipeline: dict | None, *, kind: str = EvaluationRun.Kind.TRAINED
+                                 ) -> tuple[dict, str]:
+    """The pipeline as stored (every default filled in) and its SHA-256; ``({}, "")`` without
+    one. 400 for a pipeline that does not validate (an unknown stage, weights that do not sum to
+    1, ...), for fused runs that are unknown or have not succeeded, and for the random baseline
+    (which ranks nothing)."""
+    if pipeline is None:
+        return {}, ""
+    if kind == EvaluationRun.Kind.RANDOM:
+        raise ApplicationError("the random baseline takes no pipeline", code="invalid_pipeline")
+    if not isinstance(pipeline, dict):
+        raise ApplicationError("pipeline must be a JSON object", code="invalid_pipeline")
+    try:
+        p = RetrievalPipeline.from_dict(pipeline)
+    except (ValueError, TypeError) as exc:
+        raise ApplicationError(f"invalid pipeline: {exc}", code="invalid_pipeline") from None
+    found = dict(TrainingRun.objects.filter(pk__in=p.fuse_runs).values_list("pk", "status"))
+    bad = [pk for pk in p.fuse_runs if found.get(pk) != RunStatus.SUCCEEDED]
+    if bad:
+        raise ApplicationError(f"pipeline.fuse_runs {bad} are not succeeded training runs", code="invalid_pipeline")
+    return p.as_dict(), p.sha256()
+
+
+def _pipeline_setup(run: EvaluationRun, device: str) -> PipelineSetup | None:
+    if not run.pipeline:
+        return None
+    p = RetrievalPipeline.from_dict(run.pipeline)
+    fused = []
+    for pk in p.fuse_runs:
+        model, _ = load_model(TrainingRun.objects.get(pk=pk).out_dir, device=device)
+        fused.append(model)
+    return PipelineSetup(p, fused)
 
 
 def _untrained_config(model_kind: str | None, config: dict | None) -> dict:
@@ -113,7 +157,12 @@ def evaluation_run_execute(*, run: EvaluationRun, echo: Callable[[float, str], N
     """Compute a queued evaluation run's figures through ``common.jobs.runs.run_execute``
     (idempotent: a finished run is returned as it is). Failures are recorded on the run and its
     Job, not raised; a cancel stops it at its next progress report."""
-    return run_execute(run, _evaluation_body, echo=echo, reraise=False)
+    run = run_execute(run, _evaluation_body, echo=echo, reraise=False)
+    if run.status in TERMINAL:
+        from workers.experiments import experiment_cells_evaluated
+
+        experiment_cells_evaluated(evaluation=run)
+    return run
 
 
 def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
@@ -121,6 +170,7 @@ def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
     data = relation_snapshot_load(snapshot=run.snapshot)
     reporter(0.1, "snapshot loaded")
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    rows: dict = {}
     if run.kind == EvaluationRun.Kind.RANDOM:
         metrics = {"random": random_baseline(data)}
     else:
@@ -131,9 +181,9 @@ def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
             model = build_model(run.model_kind, run.config.get("model") or {})
             model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
         reporter(0.3, "model loaded; embedding the snapshot")
-        metrics = evaluate(model, data, cache_dir=feature_cache_dir())
-    run.metrics = json_safe(metrics)
-    run.save(update_fields=["metrics", "updated_at"])
+        metrics, rows = evaluate_rows(model, data, cache_dir=feature_cache_dir(), pipeline=_pipeline_setup(run, device))
+    run.metrics, run.per_query = json_safe(metrics), json_safe(rows)
+    run.save(update_fields=["metrics", "per_query", "updated_at"])
     t2 = run.metrics.get("t2traj") or run.metrics.get("random") or {}
     return RunOutcome(result={"evaluation": run.pk, "t2traj_R@1": t2.get("R@1")},
                       message=f"T2Traj R@1 {percent_text(t2.get('R@1'))}, mAP {percent_text(t2.get('mAP'))}")

@@ -2,7 +2,7 @@
 resume or cancel it, and list the named presets. Managers write; every staff member reads."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,7 +20,7 @@ from workers.experiments import (
     experiment_resume,
     preset_list,
 )
-from workers.models import Experiment, TrainingRun
+from workers.models import Experiment, ExperimentCell, RunStatus
 
 ERROR = OpenApiTypes.OBJECT
 GRID_HELP = ('the grid: {"preset": "vtrajembed-table3", "variants": ["full", "without_slow"], "seeds": [0, 1, 2], '
@@ -30,14 +30,27 @@ GRID_HELP = ('the grid: {"preset": "vtrajembed-table3", "variants": ["full", "wi
 
 
 class ExperimentCellSerializer(serializers.ModelSerializer):
-    seed = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField(help_text="the training's status until it has succeeded, then the "
+                                                         "evaluation's (queued until it exists)")
+    steps_done = serializers.IntegerField(source="training_run.steps_done", read_only=True)
+    steps_total = serializers.IntegerField(source="training_run.steps_total", read_only=True)
+    error = serializers.SerializerMethodField()
 
     class Meta:
-        model = TrainingRun
-        fields = ["id", "variant", "seed", "status", "steps_done", "steps_total", "error", "finished_at"]
+        model = ExperimentCell
+        fields = ["id", "variant", "seed", "training_run", "evaluation", "pipeline", "status", "steps_done",
+                  "steps_total", "error"]
 
-    def get_seed(self, run: TrainingRun) -> int | None:
-        return run.config.get("seed")
+    def get_status(self, cell: ExperimentCell) -> str:
+        state = cell.training_run.status
+        if state == RunStatus.SUCCEEDED:
+            return cell.evaluation.status if cell.evaluation is not None else RunStatus.QUEUED
+        return state
+
+    def get_error(self, cell: ExperimentCell) -> str:
+        if cell.training_run.error:
+            return cell.training_run.error[-500:]
+        return cell.evaluation.error[-500:] if cell.evaluation is not None else ""
 
 
 class ExperimentOutputSerializer(serializers.ModelSerializer):
@@ -53,12 +66,17 @@ class ExperimentOutputSerializer(serializers.ModelSerializer):
 
 
 class ExperimentDetailOutputSerializer(ExperimentOutputSerializer):
-    cells = ExperimentCellSerializer(source="runs", many=True, read_only=True)
+    cells = serializers.SerializerMethodField()
     result = serializers.JSONField(read_only=True, help_text="the table: per task, metric and stratum, each "
                                                              "variant's mean, std, delta and bootstrap interval")
 
     class Meta(ExperimentOutputSerializer.Meta):
         fields = [*ExperimentOutputSerializer.Meta.fields, "cells", "result"]
+
+    @extend_schema_field(ExperimentCellSerializer(many=True))
+    def get_cells(self, experiment: Experiment) -> list:
+        cells = experiment.cells.select_related("training_run", "evaluation").order_by("id")
+        return ExperimentCellSerializer(cells, many=True).data
 
 
 def _get(experiment_id: int) -> Experiment:
@@ -116,7 +134,7 @@ class ExperimentDetailApi(APIView):
     def get(self, request, experiment_id: int):
         experiment = _get(experiment_id)
         if experiment.status == Experiment.Status.RUNNING:
-            experiment = experiment_refresh(experiment_id=experiment.pk)     # cells cancelled while queued
+            experiment = experiment_refresh(experiment_id=experiment.pk)     # cells ended or cancelled since
         return Response(ExperimentDetailOutputSerializer(experiment).data)
 
 

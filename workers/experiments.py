@@ -39,8 +39,16 @@ from common.jobs.runs import run_cancel, run_retry
 from common.models import TERMINAL
 from common.versions import software_versions
 from models.experiments.grid import PRESETS, ExperimentSpec, spec_from_request
-from models.experiments.table import experiment_table, table_csv
-from workers.models import EvaluationRun, Experiment, RunStatus, TrainingRun
+from models.experiments.table import (
+    experiment_table,
+    merge_request_counts,
+    pipelines_of,
+    request_counts,
+    table_csv,
+)
+from models.retrievers.pipeline import RetrievalPipeline
+from workers.evaluation import evaluation_pipeline_validate, evaluation_run_create
+from workers.models import EvaluationRun, Experiment, ExperimentCell, RunStatus, TrainingRun
 from workers.training import (
     evaluation_stamps,
     json_safe,
@@ -84,9 +92,11 @@ def experiment_validate(request: dict) -> tuple[ExperimentSpec, list[tuple[str, 
     except ValueError as exc:
         raise ApplicationError(str(exc), code="invalid_experiment") from None
     cells = spec.cells()
-    for variant, _, config in cells:
+    for variant, _, config, pipeline in cells:
         try:
             training_config_validate(model_kind=spec.model_kind, config=config)
+            if pipeline:
+                evaluation_pipeline_validate(pipeline)
         except ApplicationError as exc:
             raise ApplicationError(f"variant {variant!r}: {exc.message}", code=exc.code,
                                    extra={"variant": variant}) from None
@@ -105,15 +115,32 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
     with transaction.atomic():
         experiment = Experiment.objects.create(
             name=name or (preset or spec.model_kind), preset=preset, model_kind=spec.model_kind,
-            spec=json_safe(spec.as_dict()), snapshot=snapshot, eval_snapshot=eval_snapshot,
+            spec=json_safe(spec.stored()), snapshot=snapshot, eval_snapshot=eval_snapshot,
             snapshot_sha256=snapshot.content_sha256, eval_snapshot_sha256=eval_snapshot.content_sha256,
             code_version=software_versions(), stamps=stamps, cells_total=len(cells), created_by=created_by)
-        for variant, _, config in cells:
-            training_run_create(snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=spec.model_kind,
-                                config=config, allow_train_split=allow_train_split,
-                                allow_incomplete=allow_incomplete, created_by=created_by, queue=queue,
-                                experiment=experiment, variant=variant)
+        trainings: dict[str, TrainingRun] = {}            # one run per distinct training config
+        for variant, seed, config, pipeline in cells:
+            key = json.dumps(config, sort_keys=True)
+            if key not in trainings:
+                trainings[key] = training_run_create(
+                    snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=spec.model_kind, config=config,
+                    allow_train_split=allow_train_split, allow_incomplete=allow_incomplete, created_by=created_by,
+                    queue=queue, experiment=experiment, variant=variant)
+            ExperimentCell.objects.create(experiment=experiment, variant=variant, seed=seed,
+                                          training_run=trainings[key], pipeline=_effective(pipeline))
     return experiment
+
+
+def _effective(pipeline: dict) -> dict:
+    """The pipeline a cell is evaluated with: ``{}`` (the training run's own dense evaluation) when
+    it ranks exactly as plain dense retrieval does (the model's dense list alone, no reranker),
+    else the pipeline with every default filled in."""
+    if not pipeline:
+        return {}
+    p = RetrievalPipeline.from_dict(pipeline)
+    if tuple(p.retrievers) == ("dense",) and not p.fuse_runs and p.reranker == "none":
+        return {}
+    return p.as_dict()
 
 
 def _status(statuses: list[str]) -> str:
@@ -126,16 +153,52 @@ def _status(statuses: list[str]) -> str:
     return Experiment.Status.CANCELLED
 
 
-def experiment_refresh(*, experiment_id: int) -> Experiment:
-    """Status, cell count and (when the succeeded cells changed) the table of an experiment."""
+def _evaluations_due(experiment: Experiment, *, queue: bool) -> None:
+    """Link every cell whose training succeeded to its evaluation: the run's own final one without
+    a pipeline, else an evaluation run of the cell's pipeline (created and queued once)."""
+    due = list(experiment.cells.filter(evaluation__isnull=True, training_run__status=RunStatus.SUCCEEDED)
+               .select_related("training_run"))
+    for cell in due:
+        run = cell.training_run
+        if not cell.pipeline:
+            cell.evaluation = EvaluationRun.objects.filter(kind=EvaluationRun.Kind.TRAINED, training_run=run,
+                                                           snapshot_id=experiment.eval_snapshot_id,
+                                                           pipeline_sha256="").first()
+        else:
+            cell.evaluation, _ = evaluation_run_create(
+                snapshot=experiment.eval_snapshot, training_run=run, pipeline=cell.pipeline,
+                allow_train_split="train-split" in experiment.stamps, allow_incomplete="incomplete" in experiment.stamps,
+                created_by=experiment.created_by, queue=queue)
+        if cell.evaluation is not None:
+            cell.save(update_fields=["evaluation"])
+
+
+def _cell_states(experiment: Experiment) -> list[dict]:
+    """Per cell: its variant, seed, state (the training's while it has not succeeded, then its
+    evaluation's) and evaluation id."""
+    out = []
+    for cell in experiment.cells.select_related("training_run", "evaluation").order_by("id"):
+        state = cell.training_run.status
+        if state == RunStatus.SUCCEEDED:
+            state = cell.evaluation.status if cell.evaluation is not None else RunStatus.QUEUED
+        out.append({"variant": cell.variant, "seed": int(cell.seed), "state": state,
+                    "evaluation": cell.evaluation_id if state == RunStatus.SUCCEEDED else None})
+    return out
+
+
+def experiment_refresh(*, experiment_id: int, queue: bool = True) -> Experiment:
+    """Status, cell count and (when the finished cells changed) the table of an experiment; queues
+    the pipeline evaluations of cells whose training has just succeeded (``queue=False``: creates
+    them for the caller to run inline)."""
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
-        runs = list(experiment.runs.order_by("id").values("id", "status", "variant", "config"))
-        status = _status([r["status"] for r in runs])
-        done = [r for r in runs if r["status"] == RunStatus.SUCCEEDED]
+        _evaluations_due(experiment, queue=queue)
+        cells = _cell_states(experiment)
+        status = _status([c["state"] for c in cells])
+        done = [c for c in cells if c["state"] == RunStatus.SUCCEEDED]
         fields = {"status": status, "cells_done": len(done),
                   "finished_at": timezone.now() if status != Experiment.Status.RUNNING else None}
-        if sorted(r["id"] for r in done) != experiment.result.get("runs"):
+        if sorted(c["evaluation"] for c in done) != experiment.result.get("evaluations"):
             fields["result"] = _table(experiment, done)
         for key, value in fields.items():
             setattr(experiment, key, value)
@@ -145,22 +208,37 @@ def experiment_refresh(*, experiment_id: int) -> Experiment:
     return experiment
 
 
+def experiment_cells_evaluated(*, evaluation: EvaluationRun) -> None:
+    """Refresh the experiments one of whose cells ``evaluation`` is (called when it ends). A failure
+    here does not undo the evaluation: it is logged, and reading the experiment refreshes it."""
+    for experiment_id in set(ExperimentCell.objects.filter(evaluation=evaluation).values_list("experiment_id",
+                                                                                              flat=True)):
+        try:
+            experiment_refresh(experiment_id=experiment_id)
+        except Exception:
+            logger.exception("evaluation run %s: experiment %s could not be refreshed", evaluation.pk, experiment_id)
+
+
 def _table(experiment: Experiment, done: list[dict]) -> dict:
     spec = ExperimentSpec.from_dict(experiment.spec)
-    rows = dict(EvaluationRun.objects.filter(kind=EvaluationRun.Kind.TRAINED, training_run_id__in=[r["id"] for r in done],
-                                             snapshot_id=experiment.eval_snapshot_id)
-                .values_list("training_run_id", "per_query"))
-    cells = [{"variant": r["variant"], "seed": int(r["config"]["seed"]), "rows": rows[r["id"]]}
-             for r in done if rows.get(r["id"])]
+    evaluations = {e.pk: e for e in EvaluationRun.objects.filter(pk__in=[c["evaluation"] for c in done])}
+    cells = [{"variant": c["variant"], "seed": c["seed"], "rows": evaluations[c["evaluation"]].per_query}
+             for c in done if evaluations[c["evaluation"]].per_query]
     table = experiment_table(cells, variants=list(spec.variants), reference=spec.reference,
                              n_resamples=spec.n_resamples, confidence=spec.confidence)
-    metrics = dict(TrainingRun.objects.filter(pk__in=[r["id"] for r in done]).values_list("id", "result"))
-    retained = {r["id"]: (metrics.get(r["id"]) or {}).get("slow_retained") for r in done}
-    return json_safe(table | {"runs": sorted(r["id"] for r in done), "stamps": experiment.stamps,
+    requests: dict[str, list] = {}
+    for c in done:
+        report = (evaluations[c["evaluation"]].metrics or {}).get("pipeline")
+        if report:
+            requests.setdefault(c["variant"], []).append(request_counts(report))
+    runs = TrainingRun.objects.filter(experiment=experiment, status=RunStatus.SUCCEEDED)
+    retained = {str(r.pk): ((r.result or {}).get("data_summary") or {}).get("eval") for r in runs}
+    return json_safe(table | {"evaluations": sorted(c["evaluation"] for c in done), "stamps": experiment.stamps,
                               "snapshot_sha256": experiment.snapshot_sha256,
                               "eval_snapshot_sha256": experiment.eval_snapshot_sha256,
-                              "code_version": experiment.code_version,
-                              "slow_retained": {str(k): v for k, v in retained.items() if v is not None}})
+                              "code_version": experiment.code_version, "pipelines": pipelines_of(spec),
+                              "requests": {v: merge_request_counts(r) for v, r in requests.items()},
+                              "data_summary": {k: v for k, v in retained.items() if v}})
 
 
 def _write(experiment: Experiment) -> None:
@@ -173,22 +251,32 @@ def _write(experiment: Experiment) -> None:
         tmp.replace(folder / name)
 
 
-def experiment_resume(*, experiment: Experiment, user=None, queue: bool = True) -> list[TrainingRun]:
-    """Queue every failed or cancelled cell again (``common.jobs.runs.run_retry``); succeeded cells are
-    kept and queued or running ones left alone. A 409 when no cell needs it. With ``queue=False``
-    the cells are reset to queued without a message (the caller runs them inline)."""
-    runs = list(experiment.runs.filter(status__in=[RunStatus.FAILED, RunStatus.CANCELLED]).order_by("id"))
+def _cell_evaluations(experiment: Experiment):
+    return EvaluationRun.objects.filter(pk__in=experiment.cells.filter(evaluation__isnull=False)
+                                        .values("evaluation_id"))
+
+
+def experiment_resume(*, experiment: Experiment, user=None, queue: bool = True) -> list:
+    """Queue every failed or cancelled training and pipeline evaluation of the experiment again
+    (``common.jobs.runs.run_retry``: a training resumes from its checkpoint); succeeded ones are
+    kept and queued or running ones left alone. A 409 when nothing needs it. With ``queue=False``
+    they are reset to queued without a message (the caller runs them inline)."""
+    stopped = [RunStatus.FAILED, RunStatus.CANCELLED]
+    runs = [*experiment.runs.filter(status__in=stopped).order_by("id"),
+            *_cell_evaluations(experiment).filter(status__in=stopped).order_by("id")]
     if not runs:
         raise ConflictError(f"experiment {experiment.pk} has no failed or cancelled cell to resume",
                             code="experiment_not_resumable", extra={"status": experiment.status})
     again = [run_retry(run=run, by=user, queue=queue) for run in runs]
-    experiment_refresh(experiment_id=experiment.pk)
+    experiment_refresh(experiment_id=experiment.pk, queue=queue)
     return again
 
 
 def experiment_cancel(*, experiment: Experiment, user=None) -> Experiment:
-    """Cancel every cell that has not ended (running ones stop after a checkpoint); 409 when none."""
-    runs = list(experiment.runs.exclude(status__in=TERMINAL).order_by("id"))
+    """Cancel every training and evaluation of the experiment that has not ended (running ones stop
+    after a checkpoint); 409 when none."""
+    runs = [*experiment.runs.exclude(status__in=TERMINAL).order_by("id"),
+            *_cell_evaluations(experiment).exclude(status__in=TERMINAL).order_by("id")]
     if not runs:
         raise ConflictError(f"experiment {experiment.pk} has no cell left to cancel", code="run_finished")
     for run in runs:
@@ -197,6 +285,13 @@ def experiment_cancel(*, experiment: Experiment, user=None) -> Experiment:
         except ConflictError:       # it ended in between
             continue
     return experiment_refresh(experiment_id=experiment.pk)
+
+
+def experiment_pending(experiment: Experiment) -> tuple[list[TrainingRun], list[EvaluationRun]]:
+    """What an inline run of the experiment still has to execute: its trainings that have not
+    succeeded, and its cells' evaluations that have not ended."""
+    return (list(experiment.runs.exclude(status=RunStatus.SUCCEEDED).order_by("id")),
+            list(_cell_evaluations(experiment).exclude(status__in=TERMINAL).order_by("id")))
 
 
 def preset_list() -> list[dict]:

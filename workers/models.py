@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from common.models import TERMINAL, QueuedRun, RunStatus
 
-__all__ = ["TERMINAL", "EvaluationRun", "Experiment", "RunStatus", "TrainingRun", "TrainingStep"]
+__all__ = ["TERMINAL", "EvaluationRun", "Experiment", "ExperimentCell", "RunStatus", "TrainingRun", "TrainingStep"]
 
 
 class Experiment(models.Model):
@@ -151,6 +151,11 @@ class EvaluationRun(QueuedRun):
     stamps = models.JSONField(default=list, blank=True,
                               help_text="train-split (evaluated on training data), incomplete (a dev/test snapshot "
                                         "with non-binary gallery relations); empty: a clean held-out evaluation")
+    pipeline = models.JSONField(default=dict, blank=True,
+                                help_text="the retrieval pipeline evaluated (models.retrievers.pipeline."
+                                          "RetrievalPipeline as JSON); empty: plain dense retrieval")
+    pipeline_sha256 = models.CharField(max_length=64, blank=True, default="",
+                                       help_text="SHA-256 of the pipeline's canonical JSON; empty without one")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -161,10 +166,32 @@ class EvaluationRun(QueuedRun):
                            | Q(kind="untrained", training_run__isnull=True) & ~Q(model_kind="")
                            | Q(kind="random", training_run__isnull=True, model_kind="")),
                 name="evaluation_run_kind_fits"),
-            models.UniqueConstraint(fields=["training_run", "snapshot"], condition=Q(kind="trained"),
-                                    name="evaluation_run_trained_once_per_snapshot"),
+            models.UniqueConstraint(fields=["training_run", "snapshot", "pipeline_sha256"], condition=Q(kind="trained"),
+                                    name="evaluation_run_trained_once_per_pipeline"),
             models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="evaluation_run_status_known"),
         ]
 
     def __str__(self) -> str:
         return f"EvaluationRun {self.pk} {self.kind} {self.status}"
+
+
+class ExperimentCell(models.Model):
+    """One (variant, seed) of an experiment: the training run that trains it (cells whose training
+    configs are equal share one, so variants that differ only in their retrieval pipeline compare
+    the same weights) and the evaluation its figures come from: the run's own final evaluation
+    without a pipeline, else an evaluation run of the pipeline on the evaluation snapshot, queued
+    once the training has succeeded."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="cells")
+    variant = models.CharField(max_length=48)
+    seed = models.PositiveBigIntegerField()
+    training_run = models.ForeignKey(TrainingRun, on_delete=models.PROTECT, related_name="experiment_cells")
+    pipeline = models.JSONField(default=dict, blank=True, help_text="the retrieval pipeline evaluated; empty: dense")
+    evaluation = models.ForeignKey(EvaluationRun, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["experiment_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "variant", "seed"], name="experiment_cell_once")]
+
+    def __str__(self) -> str:
+        return f"ExperimentCell {self.experiment_id} {self.variant} seed {self.seed}"

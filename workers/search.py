@@ -10,20 +10,23 @@ found again by any process of the machine. Each process also keeps the last few 
 indexes in memory (:data:`LOADED_MAX`), so a search after the first costs one text encoding and
 one index lookup.
 
-**Search.** :func:`search` encodes the text with the run's own text path (the frozen text
-encoder and the trained text tower) and ranks:
+**Search.** :func:`search` runs a retrieval pipeline (``models.retrievers.pipeline``: declared as
+data, executed by ``run_pipeline``, the executor evaluation runs too) over the memory-mapped
+vectors of the run (and of the runs it fuses), for the one text, and ranks:
 
-- ``level="trajectory"``: the top ``k`` trajectories by cosine similarity;
+- ``level="trajectory"``: the top ``k`` trajectories by the pipeline's final score (the cosine
+  similarity without fusion or reranking);
 - ``level="video"``: the top ``k`` videos scored by their best trajectory (OCVR's
-  ``max_{r ∈ pool(V)} s(e, r)``), each with that trajectory;
-- ``fuse_with``: other succeeded runs scored on the same snapshot are fused with CombSUM
-  (``models.retrievers.rerank.combsum``: per run, the query's scores over the whole gallery min-max
-  normalised to [0, 1], then summed); videos then take their best fused trajectory;
-- ``rerank``: the first ``RERANK_DEPTH`` (10) results are reranked by pivot-promote
-  (``models.retrievers.rerank.pivot_promote``, ActPair Algorithm 1) with a pairwise comparator that prefers
-  the candidate whose description is closer to the query in the frozen MiniLM text space
-  (cosine; differences within ``RERANK_TIE_MARGIN`` are ties, so the first-stage order stands).
-  The number of comparator calls is reported.
+  ``max_{r ∈ pool(V)} s(e, r)``), each with that trajectory.
+
+``pipeline`` gives the pipeline as JSON; without it the older arguments build one
+(:func:`search_pipeline`): ``fuse_with`` fuses other succeeded runs scored on the same snapshot
+with CombSUM (``models.retrievers.rerank.combsum``); ``rerank`` pivot-promotes the first
+``RERANK_DEPTH`` (10) trajectories (ActPair Algorithm 1) with the comparator that prefers the
+candidate whose describer description is closer to the query in the frozen MiniLM text space
+(differences within ``RERANK_TIE_MARGIN`` are ties). The response carries the pipeline, its
+report (comparator and scorer requests, invalid answers, rewrite requests) and the number of
+comparator calls.
 
 **Modes** (DESIGN 4.4, no answer key in the inputs). ``mode="retrieval"``, the default, reads
 model-side inputs only: the run's checkpoint, the trajectories' pixels and boxes and the query
@@ -50,15 +53,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 from django.conf import settings
 
 from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
 from models.backends.encoders import build_text_encoder
-from models.backends.vlm import build_describer
+from models.backends.vlm import build_describer, build_scorer
 from models.retrievers.described import describe_tracks, description_text
-from models.retrievers.rerank import combsum, pivot_promote
+from models.retrievers.pipeline import Gallery, PipelineTools, RetrievalPipeline, run_pipeline
+from models.retrievers.pipeline import encode_texts as pipeline_encode_texts
+from models.retrievers.rerank import pivot_promote
 from models.training.evaluation import embed_snapshot
 from models.training.index import IndexConfig, TrajectoryIndex
 from models.training.trainer import load_model
@@ -204,59 +208,11 @@ def _get_loaded(run: TrainingRun, snapshot) -> _Loaded:
 
 
 def encode_texts(model, texts: list[str]) -> np.ndarray:
-    """Unit query embeddings ``[Q, d]`` of any texts through a retriever's text path: the model's
-    ``encode_texts`` when it has one, else VTrajEmbed's (frozen text tokens, then the trained text
-    pass of its aggregator)."""
-
-    with torch.inference_mode():
-        if callable(getattr(model, "encode_texts", None)):
-            q = model.encode_texts(list(texts))
-        elif callable(getattr(model, "forward_text_tokens", None)):
-            if getattr(model.config, "aggregator", "transformer") == "hf_lm":
-                q = model.forward_texts_lm(list(texts))
-            else:
-                enc = model.text_encoder.encode(list(texts))
-                q = model.forward_text_tokens(torch.from_numpy(enc.tokens).to(model.device),
-                                              torch.from_numpy(enc.mask).to(model.device))
-        else:
-            raise ConflictError(f"model {type(model).__name__} cannot encode free text", code="no_text_path")
-        q = torch.nn.functional.normalize(q.float(), dim=-1)                               # [Q, d]
-    return q.cpu().numpy().astype(np.float32)
-
-
-def _all_scores(loaded: _Loaded, q: np.ndarray) -> np.ndarray:
-    """Cosine of the query ``[1, d]`` with every trajectory, aligned with ``loaded.ids`` ``[T]``."""
-    return (loaded.vectors @ q[0]).astype(np.float64)                                         # [T]
-
-
-def _trajectory_ranking(loaded: _Loaded, q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-    """(trajectory, video, cosine) of the top ``k`` trajectories."""
-    scores, ids = loaded.index.search(q, min(k, len(loaded.index)))                        # [1, k]
-    keep = ids[0] >= 0
-    videos = loaded.index.video_of(ids[0][keep])
-    return [(int(t), int(v), float(s)) for t, v, s in zip(ids[0][keep], videos, scores[0][keep], strict=True)]
-
-
-def _video_ranking(loaded: _Loaded, q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-    """(best trajectory, video, cosine) of the top ``k`` videos scored by their best trajectory:
-    the first hit of each video in the trajectory ranking, which widens until ``k`` videos are
-    found or the index is exhausted (exact with the exact index)."""
-    n = len(loaded.index)
-    depth = min(n, max(4 * k, 64))
-    while True:
-        scores, ids = loaded.index.search(q, depth)                                        # [1, depth]
-        keep = ids[0] >= 0
-        videos = loaded.index.video_of(ids[0][keep])
-        out, seen = [], set()
-        for t, v, s in zip(ids[0][keep], videos, scores[0][keep], strict=True):
-            if int(v) not in seen:
-                seen.add(int(v))
-                out.append((int(t), int(v), float(s)))
-                if len(out) == k:
-                    return out
-        if depth >= n:
-            return out
-        depth = min(n, depth * 2)
+    """``models.retrievers.pipeline.encode_texts`` (a model without a text path is a 409)."""
+    try:
+        return pipeline_encode_texts(model, texts)
+    except ValueError as exc:
+        raise ConflictError(str(exc), code="no_text_path") from None
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -291,15 +247,72 @@ def _best_per_video(scores: np.ndarray, ids: np.ndarray, videos: np.ndarray, k: 
         depth = min(n, depth * 2)
 
 
+def search_pipeline(*, fuse_with: list[TrainingRun], rerank: bool) -> dict:
+    """The pipeline of the ``fuse_with`` / ``rerank`` arguments: CombSUM over the runs, and
+    pivot-promote over the first :data:`RERANK_DEPTH` with the describer-description comparator
+    (:data:`SEARCH_DESCRIBER`, ties within :data:`RERANK_TIE_MARGIN`)."""
+    return {"fuse_runs": [r.pk for r in fuse_with], "fusion": "combsum" if fuse_with else "none",
+            "shortlist": RERANK_DEPTH, "top_k": max(RERANK_DEPTH, 100),
+            "reranker": "pairwise" if rerank else "none",
+            "comparator": {"kind": "description", "backend": SEARCH_DESCRIBER[0], "settings": SEARCH_DESCRIBER[1],
+                           "tie_margin": RERANK_TIE_MARGIN}}
+
+
+def _pipeline(pipeline: dict | None, fuse_with: list[TrainingRun], rerank: bool) -> RetrievalPipeline:
+    if pipeline is not None and (fuse_with or rerank):
+        raise ApplicationError("give either a pipeline or fuse_with / rerank, not both", code="invalid_pipeline")
+    if pipeline is not None and not isinstance(pipeline, dict):
+        raise ApplicationError("pipeline must be a JSON object", code="invalid_pipeline")
+    try:
+        return RetrievalPipeline.from_dict(pipeline if pipeline is not None else search_pipeline(
+            fuse_with=fuse_with, rerank=rerank))
+    except (ValueError, TypeError) as exc:
+        raise ApplicationError(f"invalid pipeline: {exc}", code="invalid_pipeline") from None
+
+
+def _fused_runs(p: RetrievalPipeline, run: TrainingRun, given: list[TrainingRun]) -> list[TrainingRun]:
+    if len(p.fuse_runs) > MAX_FUSED:
+        raise ApplicationError(f"at most {MAX_FUSED} runs can be fused", code="invalid_fuse_with")
+    if run.pk in p.fuse_runs:
+        raise ApplicationError("fuse_with must name other runs, each once", code="invalid_fuse_with")
+    by_pk = {r.pk: r for r in given} | {r.pk: r for r in TrainingRun.objects.filter(pk__in=p.fuse_runs)}
+    missing = [pk for pk in p.fuse_runs if pk not in by_pk]
+    if missing:
+        raise ApplicationError(f"pipeline.fuse_runs names unknown training runs {missing}", code="invalid_pipeline")
+    return [by_pk[pk] for pk in p.fuse_runs]
+
+
+def _pipeline_tools(p: RetrievalPipeline, snapshot) -> PipelineTools:
+    """This process's cached backends for the pipeline's stages (the describer's descriptions of
+    :data:`SEARCH_DESCRIBER` come from :func:`model_descriptions`' cache)."""
+    from workers.training import feature_cache_dir
+
+    tools = PipelineTools(cache_dir=feature_cache_dir())
+    c = p.comparator
+    if p.reranker == "pairwise" and c.kind == "description":
+        tools.text_encoder = _text_encoder()
+        if (c.backend, c.settings) == SEARCH_DESCRIBER:
+            tools.descriptions = lambda ids: model_descriptions(snapshot, ids)
+    elif p.reranker == "pairwise":
+        tools.comparator_backend = _cached("scorer", c.backend, c.settings, build_scorer)
+    if p.reranker == "pointwise":
+        tools.scorer = _cached("scorer", p.scorer.backend, p.scorer.settings, build_scorer)
+    return tools
+
+
 def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: str = "trajectory",
-           fuse_with: list[TrainingRun] | None = None, rerank: bool = False, mode: str = "retrieval") -> dict:
+           fuse_with: list[TrainingRun] | None = None, rerank: bool = False, mode: str = "retrieval",
+           pipeline: dict | None = None) -> dict:
     """Rank the trajectories (or videos) of ``snapshot`` for ``text`` (the module docstring).
 
     ``snapshot`` defaults to the run's evaluation snapshot (its training snapshot when it had
-    none). ``mode="retrieval"`` (default) reads model-side inputs only; ``mode="catalogue"``
-    browses the approved catalogue (always reranked by approved descriptions; never for
-    evaluation). Refused with 400 for bad arguments, 409 for a run that has not succeeded or has
-    no checkpoint on this machine."""
+    none). ``pipeline`` (``models.retrievers.pipeline.RetrievalPipeline`` as JSON) or the older
+    ``fuse_with`` / ``rerank`` say what runs (:func:`search_pipeline`); the one executor,
+    ``run_pipeline``, is what evaluation runs too. ``mode="retrieval"`` (default) reads
+    model-side inputs only; ``mode="catalogue"`` browses the approved catalogue (its first stage
+    the pipeline's, then always reranked by approved descriptions; never for evaluation).
+    Refused with 400 for bad arguments (an invalid pipeline included), 409 for a run that has not
+    succeeded or has no checkpoint on this machine."""
     began = time.perf_counter()
     text = (text or "").strip()
     if not text or len(text) > MAX_TEXT:
@@ -310,12 +323,16 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
         raise ApplicationError(f"level must be one of {', '.join(LEVELS)}", code="invalid_level")
     if mode not in MODES:
         raise ApplicationError(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
-    rerank = bool(rerank) or mode == "catalogue"
     fuse_with = list(fuse_with or [])
     if len(fuse_with) > MAX_FUSED:
         raise ApplicationError(f"at most {MAX_FUSED} runs can be fused", code="invalid_fuse_with")
     if len({r.pk for r in fuse_with} | {run.pk}) != len(fuse_with) + 1:
         raise ApplicationError("fuse_with must name other runs, each once", code="invalid_fuse_with")
+    p = _pipeline(pipeline, fuse_with, bool(rerank) and mode == "retrieval")
+    if mode == "catalogue" and p.reranker != "none":
+        raise ApplicationError("the catalogue mode reranks by approved descriptions; its pipeline takes no reranker",
+                               code="invalid_pipeline")
+    fuse_with = _fused_runs(p, run, fuse_with)
     _require_searchable(run)
     for other in fuse_with:
         _require_searchable(other)
@@ -326,31 +343,32 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
 
     tick = time.perf_counter()
     loaded = [_get_loaded(r, snapshot) for r in [run, *fuse_with]]
-    timing["load"] = time.perf_counter() - tick
-    tick = time.perf_counter()
-    queries = [encode_texts(item.model, [text]) for item in loaded]                        # each [1, d]
-    timing["encode"] = time.perf_counter() - tick
-    tick = time.perf_counter()
     main = loaded[0]
-    depth = max(k, RERANK_DEPTH) if rerank else k
-    if not fuse_with:
-        ranking = _trajectory_ranking if level == "trajectory" else _video_ranking
-        ranked = ranking(main, queries[0], depth)
+    for item in loaded[1:]:
+        if not np.array_equal(item.ids, main.ids):
+            raise ConflictError("the fused runs' indexes hold different trajectories", code="gallery_mismatch")
+    data = relation_snapshot_load(snapshot=snapshot).model_inputs() if p.reranker != "none" else None
+    timing["load"] = time.perf_counter() - tick
+    try:
+        result = run_pipeline(p, [Gallery(item.model, item.vectors) for item in loaded], data, [text],
+                              tools=_pipeline_tools(p, snapshot))
+    except ValueError as exc:
+        raise ApplicationError(f"the pipeline cannot run: {exc}", code="invalid_pipeline") from None
+    stages = result.report["timing_s"]
+    timing |= {"encode": stages["encode"], "search": stages["fuse"]}
+    if p.reranker != "none":
+        timing["rerank"] = stages["rerank"]
+    final = result.scores[0]                                                              # [T]
+    depth = max(k, RERANK_DEPTH) if mode == "catalogue" else k
+    if level == "trajectory":
+        ranked = [(int(main.ids[i]), int(main.videos[i]), float(final[i])) for i in _top(final, depth)]
     else:
+        ranked = _best_per_video(final, main.ids, main.videos, depth)
 
-        for item in loaded[1:]:
-            if not np.array_equal(item.ids, main.ids):
-                raise ConflictError("the fused runs' indexes hold different trajectories", code="gallery_mismatch")
-        fused = combsum([_all_scores(item, q)[None, :] for item, q in zip(loaded, queries, strict=True)])[0]  # [T]
-        if level == "trajectory":
-            order = _top(fused, depth)
-            ranked = [(int(main.ids[i]), int(main.videos[i]), float(fused[i])) for i in order]
-        else:
-            ranked = _best_per_video(fused, main.ids, main.videos, depth)
-    timing["search"] = time.perf_counter() - tick
-
-    calls, descriptions, sources = 0, {}, {}
-    if rerank and len(ranked) > 1:
+    calls = int(result.report.get("comparator_requests", {}).get("total", 0))
+    descriptions = result.descriptions[0] if result.descriptions else {}
+    sources = dict.fromkeys(descriptions, "describer")
+    if mode == "catalogue" and len(ranked) > 1:
         tick = time.perf_counter()
         ranked, calls, descriptions, sources = _rerank(text, ranked, snapshot, mode)
         timing["rerank"] = time.perf_counter() - tick
@@ -360,9 +378,10 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
                 **({"description": descriptions[t], "description_source": sources[t]} if t in descriptions else {})}
                for i, (t, v, s) in enumerate(ranked)]
     return {"run": run.pk, "snapshot": snapshot.pk, "level": level, "k": k, "text": text, "mode": mode,
-            "fused_runs": [r.pk for r in fuse_with], "score": "combsum" if fuse_with else "cosine",
-            "reranked": bool(rerank), "comparator_calls": calls, "results": results,
-            "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
+            "fused_runs": [r.pk for r in fuse_with], "score": {"none": "cosine"}.get(p.fusion, p.fusion),
+            "reranked": p.reranker != "none" or mode == "catalogue", "comparator_calls": calls,
+            "pipeline": p.as_dict(), "report": {k_: v for k_, v in result.report.items() if k_ != "pipeline"},
+            "results": results, "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
 
 
 # -- reranking ----------------------------------------------------------------------------------------
@@ -372,6 +391,15 @@ def _text_encoder():
 
             _tools["text"] = build_text_encoder({})
         return _tools["text"]
+
+
+def _cached(kind: str, backend: str, settings: dict, build):
+    """One backend per (kind, name, settings) in this process (scorers keep per-trajectory caches)."""
+    key = f"{kind}:{backend}:{json.dumps(settings, sort_keys=True, default=str)}"
+    with _lock:
+        if key not in _tools:
+            _tools[key] = build(backend, settings)
+        return _tools[key]
 
 
 def _describer():

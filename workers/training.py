@@ -65,7 +65,7 @@ from common.jobs.services import JobReporter, job_create
 from common.models import TERMINAL
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS
-from models.training.trainer import TrainConfig, train
+from models.training.trainer import TrainConfig, epoch_steps, train
 from workers.models import EvaluationRun, RunStatus, TrainingRun, TrainingStep
 
 logger = logging.getLogger(__name__)
@@ -223,13 +223,24 @@ def training_run_create(*, snapshot, model_kind: str, config: dict | None = None
                          params={"snapshot": snapshot.pk, "model_kind": model_kind})
         run = TrainingRun.objects.create(
             snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=model_kind, config=train_config,
-            launch=launch.as_dict(), job=job, steps_total=train_config["steps"], eval_stamps=stamps,
+            launch=launch.as_dict(), job=job, steps_total=_planned_steps(train_config, snapshot), eval_stamps=stamps,
             created_by=created_by, experiment=experiment, variant=variant)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
             run_enqueue(run=run)
     return run
+
+
+def _planned_steps(train_config: dict, snapshot) -> int:
+    """The run's steps as far as they are known before training: ``steps``, or with ``epochs`` the
+    passes over the snapshot's queries (an upper bound: queries the plan cannot use are not
+    counted by the trainer, which reports the exact number with its first step)."""
+    epochs = train_config.get("epochs")
+    if epochs is None:
+        return int(train_config["steps"])
+    n_queries = int((snapshot.counts or {}).get("n_queries") or 1)
+    return epoch_steps(int(epochs), max(1, n_queries), int(train_config["batch_size"]))
 
 
 def training_run_cancel(*, run: TrainingRun, user=None) -> TrainingRun:
@@ -260,7 +271,7 @@ class _StepRecorder:
         step = int(record["step"])
         if self.first_step is None:
             self.first_step = step
-            self._start(step - 1)
+            self._start(step - 1, int(record.get("steps") or self.run.steps_total))
         record = json_safe(record)
         loss = record.get("loss")
         self.buffer.append(TrainingStep(run_id=self.run.pk, step=step, attempt=self.attempt,
@@ -273,15 +284,17 @@ class _StepRecorder:
         text = f"step {step}/{total}" + (f" · loss {loss:.4f}" if isinstance(loss, int | float) else "")
         self.reporter(min(step / total, 1.0), text)
 
-    def _start(self, from_step: int) -> None:
+    def _start(self, from_step: int, steps_total: int) -> None:
+        """Drop rows past the resume point; ``steps_total`` is the trainer's own count (exact for a
+        run in epochs, whose steps follow from the training plan)."""
         with transaction.atomic():
             TrainingStep.objects.filter(run_id=self.run.pk, step__gt=from_step).delete()
             run = TrainingRun.objects.select_for_update().get(pk=self.run.pk)
             if from_step > 0:
                 run.resumes = [*run.resumes, {"attempt": self.attempt, "from_step": from_step}]
-            run.steps_done = from_step
-            run.save(update_fields=["resumes", "steps_done", "updated_at"])
-            self.run.resumes = run.resumes
+            run.steps_done, run.steps_total = from_step, steps_total
+            run.save(update_fields=["resumes", "steps_done", "steps_total", "updated_at"])
+            self.run.resumes, self.run.steps_total = run.resumes, steps_total
         if from_step > 0:
             self.reporter.log(f"attempt {self.attempt} resumed from the checkpoint at step {from_step}")
 
@@ -356,10 +369,19 @@ def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None]
     if run.status == RunStatus.SUCCEEDED:
         _prepare_search(run)
     if run.experiment_id is not None and run.status in TERMINAL:
-        from workers.experiments import experiment_refresh
-
-        experiment_refresh(experiment_id=run.experiment_id)
+        _refresh_experiment(run)
     return run
+
+
+def _refresh_experiment(run: TrainingRun) -> None:
+    """The experiment's status and table after one of its cells ended. A failure here does not
+    undo the run: it is logged, and reading the experiment computes the table again."""
+    from workers.experiments import experiment_refresh
+
+    try:
+        experiment_refresh(experiment_id=run.experiment_id)
+    except Exception:
+        logger.exception("training run %s: experiment %s could not be refreshed", run.pk, run.experiment_id)
 
 
 def _training_body(run: TrainingRun, reporter: RunReporter) -> RunOutcome:
@@ -472,7 +494,7 @@ def _finish(run: TrainingRun, result: dict) -> RunOutcome:
                    "finished_at": now}
         evaluation, _ = EvaluationRun.objects.update_or_create(
             kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
-            defaults=figures, create_defaults=figures | {"created_by": run.created_by})
+            pipeline_sha256="", defaults=figures, create_defaults=figures | {"created_by": run.created_by})
         run.save(update_fields=["result", "steps_done", "metrics", "updated_at"])
     t2 = run.metrics.get("t2traj") or {}
     return RunOutcome(result={"run": run.pk, "steps": run.steps_done, "evaluation": evaluation.pk,

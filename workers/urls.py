@@ -1,6 +1,6 @@
 from django.urls import path
 
-from workers import apis, experiment_apis
+from workers import alignment_apis, apis, experiment_apis
 
 urlpatterns = [
     path("training-runs/", apis.TrainingRunListApi.as_view(), name="training-run-list"),
@@ -18,4 +18,7 @@ urlpatterns = [
          name="experiment-resume"),
     path("experiments/<int:experiment_id>/cancel/", experiment_apis.ExperimentCancelApi.as_view(),
          name="experiment-cancel"),
+    path("alignment-reports/", alignment_apis.AlignmentReportListApi.as_view(), name="alignment-report-list"),
+    path("alignment-reports/<int:report_id>/", alignment_apis.AlignmentReportDetailApi.as_view(),
+         name="alignment-report-detail"),
 ]

@@ -4,7 +4,9 @@ variant and seeds, expanded into one complete training config per (variant, seed
 A variant is a set of overrides merged into the base config key by key (:func:`merge`: nested dicts
 are merged, anything else replaced), so ``{"model": {"use_slow": false}}`` changes one setting of
 the model's config and keeps the rest. Each cell's config is the merge with ``"seed"`` set to the
-cell's seed. A preset (:data:`PRESETS`) names a model kind, its variants and its reference; a
+cell's seed. A variant's ``"pipeline"`` key is merged into the grid's retrieval pipeline
+(``models.retrievers.pipeline.RetrievalPipeline``) instead: variants that differ only there
+compare inference on the same trained weights. A preset (:data:`PRESETS`) names a model kind, its variants and its reference; a
 request may run a subset of a preset's variants (an unknown name is refused) and may add its own.
 
 The grid is checked here for its own shape (names, seeds, sizes); each cell's config is checked by
@@ -35,6 +37,7 @@ class Preset:
     reference: str
     description: str
     base: dict = field(default_factory=dict)
+    pipeline: dict = field(default_factory=dict)
 
 
 # The VTrajEmbed paper's Table 3 (seed 002, §4.4): the full model and five ablations.
@@ -51,7 +54,51 @@ TABLE3 = Preset(
         "without_lgroup": {"model": {"lambda_g": 0.0}},
     })
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (TABLE3,)}
+# SCOUT's main knob (seed 000, §5): the per-forward batch B, without gathered negatives.
+SCOUT_BATCH = Preset(
+    name="scout-batch-sweep", model_kind="scout", reference="b128",
+    description="SCOUT's per-forward batch size B (in-batch negatives only): 32, 64 and 128 (the default)",
+    base={"gather_negatives": False},
+    # B through SCOUT's recipe (ScoutConfig.batch_size): TrainConfig.batch_size = 32 is the trainer's
+    # default, which the model's recipe (128) replaces (models.training.trainer.resolve_config)
+    variants={b: {"model": {"predictor": {"batch_size": int(b[1:])}}} for b in ("b32", "b64", "b128")})
+
+DUAL_VIEW = {"retrievers": ["dense", "rewrite"], "fusion": "dual_view", "top_k": 100, "shortlist": 10}
+# ActPair (seed 003, Table 3): the original query, its rewrite, and both views fused (Eq. 7); one
+# trained model per seed, three ways of querying it.
+ACTPAIR_VIEWS = Preset(
+    name="actpair-views", model_kind="actpair", reference="original",
+    description="ActPair's query views on the same weights: original query, rewritten query, dual-view fusion "
+                "(top-100 per view, union, mean of both scores)",
+    variants={"original": {}, "rewritten": {"pipeline": {"retrievers": ["rewrite"]}},
+              "dual_view": {"pipeline": DUAL_VIEW}})
+# ActPair (seed 003, Table 5): reranking the dual-view top-10 pairwise (pivot-promote) against
+# pointwise (one VLM score per candidate), with the requests each makes per query.
+ACTPAIR_RERANK = Preset(
+    name="actpair-rerank", model_kind="actpair", reference="dual_view",
+    description="ActPair's second stage over the dual-view top-10: none, pairwise comparisons with pivot-promote "
+                "(Algorithm 1), pointwise VLM scores; requests per query reported",
+    pipeline=DUAL_VIEW,
+    variants={"dual_view": {}, "pairwise": {"pipeline": {"reranker": "pairwise"}},
+              "pointwise": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.0, "vlm": 1.0}}}})
+
+# SCOUT's second stage (seed 000, §6.2, §7.1-7.2): the first-stage top-20 reranked by the VLM
+# term, by ScoutITM, and by the blend of both with the first-stage score (the weights of
+# models.retrievers.rerank.BlendConfig, 0.2 / 0.6 / 0.2; a term left out keeps the others' ratio).
+# With "fuse_runs" and "fusion": "combsum" in the request's pipeline, the first stage of every
+# variant is the CombSUM of this model and those runs.
+SCOUT_RERANK = Preset(
+    name="scout-rerank", model_kind="scout", reference="first_stage",
+    description="SCOUT's reranking over the first-stage top-20 on the same weights: first stage alone, + VLM "
+                "term, + ScoutITM (trained on mined negatives), the full blend (0.2 / 0.6 / 0.2)",
+    base={"model": {"itm": {"enabled": True}}}, pipeline={"shortlist": 20},
+    variants={"first_stage": {},
+              "vlm": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.25, "vlm": 0.75, "itm": 0.0}}},
+              "itm": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.5, "vlm": 0.0, "itm": 0.5}}},
+              "full_blend": {"pipeline": {"reranker": "pointwise",
+                                          "weights": {"first_stage": 0.2, "vlm": 0.6, "itm": 0.2}}}})
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (TABLE3, SCOUT_BATCH, SCOUT_RERANK, ACTPAIR_VIEWS, ACTPAIR_RERANK)}
 
 
 def merge(base: Mapping, overrides: Mapping) -> dict:
@@ -72,7 +119,8 @@ class ExperimentSpec(PlainConfig):
 
     model_kind: str = ""                         # a registered retriever kind (a preset gives its own)
     base: dict = field(default_factory=dict)     # TrainConfig keys shared by every cell (model config under "model")
-    variants: dict = field(default_factory=dict)  # name -> overrides merged into base
+    pipeline: dict = field(default_factory=dict)  # the retrieval pipeline every cell is evaluated with ({}: dense)
+    variants: dict = field(default_factory=dict)  # name -> overrides merged into base (stored: [name, overrides] pairs)
     reference: str = ""                          # the variant the others are compared with
     seeds: tuple[int, ...] = (0, 1, 2)           # one training per variant and seed
     n_resamples: int = 10000                     # paired bootstrap resamples
@@ -80,6 +128,9 @@ class ExperimentSpec(PlainConfig):
 
     def __post_init__(self) -> None:
         self.seeds = tuple(self.seeds)
+        if isinstance(self.variants, list | tuple) and all(isinstance(v, list | tuple) and len(v) == 2
+                                                           for v in self.variants):
+            self.variants = {name: overrides for name, overrides in self.variants}    # the stored form
         problems = []
         if not self.model_kind:
             problems.append("model_kind is required")
@@ -96,9 +147,13 @@ class ExperimentSpec(PlainConfig):
                     problems.append(f"variant {name!r}: overrides must be an object")
                 elif "seed" in overrides:
                     problems.append(f"variant {name!r}: the seed is set per cell by seeds, not by a variant")
+                elif not isinstance(overrides.get("pipeline", {}), dict):
+                    problems.append(f"variant {name!r}: pipeline must be an object")
             if self.reference not in self.variants:
                 problems.append(f"reference {self.reference!r} is not one of the variants "
                                 f"({', '.join(map(str, self.variants))})")
+        if not isinstance(self.pipeline, dict):
+            problems.append("pipeline must be an object (models.retrievers.pipeline.RetrievalPipeline)")
         if "seed" in (self.base if isinstance(self.base, dict) else {}):
             problems.append("base: the seed is set per cell by seeds")
         if not self.seeds or len(self.seeds) > MAX_SEEDS:
@@ -117,10 +172,21 @@ class ExperimentSpec(PlainConfig):
         if problems:
             raise ValueError("experiment: " + "; ".join(problems))
 
-    def cells(self) -> list[tuple[str, int, dict]]:
-        """``(variant, seed, config)`` of every training, variants in declared order, then seeds."""
-        return [(name, seed, merge(merge(self.base, overrides), {"seed": seed}))
-                for name, overrides in self.variants.items() for seed in self.seeds]
+    def stored(self) -> dict:
+        """:meth:`as_dict` with the variants as ``[name, overrides]`` pairs, so their order survives
+        a store that sorts object keys (PostgreSQL's jsonb); :meth:`from_dict` reads both forms."""
+        return self.as_dict() | {"variants": [[name, overrides] for name, overrides in self.variants.items()]}
+
+    def cells(self) -> list[tuple[str, int, dict, dict]]:
+        """``(variant, seed, training config, pipeline)`` of every cell, variants in declared order,
+        then seeds. A variant's ``"pipeline"`` key is merged into the base pipeline; the rest of
+        its overrides into the base training config."""
+        out = []
+        for name, overrides in self.variants.items():
+            training = {k: v for k, v in overrides.items() if k != "pipeline"}
+            pipeline = merge(self.pipeline, overrides.get("pipeline") or {})
+            out += [(name, seed, merge(merge(self.base, training), {"seed": seed}), pipeline) for seed in self.seeds]
+        return out
 
 
 def spec_from_request(data: Mapping) -> ExperimentSpec:
@@ -147,6 +213,8 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
         raise ValueError(f"experiment: preset {preset.name} is for {preset.model_kind}, not {data['model_kind']!r}")
     if not isinstance(data.get("base") or {}, Mapping):
         raise ValueError("experiment: base must be an object of training-config keys")
+    if not isinstance(data.get("pipeline") or {}, Mapping):
+        raise ValueError("experiment: pipeline must be an object")
     variants = data.pop("variants", None)
     if variants is None:
         chosen = dict(preset.variants)
@@ -163,4 +231,5 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
         raise ValueError("experiment: variants must be a list of preset variant names or an object")
     return ExperimentSpec.from_dict({"model_kind": preset.model_kind, "reference": preset.reference,
                                      **data, "base": merge(preset.base, data.get("base") or {}),
+                                     "pipeline": merge(preset.pipeline, data.get("pipeline") or {}),
                                      "variants": chosen})

@@ -126,3 +126,35 @@ def table_csv(table: Mapping) -> str:
                              number(row["std"]), " ".join(number(v) for v in row["values"]), number(row["delta"]),
                              number(row["low"]), number(row["high"]), number(row["p_value"]), row["n_queries"]])
     return buffer.getvalue()
+
+
+# -- second-stage requests ---------------------------------------------------------------------------
+REQUEST_KINDS = ("comparator_requests", "scorer_requests", "invalid_answers")
+
+
+def request_counts(report: Mapping) -> dict:
+    """Requests per query of one evaluation's pipeline report (``models.retrievers.pipeline``): per
+    kind, the mean over queries and the total; zeros for a pipeline without a reranker."""
+    out = {}
+    for kind in REQUEST_KINDS:
+        per_query = list((report.get(kind) or {}).get("per_query") or [])
+        out[kind] = {"per_query_mean": float(np.mean(per_query)) if per_query else 0.0,
+                     "per_query_max": int(max(per_query)) if per_query else 0, "total": int(sum(per_query))}
+    return out
+
+
+def merge_request_counts(counts: Sequence[Mapping]) -> dict:
+    """One variant's :func:`request_counts` over its seeds: the mean of the per-query means, the
+    largest per-query count and the summed totals, with the number of seeds."""
+    out: dict = {"n_seeds": len(counts)}
+    for kind in REQUEST_KINDS:
+        parts = [c[kind] for c in counts]
+        out[kind] = {"per_query_mean": float(np.mean([p["per_query_mean"] for p in parts])) if parts else 0.0,
+                     "per_query_max": max((p["per_query_max"] for p in parts), default=0),
+                     "total": sum(p["total"] for p in parts)}
+    return out
+
+
+def pipelines_of(spec) -> dict[str, dict]:
+    """The retrieval pipeline each variant of an ``ExperimentSpec`` is evaluated with."""
+    return {variant: pipeline for variant, _, _, pipeline in spec.cells()[::max(1, len(spec.seeds))]}

@@ -6,8 +6,12 @@ For each trajectory (or a training variant of one, see ``models.training.batchin
   at evenly spaced positions of the time-ordered list, both endpoints included; a single
   selected observation is the first one (:func:`uniform_positions`). The stored observations are
   never changed.
-- **Appearance** ``a_t``: the frozen image encoder's vector of the box's region of interest
-  (the crop of the box, grown by ``crop_pad``, clipped to the frame).
+- **Appearance** ``a_t``: the frozen Fast encoder's vector of the box's region of interest (the
+  box grown by ``crop_pad``, clipped to the frame). With ``fast_input="rois"`` (VTrajEmbed, C.3)
+  the encoder reads the box from the full frame at its own pixel budget ``P_f``
+  (``ImageEncoder.encode_rois``: ROI-align over a vision tower's feature maps, or the handcrafted
+  descriptor of the box's pixels at that resolution); with ``"crops"`` (SCOUT, ActPair) it encodes
+  the crop alone (``encode_crops``). Without a Fast encoder ``a_t`` has width 0.
 - **Geometry** ``g_t = [cx, cy, w, h, A_t, d_t, log(A_t / A_t⁻), t / max(T - 1, 1)]``
   (:func:`geometry_features`): the box centre, width and height as fractions of the frame's width
   and height; ``A_t = w·h`` the box area as a fraction of the frame; ``t⁻`` the previous Fast
@@ -16,14 +20,17 @@ For each trajectory (or a training variant of one, see ``models.training.batchin
   ``log(A_t / A_t⁻)`` the log scale change (both 0 at the first observation); ``t`` the frame
   index and ``T`` the video's frame count, so the last entry places the observation in the video.
 - **Slow context** for ``n_s = min(budget, n_f)`` observations preselected at evenly spaced
-  positions of the Fast list (same rule): the frozen context encoder's unit global feature of
-  the full frame (used by the model's redundancy pruning at threshold τ, which therefore stays a
-  model setting and needs no new features) and its spatial context tokens.
+  positions of the Fast list (same rule): the frozen Slow encoder's spatial context tokens of the
+  full frame (read at its own pixel budget ``P_s``) and a unit global feature of the frame, used by
+  the model's redundancy pruning at threshold τ (a model setting, so it needs no new features):
+  the separate pruning encoder's when there is one (the paper's CLIP-style auxiliary encoder),
+  else the Slow encoder's. Without a Slow encoder a record has no Slow frames.
 
 Queries get the frozen text encoder's pooled vector and token vectors (:class:`TextFeatures`).
 
 Entries are cached by content (``models.backends.encoders.cache``): the video file's SHA-256, the exact
-observations, the encoder names and the sampling settings. Frames are read with
+observations, the names of the Fast, Slow and pruning encoders (which hold their pixel budgets,
+tapped layers and projectors) and the sampling settings. Frames are read with
 ``models.media.video.FrameReader`` in increasing order, once per video, and a frame used by several
 tracks is encoded once.
 """
@@ -42,14 +49,19 @@ from models.backends.encoders import (
     array_digest,
     cache_key,
 )
+from models.backends.encoders.base import region
 from models.config import PlainConfig
 from models.media.video import FrameReader, content_sha256
 from models.training.snapshot import RelationSnapshotData, SnapshotVideo
 
 GEOMETRY_DIM = 8
-FEATURES_VERSION = "track-features/v1"
+FEATURES_VERSION = "track-features/v2"
 TEXT_FEATURES_VERSION = "text-features/v1"
 RecordKey = tuple[int, int]                      # (trajectory id, variant): variant 0 is the stored track
+FAST_PIXEL_BUDGET = 65_536                       # P_f: pixels per full frame read by the Fast branch (C.3, 256²)
+SLOW_PIXEL_BUDGET = 200_704                      # P_s: pixels per full frame read by the Slow branch (C.4, 448²)
+FAST_INPUTS = ("rois", "crops")                  # FeatureConfig.fast_input
+FRAMES_PER_PASS = 32                             # full frames held and encoded at a time for the Fast branch
 
 
 @dataclass
@@ -59,6 +71,7 @@ class FeatureConfig(PlainConfig):
     n_fast_max: int = 32                         # n_f^max: Fast observations per track
     n_slow_budget: int = 4                       # n_s budget: Slow frames preselected per track (1-4)
     crop_pad: float = 0.0                        # ROI growth around the box, as a fraction of its size
+    fast_input: str = "rois"                     # "rois": boxes read from full frames (C.3) | "crops": box crops alone
     cache_dir: str | None = None                 # disk cache folder; None keeps nothing
 
     def __post_init__(self) -> None:
@@ -69,6 +82,8 @@ class FeatureConfig(PlainConfig):
             problems.append(f"n_slow_budget must be in 1..4 (paper C.2), got {self.n_slow_budget}")
         if not 0.0 <= self.crop_pad <= 1.0:
             problems.append(f"crop_pad must be in [0, 1], got {self.crop_pad}")
+        if self.fast_input not in FAST_INPUTS:
+            problems.append(f"fast_input must be one of {', '.join(FAST_INPUTS)}, got {self.fast_input!r}")
         if problems:
             raise ValueError("FeatureConfig: " + "; ".join(problems))
 
@@ -82,10 +97,10 @@ class TrackFeatures:
     variant: int                                 # 0: the stored observations; k >= 1: a training variant
     frames: np.ndarray                           # [n_f] int32 frame indices of the Fast observations
     boxes: np.ndarray                            # [n_f, 4] float32 their boxes (xyxy, pixels)
-    appearance: np.ndarray                       # [n_f, D_a] float32 a_t
+    appearance: np.ndarray                       # [n_f, D_a] float32 a_t (D_a = 0 without a Fast encoder)
     geometry: np.ndarray                         # [n_f, 8] float32 g_t
     slow_positions: np.ndarray                   # [n_s] int64 positions in the Fast list (the preselected S_0)
-    context_global: np.ndarray                   # [n_s, D_g] float32 unit global features of those frames
+    context_global: np.ndarray                   # [n_s, D_g] float32 unit global features of those frames (pruning)
     context_tokens: np.ndarray                   # [n_s, N_t, D_x] float32 their context tokens
     context_mask: np.ndarray                     # [n_s, N_t] bool: real tokens
 
@@ -156,16 +171,24 @@ def geometry_features(frames: np.ndarray, boxes: np.ndarray, width: int, height:
     return np.stack([cx, cy, w, h, area, moved, log_scale, when], axis=1).astype(np.float32)
 
 
-def roi(frame: np.ndarray, box: np.ndarray, pad: float) -> np.ndarray:
-    """The box's region (grown by ``pad``), clipped to the frame and at least one pixel."""
-    fh, fw = frame.shape[:2]
+def grow_box(box: np.ndarray, pad: float) -> np.ndarray:
+    """``box`` (xyxy) grown by ``pad`` of its width and height on each side: ``[4]`` float32."""
     x1, y1, x2, y2 = (float(v) for v in box)
     px, py = (x2 - x1) * pad, (y2 - y1) * pad
-    xa = int(np.clip(np.floor(x1 - px), 0, fw - 1))
-    ya = int(np.clip(np.floor(y1 - py), 0, fh - 1))
-    xb = int(np.clip(np.ceil(x2 + px), xa + 1, fw))
-    yb = int(np.clip(np.ceil(y2 + py), ya + 1, fh))
-    return frame[ya:yb, xa:xb]
+    return np.asarray([x1 - px, y1 - py, x2 + px, y2 + py], np.float32)
+
+
+def clip_box(box: np.ndarray, width: int, height: int) -> np.ndarray:
+    """``box`` clipped to a ``width × height`` frame, at least one pixel wide and high (the pixels
+    :func:`roi` reads): ``[4]`` float32."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    xa, ya = float(np.clip(np.floor(x1), 0, width - 1)), float(np.clip(np.floor(y1), 0, height - 1))
+    return np.asarray([xa, ya, np.clip(np.ceil(x2), xa + 1, width), np.clip(np.ceil(y2), ya + 1, height)], np.float32)
+
+
+def roi(frame: np.ndarray, box: np.ndarray, pad: float) -> np.ndarray:
+    """The box's region (grown by ``pad``), clipped to the frame and at least one pixel."""
+    return region(frame, grow_box(box, pad))
 
 
 @dataclass
@@ -179,13 +202,22 @@ class _Request:
 
 
 class FeatureExtractor:
-    """Computes and caches :class:`TrackFeatures` and :class:`TextFeatures` (module docstring)."""
+    """Computes and caches :class:`TrackFeatures` and :class:`TextFeatures` (module docstring).
 
-    def __init__(self, config: FeatureConfig | None, appearance: ImageEncoder, *,
-                 context: ImageEncoder | None = None, text: TextEncoder | None = None):
+    ``fast`` makes ``a_t`` (None: no Fast features, width 0); ``slow`` the Slow frames' context
+    tokens and, without a ``pruning`` encoder, their global features (None: no Slow frames). At
+    least one of ``fast`` and ``slow`` is needed."""
+
+    def __init__(self, config: FeatureConfig | None, fast: ImageEncoder | None, *,
+                 slow: ImageEncoder | None = None, pruning: ImageEncoder | None = None,
+                 text: TextEncoder | None = None):
+        if fast is None and slow is None:
+            raise ValueError("a feature extractor needs a Fast or a Slow encoder (or both)")
+        if pruning is not None and slow is None:
+            raise ValueError("a pruning encoder reads the Slow frames: it needs a Slow encoder")
         self.config = config or FeatureConfig()
-        self.appearance = appearance
-        self.context = context or appearance
+        self.fast, self.slow, self.pruning = fast, slow, pruning
+        self.fast_dim = 0 if fast is None else (fast.roi_dim if self.config.fast_input == "rois" else fast.dim)
         self.text = text
         self.cache = FeatureCache(self.config.cache_dir)
         self._video_sha: dict[str, str] = {}
@@ -203,6 +235,8 @@ class FeatureExtractor:
         out: dict[RecordKey, TrackFeatures] = {}
         todo: list[_Request] = []
         sha = self.video_sha(video.path) if observations else ""
+        names = {role: (enc.name if enc is not None else None)
+                 for role, enc in (("fast", self.fast), ("slow", self.slow), ("pruning", self.pruning))}
         for (track_id, variant), (frames, boxes) in observations.items():
             frames = np.asarray(frames, dtype=np.int32).reshape(-1)
             boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
@@ -212,8 +246,8 @@ class FeatureExtractor:
                 raise ValueError(f"record ({track_id}, {variant}): frames must increase within 0..{video.n_frames - 1}")
             pick = uniform_positions(len(frames), cfg.n_fast_max)
             sf, sb = frames[pick], boxes[pick]
-            slow = uniform_positions(len(sf), cfg.n_slow_budget)
-            key = {"kind": FEATURES_VERSION, "appearance": self.appearance.name, "context": self.context.name,
+            slow = uniform_positions(len(sf), cfg.n_slow_budget) if self.slow is not None else np.zeros(0, np.int64)
+            key = {"kind": FEATURES_VERSION, **names, "fast_input": cfg.fast_input,
                    "video": sha, "size": [video.width, video.height, video.n_frames],
                    "observations": array_digest(frames, boxes), "n_fast_max": cfg.n_fast_max,
                    "n_slow_budget": cfg.n_slow_budget, "crop_pad": cfg.crop_pad}
@@ -233,40 +267,69 @@ class FeatureExtractor:
         return out
 
     def _compute(self, video: SnapshotVideo, todo: list[_Request]) -> list[TrackFeatures]:
-        crops_at: dict[int, list[tuple[int, int]]] = {}                  # frame -> [(request, position)]
+        boxes_at: dict[int, list[tuple[int, int]]] = {}                  # frame -> [(request, position)]
         slow_frames: set[int] = set()
         for r, req in enumerate(todo):
             for j, f in enumerate(req.frames.tolist()):
-                crops_at.setdefault(f, []).append((r, j))
+                boxes_at.setdefault(f, []).append((r, j))
             slow_frames.update(req.frames[req.slow].tolist())
-        crops: list[np.ndarray] = []
-        where: list[tuple[int, int]] = []
+        appearance = [np.zeros((len(req.frames), self.fast_dim), np.float32) for req in todo]   # [n_f, D_a] each
         context_images: dict[int, np.ndarray] = {}
+        pending: list[tuple[int, np.ndarray]] = []                       # (frame index, full frame) to encode
+
+        def flush() -> None:
+            where = [rj for f, _ in pending for rj in boxes_at[f]]
+            vectors = self._fast_vectors(pending, boxes_at, todo)                     # [len(where), D_a]
+            for (r, j), vec in zip(where, vectors):
+                appearance[r][j] = vec
+            pending.clear()
+
         with FrameReader(video.path, fps=video.fps, frame_count=video.n_frames, cache_frames=0) as reader:
-            for f in sorted(crops_at):
-                frame = reader.read(f)
-                for r, j in crops_at[f]:
-                    crops.append(np.ascontiguousarray(roi(frame, todo[r].boxes[j], self.config.crop_pad)))
-                    where.append((r, j))
+            for f in sorted(boxes_at):
+                if self.fast is None and f not in slow_frames:
+                    continue
+                frame = reader.read(f).copy()                            # held past the next read
+                if self.fast is not None:
+                    pending.append((f, frame))
+                    if len(pending) >= FRAMES_PER_PASS:
+                        flush()
                 if f in slow_frames:
-                    context_images[f] = frame.copy()
-        vectors = self.appearance.encode_crops(crops)                                    # [N, D_a]
+                    context_images[f] = frame
+        if pending:
+            flush()
         order = sorted(context_images)
-        ctx = self.context.encode_frames([context_images[f] for f in order])
         ctx_row = {f: i for i, f in enumerate(order)}
-        appearance = [np.zeros((len(req.frames), self.appearance.dim), np.float32) for req in todo]
-        for (r, j), vec in zip(where, vectors):
-            appearance[r][j] = vec
+        ctx = glob = None
+        if order:
+            images = [context_images[f] for f in order]
+            ctx = self.slow.encode_frames(images)
+            glob = (self.pruning.encode_frames(images) if self.pruning is not None else ctx).global_features
         out = []
         for r, req in enumerate(todo):
             rows = [ctx_row[f] for f in req.frames[req.slow].tolist()]
+            if ctx is not None:
+                context = (glob[rows], ctx.tokens[rows], ctx.token_mask[rows])
+            else:                                                        # no Slow encoder: no Slow frames
+                context = (np.zeros((0, 0), np.float32), np.zeros((0, 1, 0), np.float32), np.zeros((0, 1), bool))
             out.append(TrackFeatures(
                 track_id=req.track_id, video_id=int(video.id), variant=req.variant,
                 frames=req.frames, boxes=req.boxes, appearance=appearance[r],
                 geometry=geometry_features(req.frames, req.boxes, video.width, video.height, video.n_frames),
-                slow_positions=req.slow.astype(np.int64), context_global=ctx.global_features[rows],
-                context_tokens=ctx.tokens[rows], context_mask=ctx.token_mask[rows]))
+                slow_positions=req.slow.astype(np.int64), context_global=context[0],
+                context_tokens=context[1], context_mask=context[2]))
         return out
+
+    def _fast_vectors(self, pending: list[tuple[int, np.ndarray]], boxes_at: Mapping[int, list[tuple[int, int]]],
+                      todo: list[_Request]) -> np.ndarray:
+        """``a_t`` of every box on the ``pending`` frames, frame by frame: ``[n, D_a]``."""
+        pad = self.config.crop_pad
+        if self.config.fast_input == "crops":
+            crops = [np.ascontiguousarray(roi(frame, todo[r].boxes[j], pad)) for f, frame in pending
+                     for r, j in boxes_at[f]]
+            return self.fast.encode_crops(crops)
+        boxes = [np.stack([clip_box(grow_box(todo[r].boxes[j], pad), frame.shape[1], frame.shape[0])
+                           for r, j in boxes_at[f]]) for f, frame in pending]                 # [n_i, 4] each
+        return self.fast.encode_rois([frame for _, frame in pending], boxes)
 
     def snapshot_tracks(self, snapshot: RelationSnapshotData,
                         extra: Mapping[RecordKey, tuple[np.ndarray, np.ndarray]] | None = None

@@ -81,6 +81,19 @@ different videos; links through a verified match are taken first), so the cross-
 the batch terms need land in the same batch; the rest comes in order. The plan is a pure
 function of the seed: batch ``s`` is the same however often the plan is rebuilt (a resumed run
 continues exactly). :data:`PLAN_VERSION` names these rules; a checkpoint records it.
+
+**Class-balanced batches** (``sampler="class_balanced"``, SCOUT 5.1: +1.6 points for matching the
+test set's normal/anomalous balance). Each group has a class, :meth:`TrainingPlan.group_class`,
+from its query's own predicates (training may read approved query text): with ``class_by="events"``
+(the default) the behaviour the query states, the names of its event predicates
+(``models.facts.EVENTS``: walks, stands, enters, ...) joined with ``+``, or ``none`` for an
+appearance- or scene-only query, the nearest thing to the paper's normal/anomalous behaviour;
+with ``class_by`` set to a predicate name, that predicate's value (``none`` without one).
+Batches come from ``models.retrievers.scout.sampler.ClassBalancedBatchSampler`` over the groups:
+every class an equal share of each batch, ``⌈G / batch_size⌉`` batches per epoch, epoch ``e``
+drawn from ``[seed, e]``, so batch ``s`` is again a pure function of the seed. The linking of
+``link_fraction`` does not apply to them. The default ``uniform`` sampler is the
+relation-aware batching above, unchanged.
 """
 from __future__ import annotations
 
@@ -91,6 +104,8 @@ import numpy as np
 import torch
 
 from models.config import PlainConfig
+from models.facts import EVENTS
+from models.retrievers.scout.sampler import ClassBalancedBatchSampler
 from models.training.snapshot import RelationSnapshotData
 
 GROUP_SIZE = 4                                   # slots of a full group (an L_bi-only row has GROUP_SIZE - 1)
@@ -98,6 +113,8 @@ CLEAN, SECOND, THIRD, NEGATIVE = 0, 1, 2, 3      # a group's slots (module docst
 CROSS_VIDEO = -1                                 # the slot of a cross-video column (group ⊥, relation 1)
 PLAN_VERSION = 2                                 # 2: within-video P_b, L_bi-only rows, cross-video columns
 RecordKey = tuple[int, int]                      # (trajectory id, variant); variant 0: the stored track
+SAMPLERS = ("uniform", "class_balanced")         # BatchingConfig.sampler
+NO_CLASS = "none"                                # the class of a query without the class_by predicate(s)
 
 
 @dataclass
@@ -114,6 +131,8 @@ class BatchingConfig(PlainConfig):
     cross_video_columns: int = 1                 # verified cross-video matches per query added as columns (L_bi only)
     repeat_clean_gt: bool = True                 # no own-video positive for slot 3: the clean GT again, not a 2nd variant
     use_pseudo: bool = False                     # pseudo-labels fill the batch relations (never the groups; D.2)
+    sampler: str = "uniform"                     # "uniform" (relation-aware) | "class_balanced" (module docstring)
+    class_by: str = "events"                     # a group's class: "events" (stated behaviour) or a predicate name
 
     def __post_init__(self) -> None:
         self.segment_fraction = tuple(float(v) for v in self.segment_fraction)
@@ -134,6 +153,10 @@ class BatchingConfig(PlainConfig):
             problems.append(f"link_fraction must be in [0, 1], got {self.link_fraction}")
         if self.cross_video_columns < 0:
             problems.append(f"cross_video_columns must be >= 0, got {self.cross_video_columns}")
+        if self.sampler not in SAMPLERS:
+            problems.append(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
+        if not isinstance(self.class_by, str) or not self.class_by:
+            problems.append(f"class_by must be 'events' or a predicate name, got {self.class_by!r}")
         if problems:
             raise ValueError("BatchingConfig: " + "; ".join(problems))
 
@@ -342,12 +365,31 @@ class TrainingPlan:
             cross = [int(t) for t in self._t_ids[(row == 1) & ~own] if t != target]
             negatives = [int(t) for t in self._t_ids[(row == 0) & own]]
             self.groups.append(Group(q.id, q.video_id, int(target), positives, negatives, cross))
+        self._query_predicates = {q.id: [p for p in q.predicates if isinstance(p, dict)] for q in snapshot.queries}
         if not self.groups:
             raise ValueError(f"snapshot {snapshot.split!r}: no query can form a training group "
                              f"({len(self.excluded)} excluded, e.g. {next(iter(self.excluded.items()), None)})")
         self._links = self._linked()
         self._plan: list[list[int]] = []                  # batch -> group indices
         self._plan_state: tuple | None = None
+        self._balanced: tuple[int, ClassBalancedBatchSampler, dict[int, list[list[int]]]] | None = None
+
+    def group_class(self, group: Group) -> str:
+        """The class of ``group`` for class-balanced batches (module docstring)."""
+        predicates = self._query_predicates.get(group.query_id, [])
+        if self.config.class_by == "events":
+            names = sorted({str(p.get("name")) for p in predicates if p.get("name") in EVENTS})
+            return "+".join(names) or NO_CLASS
+        values = sorted({str(p.get("value")) for p in predicates if p.get("name") == self.config.class_by})
+        return "+".join(values) or NO_CLASS
+
+    def class_counts(self) -> dict[str, int]:
+        """Training groups per class (:meth:`group_class`)."""
+        counts: dict[str, int] = {}
+        for g in self.groups:
+            c = self.group_class(g)
+            counts[c] = counts.get(c, 0) + 1
+        return dict(sorted(counts.items()))
 
     def counts(self) -> dict:
         """How the snapshot's queries entered the plan: ``groups`` (with a within-video negative,
@@ -425,8 +467,29 @@ class TrainingPlan:
         """The groups of optimizer step ``step`` (deterministic in the seed)."""
         if step < 0 or batch_size < 1:
             raise ValueError(f"need step >= 0 and batch_size >= 1, got {step} and {batch_size}")
+        if self.config.sampler == "class_balanced":
+            return [self.groups[i] for i in self._balanced_batch(step, batch_size)]
         self._compose(step + 1, batch_size)
         return [self.groups[i] for i in self._plan[step]]
+
+    def _balanced_batch(self, step: int, batch_size: int) -> list[int]:
+        """Group indices of step ``step`` under the class-balanced sampler (epoch ``step // n``)."""
+        if self._balanced is None or self._balanced[0] != batch_size:
+            labels = [self.group_class(g) for g in self.groups]
+            try:
+                sampler = ClassBalancedBatchSampler(labels, batch_size, seed=self.seed)
+            except ValueError as exc:
+                raise ValueError(f"class-balanced batches of {batch_size} groups by {self.config.class_by!r} "
+                                 f"(classes {self.class_counts()}): {exc}; lower batch_size or use the "
+                                 "uniform sampler") from None
+            self._balanced = (batch_size, sampler, {})
+        _, sampler, epochs = self._balanced
+        epoch, index = divmod(step, len(sampler))
+        if epoch not in epochs:
+            sampler.set_epoch(epoch)
+            epochs.clear()                             # steps go forward: one epoch is kept at a time
+            epochs[epoch] = list(sampler)
+        return epochs[epoch][index]
 
     def _slots(self, g: Group, rng: np.random.Generator) -> tuple[list[RecordKey], list[int]]:
         """One group's own records and their slots (module docstring), then its cross-video columns."""

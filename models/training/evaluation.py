@@ -12,10 +12,12 @@ import math
 import numpy as np
 import torch
 
+from models.retrievers.pipeline import Gallery, PipelineResult, PipelineSetup, run_pipeline
 from models.training.metrics import evaluate_ocvr, evaluate_t2traj, evaluate_traj2t, protocol_rows
 from models.training.snapshot import RelationSnapshotData
 
-__all__ = ["embed_snapshot", "evaluate", "evaluate_rows", "random_baseline", "score_snapshot", "snapshot_rows"]
+__all__ = ["embed_snapshot", "evaluate", "evaluate_rows", "random_baseline", "score_snapshot", "snapshot_pipeline",
+           "snapshot_rows"]
 
 
 # -- embeddings and scores -----------------------------------------------------------------------------------------
@@ -42,30 +44,58 @@ def embed_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
 
 
 def score_snapshot(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
-                   cache_dir: str | None = None) -> np.ndarray:
+                   cache_dir: str | None = None, pipeline=None) -> np.ndarray:
     """The scores ``[E, T]`` evaluation ranks: ``model.score`` of every query against every
-    trajectory, from :func:`embed_snapshot` over the snapshot's model inputs (DESIGN 4.4)."""
+    trajectory, from :func:`embed_snapshot` over the snapshot's model inputs (DESIGN 4.4); with a
+    ``pipeline`` (``models.retrievers.pipeline``), that pipeline's final scores
+    (:func:`snapshot_pipeline`)."""
+    if pipeline is not None:
+        return snapshot_pipeline(model, snapshot, pipeline, cache_dir=cache_dir).scores
     q, v, _ = embed_snapshot(model, snapshot, cache_dir=cache_dir)
     with torch.inference_mode():
         return model.score(torch.from_numpy(q).to(_model_device(model)),
                            torch.from_numpy(v).to(_model_device(model))).float().cpu().numpy()  # [E, T]
 
 
-def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_dir: str | None = None) -> dict:
+def snapshot_pipeline(model: torch.nn.Module, snapshot: RelationSnapshotData, pipeline, *,
+                      cache_dir: str | None = None) -> PipelineResult:
+    """``models.retrievers.pipeline.run_pipeline`` over the snapshot's query texts, the galleries
+    being :func:`embed_snapshot`'s trajectory embeddings of the model and of the pipeline's fused
+    models (``pipeline``: a ``RetrievalPipeline``, its dict, or a ``PipelineSetup``)."""
+    setup = PipelineSetup.of(pipeline)
+    inputs = snapshot.model_inputs()
+    galleries = []
+    for m in (model, *setup.fused):
+        _, vectors, data = embed_snapshot(m, inputs, cache_dir=cache_dir)
+        galleries.append(Gallery(m, vectors, data))
+    return run_pipeline(setup.pipeline, galleries, inputs, [q.text for q in inputs.queries], tools=setup.tools)
+
+
+def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_dir: str | None = None,
+             pipeline=None) -> dict:
     """T2Traj, Traj2T and OCVR of ``model`` on ``snapshot`` (verified binary labels only; pseudo-labels
     never count), and the random T2Traj baseline (:func:`random_baseline`; its ``R@1`` is the
     ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``). The scores are
-    :func:`score_snapshot`'s; the labels are read only to rank them into figures."""
-    sim = score_snapshot(model, snapshot, cache_dir=cache_dir)                  # [E, T]
-    return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
+    :func:`score_snapshot`'s; the labels are read only to rank them into figures. With a
+    ``pipeline`` the scores are its final scores and its report (requests per query, invalid
+    answers) comes back under ``"pipeline"``."""
+    return evaluate_rows(model, snapshot, cache_dir=cache_dir, pipeline=pipeline)[0]
 
 
-def evaluate_rows(model: torch.nn.Module, snapshot: RelationSnapshotData, *,
-                  cache_dir: str | None = None) -> tuple[dict, dict]:
+def evaluate_rows(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_dir: str | None = None,
+                  pipeline=None) -> tuple[dict, dict]:
     """:func:`evaluate`'s figures and, from the same scores, the per-row values of every protocol
     (:func:`snapshot_rows`): what an experiment pairs across variants and seeds."""
-    sim = score_snapshot(model, snapshot, cache_dir=cache_dir)                  # [E, T]
-    return _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}, snapshot_rows(sim, snapshot)
+    report = None
+    if pipeline is not None:
+        result = snapshot_pipeline(model, snapshot, pipeline, cache_dir=cache_dir)
+        sim, report = result.scores, result.report
+    else:
+        sim = score_snapshot(model, snapshot, cache_dir=cache_dir)              # [E, T]
+    metrics = _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
+    if report is not None:
+        metrics["pipeline"] = report
+    return metrics, snapshot_rows(sim, snapshot)
 
 
 def snapshot_rows(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:

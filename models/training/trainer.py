@@ -36,6 +36,14 @@ Optional:
     taken from the model are reported in the result's ``model_defaults``.
 ``no_weight_decay() -> set[str]``
     Names of further parameters to keep out of weight decay (1-D and scalar parameters always are).
+``after_training(data, snapshot, ctx) -> dict``
+    A stage of the model's own over the trained model, run once the steps are done and before the
+    final checkpoint and evaluation (SCOUT: ScoutITM trained on negatives mined by the trained first
+    stage). It must be idempotent: a resumed run calls it again, so a model keeps in its state whether
+    the stage ran. Its figures go in the result's ``after_training``.
+``summarize(data) -> dict``
+    Figures about prepared data (VTrajEmbed: the retained Slow frame counts), put in the result's
+    ``data_summary`` for the training data and, after the evaluation, for the evaluated snapshot.
 
 Frozen submodules (pretrained weights loaded from a path) must have ``requires_grad = False``:
 checkpoints keep only trained parameters and buffers, and the builder reloads the rest.
@@ -51,10 +59,12 @@ optimizer, scheduler, every RNG, step, process count) atomically every ``checkpo
 and at the end, and **resumes** from the checkpoint in ``out_dir``: the batch of step ``s`` is a
 pure function of the seed, so a resumed run does the same steps as an uninterrupted one (on CPU
 with a fixed seed it ends with the same weights). A resume must use the same number of processes
-(each has its own random stream). At the end it evaluates on ``eval_snapshot`` (T2Traj, Traj2T,
-OCVR through ``models.training.metrics``, in float32). ``precision="bf16"`` runs each step's forward
-pass and loss under ``torch.autocast(device.type, dtype=torch.bfloat16)`` (CUDA or CPU); parameters,
-gradients and AdamW state stay float32 (bf16 has float32's range: no loss scaling).
+(each has its own random stream). With ``epochs`` set, ``steps`` is :func:`epoch_steps` over the
+plan's training queries, resolved once the plan is built (the result reports both). At the end it
+evaluates on ``eval_snapshot`` (T2Traj, Traj2T, OCVR through ``models.training.metrics``, in
+float32). ``precision="bf16"`` runs each step's forward pass and loss under
+``torch.autocast(device.type, dtype=torch.bfloat16)`` (CUDA or CPU); parameters, gradients and
+AdamW state stay float32 (bf16 has float32's range: no loss scaling).
 
 The realized counts (positives, negatives, pseudo-labels apart, across videos; the rows
 ``L_group`` scores, the L_bi-only rows and the extra cross-video columns of
@@ -103,7 +113,8 @@ MODEL_KINDS: dict[str, ModelKind | Callable[[dict], torch.nn.Module]] = RETRIEVE
 RUN_IDENTITY = ("batch_size", "lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "seed",
                 "batching", "model", "gather_negatives", "precision")
 # TrainConfig fields a model's optimizer_defaults() may supply (see the module docstring).
-MODEL_DEFAULTABLE = ("lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "batching")
+MODEL_DEFAULTABLE = ("lr", "betas", "weight_decay", "warmup_steps", "min_lr_ratio", "batching", "batch_size",
+                     "gather_negatives")
 MAX_STEPS = 10_000_000       # steps, warmup_steps and checkpoint_every: at most this many
 MAX_BATCH_SIZE = 65_536      # groups per step
 MAX_SEED = 2**32 - 1         # seeds are 32-bit (numpy's and every backend's RNG take them)
@@ -115,6 +126,7 @@ class TrainConfig(PlainConfig):
     """How to train (defaults: the paper's 4.1 where it gives them)."""
 
     steps: int = 1000                            # optimizer steps in all (a resumed run counts from its checkpoint)
+    epochs: int | None = None                    # passes over the training queries instead of steps (epoch_steps); None: steps
     batch_size: int = 32                         # groups per step across all ranks (paper: effective batch 32)
     lr: float = 5e-5                             # peak learning rate (paper 4.1)
     betas: tuple[float, float] = (0.9, 0.999)    # AdamW betas
@@ -141,8 +153,8 @@ class TrainConfig(PlainConfig):
             self.betas = ()
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             problems.append("betas must be two numbers in [0, 1)")
-        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
-            problems.append("steps, batch_size and checkpoint_every must be >= 1")
+        if min(self.steps, self.batch_size, self.checkpoint_every, 1 if self.epochs is None else self.epochs) < 1:
+            problems.append("steps, epochs, batch_size and checkpoint_every must be >= 1")
         if max(self.steps, self.checkpoint_every, self.warmup_steps) > MAX_STEPS or self.batch_size > MAX_BATCH_SIZE:
             problems.append(f"steps, warmup_steps and checkpoint_every must be <= {MAX_STEPS} and batch_size <= "
                             f"{MAX_BATCH_SIZE}")
@@ -263,6 +275,14 @@ def _device(name: str, local_rank: int = 0) -> torch.device:
 
 
 # -- training ------------------------------------------------------------------------------------------
+def epoch_steps(epochs: int, n_queries: int, batch_size: int) -> int:
+    """Steps of ``epochs`` passes over ``n_queries`` training queries (every group of the plan,
+    full and L_bi-only, is visited once per epoch): ``⌈epochs · n_queries / batch_size⌉``."""
+    if epochs < 1 or n_queries < 1 or batch_size < 1:
+        raise ValueError(f"need epochs, n_queries and batch_size >= 1, got {epochs}, {n_queries}, {batch_size}")
+    return min(MAX_STEPS, math.ceil(epochs * n_queries / batch_size))
+
+
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -332,8 +352,6 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rank, world, local_rank = _setup_processes(cfg)
-    if cfg.batch_size % world:
-        raise ValueError(f"batch_size {cfg.batch_size} must be a multiple of the {world} processes")
     device = _device(cfg.device, local_rank)
     snapshot_sha = snapshot.content_sha256()
     cache_dir = cfg.cache_dir or str(out / "feature_cache")
@@ -348,7 +366,12 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     model.to(device)
     torch.manual_seed(cfg.seed * 1009 + rank)                       # per-rank dropout stream
     run_cfg, model_defaults = resolve_config(cfg, model)            # the model's recipe where cfg left defaults
+    if run_cfg.batch_size % world:
+        raise ValueError(f"batch_size {run_cfg.batch_size} must be a multiple of the {world} processes")
     plan = TrainingPlan(snapshot, BatchingConfig.from_dict(run_cfg.batching), seed=cfg.seed)
+    if cfg.epochs is not None:                                      # the groups do not depend on the batching
+        cfg = TrainConfig.from_dict(cfg.as_dict() | {"steps": epoch_steps(cfg.epochs, len(plan.groups), run_cfg.batch_size)})
+        run_cfg, model_defaults = resolve_config(cfg, model)        # a recipe may scale with the steps
     data = model.prepare(snapshot, plan.variant_observations(), cache_dir=cache_dir)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameter_groups(model, run_cfg.weight_decay), lr=run_cfg.lr, betas=run_cfg.betas)
@@ -396,8 +419,8 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
     step = start
     while step < cfg.steps:
         tick = time.perf_counter()
-        batch = plan.batch(step, cfg.batch_size)
-        ctx = StepContext(step=step, rank=rank, world_size=world, gather=cfg.gather_negatives, device=device)
+        batch = plan.batch(step, run_cfg.batch_size)
+        ctx = StepContext(step=step, rank=rank, world_size=world, gather=run_cfg.gather_negatives, device=device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16"):
             parts = model.training_loss(data, batch, ctx)
         loss = parts["loss"]
@@ -417,10 +440,10 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         optimizer.step()
         scheduler.step()
         step += 1
-        counts = _realized_counts(batch, rank, world, cfg.gather_negatives, device)
+        counts = _realized_counts(batch, rank, world, run_cfg.gather_negatives, device)
         pooled = {"zero_neg_row_rate": _ratio(counts["t2v_rows_without_negative"], counts["t2v_rows"]),
                   "zero_neg_col_rate": _ratio(counts["v2t_cols_without_negative"], counts["v2t_cols"])}
-        record = {"step": step, "lr": lr, **{k: _plain(v) for k, v in parts.items()}, **counts,
+        record = {"step": step, "steps": cfg.steps, "lr": lr, **{k: _plain(v) for k, v in parts.items()}, **counts,
                   **{k: v for k, v in pooled.items() if k in parts},
                   "seconds": round(time.perf_counter() - tick, 4)}
         for k in totals:
@@ -445,20 +468,30 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             save(step)
 
+    after = getattr(model, "after_training", None)
+    after_report = None
+    if status == "finished" and callable(after):
+        after_report = after(data, snapshot, StepContext(step=step, rank=rank, world_size=world, device=device))
+        save(step)
     metrics = rows = None
+    summarize = getattr(model, "summarize", None)
+    data_summary = {"train": summarize(data)} if callable(summarize) else {}
     if status == "finished" and cfg.eval_at_end and eval_snapshot is not None:
         metrics, rows = evaluate_rows(model, eval_snapshot, cache_dir=cache_dir)
+        if callable(summarize):                                     # the features are in the cache by now
+            data_summary["eval"] = summarize(model.prepare(eval_snapshot.model_inputs(), None, cache_dir=cache_dir))
     plan_counts = plan.counts()
-    result = {"status": status, "model_kind": model_kind, "step": step, "steps": cfg.steps, "resumed_from": start,
+    result = {"status": status, "model_kind": model_kind, "step": step, "steps": cfg.steps, "epochs": cfg.epochs,
+              "epochs_done": step * run_cfg.batch_size / len(plan.groups), "resumed_from": start,
               "snapshot_sha256": snapshot_sha, "plan_version": PLAN_VERSION, "n_groups": plan_counts["groups"],
               "n_bi_only_queries": plan_counts["bi_only"], "n_cross_video_queries": plan_counts["cross_video"],
               "excluded_queries": plan_counts["excluded"],
               "last": record, "totals": totals,
               "mean_zero_neg_row_rate": float(np.mean(rates["zero_neg_row_rate"])) if rates["zero_neg_row_rate"] else None,
               "mean_zero_neg_col_rate": float(np.mean(rates["zero_neg_col_rate"])) if rates["zero_neg_col_rate"] else None,
-              "model_defaults": model_defaults, "precision": cfg.precision,
+              "model_defaults": model_defaults, "after_training": after_report, "precision": cfg.precision,
               "seconds": round(time.perf_counter() - began, 2), "world_size": world, "device": str(device),
-              "metrics": metrics, "per_query": rows, "checkpoint": str(ckpt_path)}
+              "data_summary": data_summary, "metrics": metrics, "per_query": rows, "checkpoint": str(ckpt_path)}
     if rank == 0:
         (out / "result.json").write_text(json.dumps(result, indent=2, default=_plain) + "\n")
     return result

@@ -24,7 +24,6 @@ from models.retrievers.actpair.pipeline import (
 from models.retrievers.actpair.rewrite import (
     REWRITE_TEMPLATE,
     llm_rewrite,
-    query_action_tag,
     read_query,
     template_rewrite,
     text_action_tag,
@@ -34,6 +33,7 @@ from models.retrievers.actpair.vocabulary import (
     build_vocabulary,
     build_vocabulary_with_llm,
     dominant_action_tag,
+    first_event_tag,
     raw_action_tags,
     top_k_tags,
 )
@@ -336,7 +336,7 @@ def test_the_demo_queries_read_back_to_their_predicates(demo_train_split):
         assert read == sorted((p["name"], p["value"]) for p in q.predicates), q.text
         # scene context ("near the bench", "in the rain") also lands in the rewrite's scene slot
         assert reading.scene is not None or not any(p["name"] in SCENE_FACTS for p in q.predicates), q.text
-        assert text_action_tag(q.text) == query_action_tag(q.predicates)
+        assert text_action_tag(q.text) == first_event_tag((p["name"], p["value"]) for p in q.predicates)
 
 
 def test_llm_rewrite_checks_the_template():
@@ -465,13 +465,11 @@ def test_dual_view_then_rerank_end_to_end():
 
 
 # -- the retriever of models.training.trainer -------------------------------------------------------------
-def test_query_action_tag_takes_the_first_required_event():
-    preds = [{"name": "upper_colour", "value": "red", "fact_ids": ["a"]},
-             {"name": "stands", "value": "still", "fact_ids": ["b"]},
-             {"name": "walks", "value": "Left", "fact_ids": ["c"]}]
-    assert query_action_tag(preds) == "walks left"                # walks comes first in EVENTS
-    assert query_action_tag(preds[:2]) == "stands still"
-    assert query_action_tag(preds[:1]) is None
+def test_the_action_tag_is_the_first_event():
+    preds = [("upper_colour", "red"), ("stands", "still"), ("walks", "Left")]
+    assert first_event_tag(preds) == "walks left"                 # walks comes first in EVENTS
+    assert first_event_tag(preds[:2]) == "stands still"
+    assert first_event_tag(preds[:1]) is None
     assert text_action_tag("the one in red who stops, then walks to the left") == "walks left"
     assert text_action_tag("the one in red") is None
 
@@ -505,7 +503,8 @@ def test_actpair_retriever_fits_a_batch_and_round_trips_through_the_trainer(demo
     assert set(vocab.mapping) == tags and 1 <= len(vocab.canonical) <= 6
     # training labels come from the verified predicates; the text-side labels agree on this benchmark
     labels = model.action_labels(data, [q.id for q in snapshot.queries])
-    assert int((labels >= 0).sum()) == sum(query_action_tag(q.predicates) is not None for q in snapshot.queries)
+    assert int((labels >= 0).sum()) == sum(first_event_tag((p["name"], p["value"]) for p in q.predicates) is not None
+                                             for q in snapshot.queries)
     assert torch.equal(model.text_action_labels([q.text for q in snapshot.queries]), labels)
     # given one batch, SigLIP and the action term go down
     batch = TrainingPlan(snapshot, BatchingConfig(noisy_gt=False), seed=0).batch(0, 8)

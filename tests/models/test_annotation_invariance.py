@@ -2,9 +2,11 @@
 — approved descriptions and facts, their votes, the queries' construction predicates and target
 ids, the relation labels — and every score and ranking that evaluation can compute stays
 bit-identical: VTrajEmbed, SCOUT and ActPair scores (``score_snapshot``, what ``evaluate`` ranks),
-ActPair's vocabulary, text-side action labels, rewrites and dual-view retrieval, CombSUM fusion
-with its shortlist, the rerank blend with ScoutITM, and pivot-promote with the described-fact
-comparator. The catalogue comparator, which reads the approved facts and the predicates, changes
+ActPair's vocabularies, text-side action labels, rewrites and dual-view retrieval, CombSUM fusion
+with its shortlist, the rerank blend with ScoutITM, pivot-promote with the described-fact
+comparator, and every declared retrieval pipeline (``models.retrievers.pipeline``) with each of
+its rewrites (template and chat language backends), comparators (pixel scorer, chat VLM,
+describer descriptions) and the pointwise VLM reranker, with their request counts. The catalogue comparator, which reads the approved facts and the predicates, changes
 under the same perturbation: the perturbation reaches what a leaking pipeline would read. (The
 search reranker and its catalogue mode: ``tests/workers/test_search_invariance.py``.)"""
 from __future__ import annotations
@@ -17,7 +19,9 @@ import numpy as np
 import pytest
 import torch
 
+from models.backends.llm.chat import ChatLLM
 from models.backends.vlm import build_describer, build_scorer
+from models.backends.vlm.chat_scoring import ChatScorer, YesNo
 from models.demo.benchmark import DemoBenchmarkConfig, build_split
 from models.facts import Description, Fact, Predicate
 from models.retrievers.actpair.pipeline import (
@@ -26,6 +30,7 @@ from models.retrievers.actpair.pipeline import (
     pairwise_rerank,
 )
 from models.retrievers.described import describe_tracks
+from models.retrievers.pipeline import PipelineSetup, PipelineTools, RetrievalPipeline
 from models.retrievers.rerank import (
     BlendConfig,
     combsum,
@@ -35,7 +40,7 @@ from models.retrievers.rerank import (
 from models.retrievers.scout.data import record_rows
 from models.retrievers.scout.itm import build_scout_itm
 from models.retrievers.vlm_rerank import vlm_term_rows
-from models.training.evaluation import embed_snapshot, score_snapshot
+from models.training.evaluation import embed_snapshot, score_snapshot, snapshot_pipeline
 from models.training.snapshot import SOURCES, STRATA, Relation, RelationSnapshotData, SnapshotQuery
 from models.training.trainer import build_model
 
@@ -111,6 +116,59 @@ def _perturbed(snapshot: RelationSnapshotData, catalogue: dict) -> tuple[Relatio
     return changed, out
 
 
+class _PixelJudge(ChatScorer):
+    """A chat VLM stand-in that reads what a real one would be shown (the candidates' crops and
+    target-marked frames, ``ChatScorer.images``): A when A's images are brighter, else B."""
+
+    name, model = "pixel-judge", ""
+
+    def yes_no(self, messages):
+        return YesNo(text="yes" if self._brightness(messages) > 100 else "no")
+
+    def generate(self, messages, *, max_new_tokens):
+        parts = messages[1]["content"]
+        split = next(i for i, p in enumerate(parts) if p.get("text") == "Candidate B:")
+        a, b = self._brightness([{"content": parts[:split]}]), self._brightness([{"content": parts[split:]}])
+        return "tie" if a == b else ("A" if a > b else "B")
+
+    @staticmethod
+    def _brightness(messages) -> float:
+        images = [p["image"] for m in messages for p in m["content"] if p.get("type") == "image"]
+        return float(np.mean([img.mean() for img in images])) if images else 0.0
+
+
+class _EchoLLM(ChatLLM):
+    """A chat language backend that chooses no tag and rewrites the query text into the template."""
+
+    name, model = "echo", ""
+
+    def generate(self, messages, *, max_new_tokens):
+        text = messages[1]["content"].split("Query: ", 1)[1].split("\n", 1)[0]
+        return ('{"action": null, "scene": null, "rewrite": "The image shows ' + text.replace('"', "")
+                + ' wearing clothing. The background features a scene."}')
+
+
+PIPELINES = {
+    "paper": {"retrievers": ["dense", "rewrite"], "fusion": "dual_view", "top_k": 4, "shortlist": 3,
+              "reranker": "pairwise"},
+    "pointwise": {"reranker": "pointwise", "shortlist": 3, "top_k": 3, "weights": {"first_stage": 0.2, "vlm": 0.8}},
+    "description": {"reranker": "pairwise", "shortlist": 3, "top_k": 3,
+                    "comparator": {"kind": "description", "tie_margin": 0.01}},
+    "vlm": {"retrievers": ["dense", "rewrite"], "fusion": "combsum", "shortlist": 3, "top_k": 3,
+            "reranker": "pairwise", "comparator": {"kind": "vlm", "backend": "openai"}},
+}
+
+
+def _pipeline_outputs(model, snapshot, cache: str) -> dict:
+    out = {}
+    for name, pipeline in PIPELINES.items():
+        tools = PipelineTools(llm=_EchoLLM(), comparator_backend=_PixelJudge()) if name == "vlm" else None
+        result = snapshot_pipeline(model, snapshot, PipelineSetup(RetrievalPipeline.from_dict(pipeline), tools=tools), cache_dir=cache)
+        report = {k: v for k, v in result.report.items() if k != "timing_s"}
+        out[f"pipeline/{name}"] = (result.scores, result.shortlists, report, result.rewrites, result.descriptions)
+    return out
+
+
 def _model_side_outputs(snapshot: RelationSnapshotData, catalogue: dict, cache: str) -> dict:
     """Every score and ranking evaluation can compute over ``snapshot``, as evaluation computes it.
     ``catalogue`` is in reach (a leaking pipeline would read it); only the catalogue comparator,
@@ -125,6 +183,7 @@ def _model_side_outputs(snapshot: RelationSnapshotData, catalogue: dict, cache: 
         out[f"{kind}/ranking"] = np.argsort(-out[f"{kind}/scores"], axis=1, kind="stable")
     actpair = models["actpair"]
     out["actpair/vocabulary"] = actpair.vocabulary.to_dict()
+    out["actpair/scene_vocabulary"] = actpair.scene_vocabulary.to_dict()
     out["actpair/text_action_labels"] = actpair.text_action_labels(texts)
     out["actpair/rewrites"] = rewrites = actpair.rewrite(texts)
     _, v, _ = embed_snapshot(actpair, snapshot, cache_dir=cache)                                   # [T, d]
@@ -158,6 +217,8 @@ def _model_side_outputs(snapshot: RelationSnapshotData, catalogue: dict, cache: 
 
     out["fusion/rerank_blend"] = fuse_and_rerank([out[f"{kind}/scores"] for kind in TINY], rerank_scores,
                                                  BlendConfig(shortlist=5))
+    # every declared pipeline, as evaluation and search execute it
+    out |= _pipeline_outputs(actpair, snapshot, cache)
     # the control: the catalogue comparator reads the approved facts and the construction predicates
     facts = {i: catalogue[t.id]["description"].facts for i, t in enumerate(snapshot.tracks)}
     predicates = [[Predicate(p["name"], p["value"], p["fact_ids"]) for p in q.predicates] for q in snapshot.queries]
@@ -189,3 +250,8 @@ def test_every_evaluation_score_and_ranking_ignores_the_human_side_records(world
     assert all(r.startswith("The image shows ") for r in before["actpair/rewrites"])
     assert before["actpair/pairwise"][1] > 0 and int((before["actpair/text_action_labels"] >= 0).sum()) > 0
     assert before["fusion/vlm_requests"] > 0
+    for name in PIPELINES:
+        report = before[f"pipeline/{name}"][2]
+        assert report["comparator_requests"]["total"] + report["scorer_requests"]["total"] > 0, name
+    assert before["pipeline/vlm"][2]["comparator_requests"]["total"] > 0
+    assert before["pipeline/vlm"][2]["rewrite"]["failed"] == 0 and before["pipeline/description"][4][0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 
 import numpy as np
@@ -84,7 +85,7 @@ def test_the_table3_preset_and_its_cells():
     assert spec.reference == "full" and spec.seeds == (0, 1, 2) and spec.model_kind == "vtrajembed"
     cells = spec.cells()
     assert len(cells) == 18 and [c[:2] for c in cells[:3]] == [("full", 0), ("full", 1), ("full", 2)]
-    by = {(v, s): c for v, s, c in cells}
+    by = {(v, s): c for v, s, c, _ in cells}
     assert by[("obs16", 1)] == {"steps": 5, "seed": 1, "model": {"d_model": 32, "features": {"n_fast_max": 16}}}
     assert by[("without_slow", 2)]["model"] == {"d_model": 32, "use_slow": False}
     assert by[("full", 0)] == {"steps": 5, "seed": 0, "model": {"d_model": 32}}
@@ -102,7 +103,7 @@ def test_a_subset_of_a_preset_always_keeps_its_reference_and_merges_deeply():
 
 
 @pytest.mark.parametrize(("request_", "words"), [
-    ({"preset": "table9"}, "unknown preset 'table9'; known: vtrajembed-table3"),
+    ({"preset": "table9"}, "unknown preset 'table9'; known: actpair-rerank, actpair-views, scout-batch-sweep, scout-rerank, vtrajembed-table3"),
     ({"preset": "vtrajembed-table3", "variants": ["without_slwo"]}, "unknown variant(s) 'without_slwo'"),
     ({"preset": "vtrajembed-table3", "model_kind": "scout"}, "is for vtrajembed"),
     ({"preset": "vtrajembed-table3", "seeds": [0, 0]}, "must not repeat"),
@@ -124,10 +125,20 @@ def test_bad_grids_are_refused_with_a_reason(request_, words):
         spec_from_request(request_)
 
 
-def test_presets_are_valid_specs():
+def test_presets_are_valid_specs_whose_stored_form_keeps_the_variant_order():
     for preset in PRESETS.values():
-        ExperimentSpec.from_dict({"model_kind": preset.model_kind, "variants": preset.variants,
-                                  "reference": preset.reference})
+        spec = ExperimentSpec.from_dict({"model_kind": preset.model_kind, "variants": preset.variants,
+                                         "reference": preset.reference, "pipeline": preset.pipeline})
+        stored = json.loads(json.dumps(spec.stored(), sort_keys=True))
+        assert list(ExperimentSpec.from_dict(stored).variants) == list(preset.variants)
+
+
+def test_pipeline_variants_split_from_training_overrides():
+    spec = spec_from_request({"preset": "actpair-rerank", "seeds": [0, 1]})
+    cells = {(v, s): (c, p) for v, s, c, p in spec.cells()}
+    assert cells[("pairwise", 1)][0] == cells[("pointwise", 1)][0] == {"seed": 1}
+    assert cells[("pairwise", 0)][1]["reranker"] == "pairwise" and cells[("pairwise", 0)][1]["fusion"] == "dual_view"
+    assert cells[("dual_view", 0)][1] == PRESETS["actpair-rerank"].pipeline
 
 
 # -- the table ------------------------------------------------------------------------------------------

@@ -76,9 +76,9 @@ class CountingEncoder(HandcraftedAppearanceEncoder):
         self.crops = 0
         self.frames = 0
 
-    def encode_crops(self, crops):
-        self.crops += len(crops)
-        return super().encode_crops(crops)
+    def encode_rois(self, frames, boxes):
+        self.crops += sum(len(b) for b in boxes)
+        return super().encode_rois(frames, boxes)
 
     def encode_frames(self, frames):
         self.frames += len(frames)
@@ -96,7 +96,7 @@ def small_snapshot(rendered_small) -> RelationSnapshotData:
 
 def test_track_features_from_a_rendered_video(small_snapshot, tmp_path):
     enc = CountingEncoder()
-    fx = FeatureExtractor(FeatureConfig(n_fast_max=8, n_slow_budget=3, cache_dir=str(tmp_path)), enc)
+    fx = FeatureExtractor(FeatureConfig(n_fast_max=8, n_slow_budget=3, cache_dir=str(tmp_path)), enc, slow=enc)
     feats = fx.snapshot_tracks(small_snapshot)
     assert set(feats) == {(t.id, 0) for t in small_snapshot.tracks}
     video = small_snapshot.videos[0]
@@ -108,7 +108,7 @@ def test_track_features_from_a_rendered_video(small_snapshot, tmp_path):
             np.testing.assert_array_equal(f.boxes, t.boxes[pick])
             assert f.appearance.shape == (8, enc.dim) and f.geometry.shape == (8, 8)
             assert f.slow_positions.tolist() == [0, 4, 7]           # 3 of the 8, endpoints included
-            # a_t equals the encoder on crops read independently
+            # a_t equals the encoder on crops read independently (no pixel budget: the frame as it is)
             crops = [roi(reader.read(int(fr)), b, 0.0) for fr, b in zip(f.frames, f.boxes)]
             np.testing.assert_allclose(f.appearance, HandcraftedAppearanceEncoder().encode_crops(crops), rtol=1e-6)
             np.testing.assert_allclose(f.geometry, geometry_features(f.frames, f.boxes, video.width, video.height,
@@ -125,7 +125,7 @@ def test_track_features_from_a_rendered_video(small_snapshot, tmp_path):
 
     # a second extractor over the same folder computes nothing and gives the same numbers
     enc2 = CountingEncoder()
-    fx2 = FeatureExtractor(FeatureConfig(n_fast_max=8, n_slow_budget=3, cache_dir=str(tmp_path)), enc2)
+    fx2 = FeatureExtractor(FeatureConfig(n_fast_max=8, n_slow_budget=3, cache_dir=str(tmp_path)), enc2, slow=enc2)
     again = fx2.snapshot_tracks(small_snapshot)
     assert enc2.crops == 0 and enc2.frames == 0 and fx2.cache.stats["hits"] == n_tracks
     for key, f in feats.items():
@@ -137,7 +137,7 @@ def test_track_features_from_a_rendered_video(small_snapshot, tmp_path):
     out = fx2.snapshot_tracks(small_snapshot, extra)
     assert out[(t0.id, 1)].variant == 1 and enc2.crops == min(8, len(t0.frames[::2]))
     # other sampling settings are a different entry too
-    fx3 = FeatureExtractor(FeatureConfig(n_fast_max=4, cache_dir=str(tmp_path)), enc2)
+    fx3 = FeatureExtractor(FeatureConfig(n_fast_max=4, cache_dir=str(tmp_path)), enc2, slow=enc2)
     assert fx3.snapshot_tracks(small_snapshot)[(t0.id, 0)].appearance.shape == (4, enc.dim)
 
 

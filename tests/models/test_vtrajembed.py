@@ -76,7 +76,7 @@ def model() -> VTrajEmbed:
 def inputs(model: VTrajEmbed, n_obs: list[int], seed: int = 0) -> dict:
     """Random packed features for len(n_obs) records with that many Fast observations each."""
     g = torch.Generator().manual_seed(seed)
-    p, n, d_a = len(n_obs), model.n_max, model.appearance_encoder.dim
+    p, n, d_a = len(n_obs), model.n_max, model.d_fast
     valid = torch.arange(n)[None, :] < torch.tensor(n_obs)[:, None]                  # [P, N]
     s = 4
     glob = torch.nn.functional.normalize(torch.randn(p, s, d_a, generator=g), dim=-1)
@@ -155,7 +155,7 @@ def test_prepare_encode_and_score_on_a_rendered_video(model, rendered_small, tmp
     t0 = tracks[0]
     data = model.prepare(snap, {(t0.id, 1): (t0.frames[:5], t0.boxes[:5])}, cache_dir=str(tmp_path))
     assert set(data.rows) == {(t.id, 0) for t in tracks} | {(t0.id, 1)}
-    assert data.appearance.shape == (len(tracks) + 1, 8, model.appearance_encoder.dim)
+    assert data.appearance.shape == (len(tracks) + 1, 8, model.d_fast)
     assert int(data.obs_valid[data.rows[(t0.id, 1)]].sum()) == 5
     with torch.no_grad():
         v = model.encode_tracks(data, [(t.id, 0) for t in reversed(tracks)] + [(t0.id, 1)])

@@ -11,8 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from models.training.snapshot import RelationSnapshotData
-from tests.workers.factories import register_snapshot, tiny_config
+from tests.workers.factories import TINY_SCOUT, register_snapshot, tiny_config
 from tests.workers.test_training_api import queued_tasks, staff  # noqa: F401 (fixtures)
+from workers.evaluation import evaluation_run_execute
 from workers.experiments import (
     experiment_cancel,
     experiment_create,
@@ -49,12 +50,14 @@ def test_the_table3_preset_over_three_seeds(snapshots, var_dir):
     cells = {(r.variant, r.config["seed"]): r.config for r in experiment.runs.all()}
     assert cells[("without_fast", 1)]["model"]["use_fast"] is False
     assert cells[("obs16", 0)]["model"]["features"]["n_fast_max"] == 16
-    assert cells[("without_lbi", 2)]["model"]["lambda_bi"] == 0.0 and cells[("full", 2)]["model"]["lambda_bi"] == 1.0
+    assert cells[("without_lbi", 2)]["model"]["lambda_bi"] == 0.0 and "lambda_bi" not in cells[("full", 2)]["model"]
     experiment = _run_all(experiment)
     assert experiment.status == "succeeded" and experiment.cells_done == 18 and experiment.finished_at
     result = experiment.result
     assert result["variants"] == ["full", "without_slow", "without_fast", "obs16", "without_lbi", "without_lgroup"]
-    assert sorted(result["runs"]) == sorted(experiment.runs.values_list("id", flat=True))
+    assert sorted(result["evaluations"]) == sorted(
+        EvaluationRun.objects.filter(training_run__experiment=experiment).values_list("id", flat=True))
+    assert result["pipelines"] == {v: {} for v in result["variants"]} and result["requests"] == {}
     blocks = {(b["task"], b["metric"], b["stratum"]): b["rows"] for b in result["tables"]}
     for task in ("t2traj", "traj2t", "ocvr"):
         for metric in ("R@1", "R@3", "mAP"):
@@ -147,6 +150,41 @@ def test_an_experiment_is_cancelled_then_resumed_where_it_stopped(snapshots, var
         experiment_resume(experiment=experiment)
 
 
+ACTPAIR = {"steps": 2, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "device": "cpu",
+           "batching": {"noisy_gt": False},
+           "model": {"model": {"d_model": 32, "d_embed": 32, "n_layers": 1, "n_heads": 4, "ff_mult": 2, "n_actions": 6},
+                     "features": {"n_fast_max": 6}}}
+
+
+def test_pipeline_variants_share_their_training_and_count_their_requests(snapshots, var_dir, capsys):
+    """ActPair's reranking preset: one training per seed, three pipelines evaluated on it; the
+    pointwise reranker asks one score per shortlisted candidate, the pairwise one what Algorithm 1
+    needs (at most M(M-1)/2 comparisons of a shortlist of M)."""
+    call_command("experiment", "--snapshot", str(snapshots["train"].pk), "--eval-snapshot", str(snapshots["dev"].pk),
+                 "--preset", "actpair-rerank", "--seeds", "0", "--config", json.dumps(ACTPAIR), "--resamples", "200")
+    assert "succeeded: 3/3 cells" in capsys.readouterr().out
+    experiment = Experiment.objects.get()
+    assert experiment.runs.count() == 1                            # the three variants share their training
+    cells = {c.variant: c for c in experiment.cells.select_related("evaluation")}
+    assert {c.training_run_id for c in cells.values()} == {experiment.runs.get().pk}
+    assert cells["pairwise"].evaluation.pipeline["reranker"] == "pairwise"
+    assert cells["dual_view"].evaluation.pipeline["fusion"] == "dual_view"
+    requests = experiment.result["requests"]
+    pointwise = cells["pointwise"].evaluation.metrics["pipeline"]
+    m = pointwise["shortlist"]
+    assert m == min(10, len(RelationSnapshotData.load(snapshots["dev"].path).tracks))
+    assert pointwise["scorer_requests"]["per_query"] == [m] * pointwise["queries"]        # exactly M each
+    assert requests["pointwise"]["scorer_requests"] == {"per_query_mean": m, "per_query_max": m,
+                                                        "total": m * pointwise["queries"]}
+    assert requests["pointwise"]["comparator_requests"]["total"] == 0
+    pairwise = requests["pairwise"]["comparator_requests"]
+    assert 0 < pairwise["per_query_mean"] and pairwise["per_query_max"] <= m * (m - 1) // 2
+    assert requests["dual_view"]["comparator_requests"]["total"] == requests["dual_view"]["scorer_requests"]["total"] == 0
+    rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
+    assert rows["dual_view"]["reference"] and rows["pairwise"]["low"] is not None
+    assert rows["pointwise"]["n_seeds"] == 1
+
+
 def test_the_command_runs_a_grid_and_refuses_bad_input(snapshots, var_dir, tmp_path, capsys):
     out = tmp_path / "tables"
     call_command("experiment", "--snapshot", str(snapshots["train"].pk), "--eval-snapshot", str(snapshots["dev"].pk),
@@ -174,7 +212,7 @@ def test_experiments_over_the_api(snapshots, staff, queued_tasks, django_capture
     data = r.json()
     assert data["cells_total"] == 4 and data["status"] == "running" and len(data["cells"]) == 4
     assert [c["variant"] for c in data["cells"]].count("without_slow") == 2
-    assert sorted(t[1][0] for t in queued_tasks) == sorted(c["id"] for c in data["cells"])
+    assert sorted(t[1][0] for t in queued_tasks) == sorted(c["training_run"] for c in data["cells"])
     assert {t[2]["queue"] for t in queued_tasks} == {"gpu"}
     for role in ("annotator", "auditor"):
         assert staff[role].post("/api/experiments/", body, format="json").status_code == 403
@@ -196,3 +234,29 @@ def test_experiments_over_the_api(snapshots, staff, queued_tasks, django_capture
     assert resumed.status_code == 202 and resumed.json()["status"] == "running"
     assert len(queued_tasks) == 8
     assert staff["manager"].get("/api/experiments/999999/").status_code == 404
+
+
+def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, var_dir):
+    """SCOUT's second stage: one training (with ScoutITM on mined negatives) per seed; the VLM
+    variants ask one score per shortlisted candidate, the ITM variant none."""
+    base = {"steps": 2, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "device": "cpu",
+            "model": {**TINY_SCOUT, "itm": {"enabled": True, "steps": 4, "batch_size": 8, "n_negatives": 2,
+                                            "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "ff_mult": 2}}}}
+    experiment = experiment_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], queue=False,
+                                   grid={"preset": "scout-rerank", "seeds": [0], "base": base, "n_resamples": 200})
+    assert experiment.runs.count() == 1 and experiment.cells.count() == 4
+    assert training_run_execute(run=experiment.runs.get()).status == "succeeded"
+    experiment = experiment_refresh(experiment_id=experiment.pk, queue=False)
+    for cell in experiment.cells.exclude(variant="first_stage").select_related("evaluation"):
+        assert evaluation_run_execute(run=cell.evaluation).status == "succeeded", cell.evaluation.error
+    experiment = experiment_refresh(experiment_id=experiment.pk)
+    assert experiment.status == "succeeded" and experiment.cells_done == 4
+    requests = experiment.result["requests"]
+    m = min(20, len(RelationSnapshotData.load(snapshots["dev"].path).tracks))
+    assert requests["vlm"]["scorer_requests"]["per_query_mean"] == m == requests["full_blend"]["scorer_requests"][
+        "per_query_max"]
+    assert requests["itm"]["scorer_requests"]["total"] == 0
+    figures = {c.variant: c.evaluation.metrics["t2traj"]["mAP"] for c in experiment.cells.select_related("evaluation")}
+    assert len(figures) == 4 and all(0 <= v <= 100 for v in figures.values())
+    rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
+    assert rows["first_stage"]["reference"] and all(rows[v]["n_seeds"] == 1 for v in rows)

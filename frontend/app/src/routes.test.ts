@@ -25,6 +25,8 @@ describe("routes", () => {
     expect(findRoute("/manage/training/7")?.params).toEqual({ run: "7" });
     expect(findRoute("/manage/releases/3")?.params).toEqual({ release: "3" });
     expect(findRoute("/audit/12")?.params).toEqual({ audit: "12" });
+    expect(findRoute("/manage/experiments/5")?.params).toEqual({ experiment: "5" });
+    expect(findRoute("/manage/experiments/five")).toBeNull();
     expect(findRoute("/manage/training/seven")).toBeNull();
     expect(findRoute("/audit/x")).toBeNull();
   });

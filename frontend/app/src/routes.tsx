@@ -11,6 +11,8 @@ import { AuditList, AuditScreen } from "./audit/Audit";
 import { Home } from "./home/Home";
 import { AgreementScreen } from "./manage/agreement/Agreement";
 import { AuditsScreen } from "./manage/audits/Audits";
+import { ExperimentScreen } from "./manage/experiments/Experiment";
+import { ExperimentsScreen } from "./manage/experiments/Experiments";
 import { FindScreen } from "./manage/find/Find";
 import { JobsScreen } from "./manage/jobs/Jobs";
 import { ModelRunsScreen } from "./manage/model-runs/ModelRuns";
@@ -97,6 +99,13 @@ export const ROUTES: readonly RouteDef[] = [
     roles: ["manager"],
     render: (p) => <TrainingRunScreen key={p.run} runId={num(p.run)} />,
   },
+  { path: "/manage/experiments", title: () => "Experiments", roles: ["manager"], nav: { section: "Manage", label: "Experiments" }, render: () => <ExperimentsScreen /> },
+  {
+    path: "/manage/experiments/:experiment",
+    title: (p) => `Experiment ${p.experiment}`,
+    roles: ["manager"],
+    render: (p) => <ExperimentScreen key={p.experiment} experimentId={num(p.experiment)} />,
+  },
   { path: "/manage/audits", title: () => "Audits", roles: ["manager"], nav: { section: "Manage", label: "Audits" }, render: () => <AuditsScreen /> },
   { path: "/manage/releases", title: () => "Releases", roles: ["manager"], nav: { section: "Manage", label: "Releases" }, render: () => <ReleasesScreen /> },
   {
@@ -126,7 +135,7 @@ export const ROUTES: readonly RouteDef[] = [
 export function findRoute(pathname: string): { route: RouteDef; params: Record<string, string> } | null {
   for (const route of ROUTES) {
     const params = matchPath(route.path, pathname);
-    const numeric = ["item", "video", "trajectory", "run", "release", "audit"].every((k) => params?.[k] === undefined || /^\d+$/.test(params[k]));
+    const numeric = ["item", "video", "trajectory", "run", "release", "audit", "experiment"].every((k) => params?.[k] === undefined || /^\d+$/.test(params[k]));
     if (params && numeric) return { route, params };
   }
   return null;

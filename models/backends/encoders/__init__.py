@@ -1,7 +1,8 @@
 """Frozen encoders behind one small interface (``base.py``), and a content-keyed feature cache.
 
-Image encoders (``ImageEncoder``): object crops → one vector each; full frames → a unit global
-feature and spatial context tokens. Text encoders (``TextEncoder``): texts → a pooled vector and
+Image encoders (``ImageEncoder``): object crops → one vector each; boxes read from full frames
+(regions of interest) → one vector each; full frames → a unit global feature and spatial context
+tokens. A pixel budget sets the resolution full frames are read at. Text encoders (``TextEncoder``): texts → a pooled vector and
 per-token vectors. Each has a stable ``name`` (implementation, settings and weights digest) that
 feature caches key on.
 
@@ -37,6 +38,7 @@ from models.backends.encoders.text import (
 )
 from models.config import PlainConfig
 
+MAX_PIXEL_BUDGET = 4096 * 4096                   # ImageEncoderConfig.pixel_budget: at most this many pixels
 
 @dataclass
 class ImageEncoderConfig(PlainConfig):
@@ -48,11 +50,34 @@ class ImageEncoderConfig(PlainConfig):
     batch_size: int = 32                         # images per forward pass (kind "hf")
     image_size: int | None = None                # square input side; None: the model's own (kind "hf")
     max_patches: int | None = None               # SigLIP2 patch budget; None: the model's num_patches
+    pixel_budget: int | None = None              # full frames read at <= this many pixels, aspect kept (None: as the kind does)
+    roi_layers: list[int] | None = None          # one-based layers ROI-aligned (kind "hf"); None: depth·½, ·¾, last (paper C.3: 12, 18, 24 of 24)
+    roi_size: int = 7                            # ROI-align output bins per side, averaged (kind "hf"; paper C.3: 7 × 7)
+    roi_dim: int | None = None                   # object-projector output width (kind "hf"); None: the tower's pooled width
+    roi_projector: str = ""                      # frozen object projector file (.pt / .npy [roi_dim, taps·width]); "": seeded random
+    roi_seed: int = 0                            # seed of the random object projector
     handcrafted: dict = field(default_factory=dict)  # HandcraftedConfig settings (kind "handcrafted")
 
     def __post_init__(self) -> None:
+        problems = []
         if self.kind not in IMAGE_KINDS:
-            raise ValueError(f"ImageEncoderConfig: kind must be one of {', '.join(IMAGE_KINDS)}, got {self.kind!r}")
+            problems.append(f"kind must be one of {', '.join(IMAGE_KINDS)}, got {self.kind!r}")
+        if self.pixel_budget is not None and not 1 <= self.pixel_budget <= MAX_PIXEL_BUDGET:
+            problems.append(f"pixel_budget must be in 1..{MAX_PIXEL_BUDGET} pixels, got {self.pixel_budget}")
+        if self.roi_layers is not None:
+            self.roi_layers = list(self.roi_layers)
+            if not self.roi_layers or any(not isinstance(n, int) or n < 1 for n in self.roi_layers) \
+                    or len(set(self.roi_layers)) != len(self.roi_layers):
+                problems.append(f"roi_layers must be distinct one-based layer numbers (>= 1), got {self.roi_layers}")
+        if self.roi_size < 1 or (self.roi_dim is not None and self.roi_dim < 1):
+            problems.append(f"roi_size and roi_dim must be >= 1, got {self.roi_size} and {self.roi_dim}")
+        if self.kind == "handcrafted":
+            hf_only = [name for name in ("roi_layers", "roi_dim", "max_patches", "image_size")
+                       if getattr(self, name) is not None] + (["roi_projector"] if self.roi_projector else [])
+            if hf_only:
+                problems.append(f"{', '.join(hf_only)} apply to kind 'hf' only")
+        if problems:
+            raise ValueError("ImageEncoderConfig: " + "; ".join(problems))
 
 
 def build_image_encoder(config: ImageEncoderConfig | dict | None = None) -> ImageEncoder:
@@ -62,14 +87,16 @@ def build_image_encoder(config: ImageEncoderConfig | dict | None = None) -> Imag
 
 
 def _handcrafted(cfg: ImageEncoderConfig) -> ImageEncoder:
-    return HandcraftedAppearanceEncoder(HandcraftedConfig.from_dict(cfg.handcrafted))
+    return HandcraftedAppearanceEncoder(HandcraftedConfig.from_dict(cfg.handcrafted), pixel_budget=cfg.pixel_budget)
 
 
 def _hf_vision(cfg: ImageEncoderConfig) -> ImageEncoder:
     from models.backends.encoders.vision_hf import HFVisionEncoder  # loads torch and transformers
 
     return HFVisionEncoder(cfg.path, device=cfg.device, batch_size=cfg.batch_size, image_size=cfg.image_size,
-                           max_patches=cfg.max_patches)
+                           max_patches=cfg.max_patches, pixel_budget=cfg.pixel_budget, roi_layers=cfg.roi_layers,
+                           roi_size=cfg.roi_size, roi_dim=cfg.roi_dim, roi_projector=cfg.roi_projector,
+                           roi_seed=cfg.roi_seed)
 
 
 # The image encoders: kind -> builder from an ImageEncoderConfig.

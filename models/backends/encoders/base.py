@@ -12,6 +12,7 @@ gradients into an encoder.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,9 +57,16 @@ class ImageEncoder(Protocol):
     name: str                                    # stable identity, used as a cache key
     dim: int                                     # width of crop vectors and of global frame features
     token_dim: int                               # width of context tokens
+    roi_dim: int                                 # width of region-of-interest vectors (encode_rois)
 
     def encode_crops(self, crops: Sequence[np.ndarray]) -> np.ndarray:
         """One vector per object crop: ``[N, dim]`` float32."""
+        ...
+
+    def encode_rois(self, frames: Sequence[np.ndarray], boxes: Sequence[np.ndarray]) -> np.ndarray:
+        """One vector per box, read from the full frame it lies in (the Fast branch's ``a_t``):
+        ``boxes[i]`` ``[n_i, 4]`` xyxy in frame ``i``'s pixels → ``[Σ n_i, roi_dim]`` float32, rows in
+        order (frame by frame, box by box)."""
         ...
 
     def encode_frames(self, frames: Sequence[np.ndarray]) -> FrameEncoding:
@@ -86,6 +94,55 @@ def check_images(images: Sequence[np.ndarray], what: str) -> None:
             raise ValueError(f"{what} {i}: expected a BGR uint8 image [H, W, 3], got {got}")
         if img.shape[0] < 1 or img.shape[1] < 1:
             raise ValueError(f"{what} {i}: empty image {list(img.shape)}")
+
+
+def check_boxes(frames: Sequence[np.ndarray], boxes: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``boxes`` as float32 ``[n_i, 4]`` arrays, one per frame, each box finite with ``x2 > x1`` and
+    ``y2 > y1``; ``ValueError`` names the first bad one."""
+    if len(boxes) != len(frames):
+        raise ValueError(f"need one box array per frame, got {len(boxes)} for {len(frames)} frames")
+    out = []
+    for i, b in enumerate(boxes):
+        b = np.asarray(b, dtype=np.float32)
+        if b.ndim == 1 and b.size == 4:
+            b = b[None]
+        if b.ndim != 2 or b.shape[1] != 4:
+            raise ValueError(f"boxes of frame {i}: expected [n, 4] xyxy, got {list(b.shape)}")
+        if not np.all(np.isfinite(b)) or np.any(b[:, 2] <= b[:, 0]) or np.any(b[:, 3] <= b[:, 1]):
+            raise ValueError(f"boxes of frame {i}: every box needs finite x1 < x2 and y1 < y2")
+        out.append(b)
+    return out
+
+
+def budget_grid(height: int, width: int, budget: int, multiple: int, *, upscale: bool = False) -> tuple[int, int]:
+    """The input size of an image under a pixel budget, in units of ``multiple`` (a patch side):
+    ``(rows, cols)`` with ``rows · cols · multiple² <= budget``, the aspect ratio kept as well as the
+    rounding down to whole units allows, at least one unit each way. An image already within the
+    budget keeps its size (rounded down) unless ``upscale``, which scales it up to fill the budget."""
+    if budget < multiple * multiple:
+        raise ValueError(f"pixel budget {budget} is smaller than one {multiple}x{multiple} patch")
+    scale = math.sqrt(budget / max(1.0, float(height) * float(width)))
+    if not upscale:
+        scale = min(scale, 1.0)
+    rows = max(1, int(height * scale / multiple))
+    cols = max(1, int(width * scale / multiple))
+    while rows * cols * multiple * multiple > budget:        # rounding never overshoots by much
+        if rows >= cols:
+            rows -= 1
+        else:
+            cols -= 1
+    return rows, cols
+
+
+def region(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """The pixels of ``box`` (xyxy, floored and ceiled outwards), clipped to the frame, at least one pixel."""
+    fh, fw = frame.shape[:2]
+    x1, y1, x2, y2 = (float(v) for v in box)
+    xa = int(np.clip(np.floor(x1), 0, fw - 1))
+    ya = int(np.clip(np.floor(y1), 0, fh - 1))
+    xb = int(np.clip(np.ceil(x2), xa + 1, fw))
+    yb = int(np.clip(np.ceil(y2), ya + 1, fh))
+    return frame[ya:yb, xa:xb]
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

@@ -19,6 +19,12 @@ A region (an object crop, a grid cell of a frame, or a whole frame) becomes one 
 
 ``encode_frames`` returns the whole-frame vector, L2-normalised, as the global feature (used for
 the Slow branch's redundancy pruning) and one token per cell of a ``grid × grid`` partition.
+``encode_rois`` is the Fast branch's reading of a box from the full frame: the frame is resized to
+the encoder's pixel budget (:func:`models.backends.encoders.base.budget_grid`, aspect kept, never
+enlarged), the box scaled with it, and the descriptor taken of the box's pixels there; its
+geometry part is the crop's, measured at that resolution. Without a budget it equals
+``encode_crops`` of the box's region. With a budget ``encode_frames`` reads the frame at that
+resolution too. The budget is part of the encoder's name.
 """
 from __future__ import annotations
 
@@ -30,7 +36,14 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from models.backends.encoders.base import FrameEncoding, check_images, l2_normalize
+from models.backends.encoders.base import (
+    FrameEncoding,
+    budget_grid,
+    check_boxes,
+    check_images,
+    l2_normalize,
+    region,
+)
 from models.config import PlainConfig
 
 HOG_BLOCK, HOG_CELL, HOG_BINS = 16, 8, 9
@@ -65,8 +78,11 @@ class HandcraftedConfig(PlainConfig):
 class HandcraftedAppearanceEncoder:
     """Colour histograms of upper/lower halves in CIELAB, HOG and geometry (module docstring)."""
 
-    def __init__(self, config: HandcraftedConfig | None = None):
+    def __init__(self, config: HandcraftedConfig | None = None, *, pixel_budget: int | None = None):
+        if pixel_budget is not None and pixel_budget < 1:
+            raise ValueError(f"pixel_budget must be >= 1 pixel, got {pixel_budget}")
         self.config = config or HandcraftedConfig()
+        self.pixel_budget = pixel_budget         # full frames are read at most this many pixels (None: as they are)
         cfg = self.config
         self.n_chroma = len(cfg.chroma_edges) + 1
         self.colour_bins = cfg.lightness_bins * self.n_chroma ** 2
@@ -76,9 +92,10 @@ class HandcraftedAppearanceEncoder:
         self.n_blocks = (w // HOG_BLOCK) * (h // HOG_BLOCK)
         self.hog_dim = self.n_blocks * (HOG_BLOCK // HOG_CELL) ** 2 * HOG_BINS
         self.dim = 2 * self.colour_bins + self.hog_dim + 2
-        self.token_dim = self.dim
+        self.token_dim = self.roi_dim = self.dim
         settings = json.dumps(cfg.as_dict(), sort_keys=True)
-        self.name = f"handcrafted-lab-hog-v1-{hashlib.sha256(settings.encode()).hexdigest()[:12]}"
+        self.name = f"handcrafted-lab-hog-v1-{hashlib.sha256(settings.encode()).hexdigest()[:12]}" \
+            + (f"-b{pixel_budget}" if pixel_budget is not None else "")
         # lookup tables: 8-bit OpenCV Lab (L·255/100, a+128, b+128) -> bin index
         levels = np.arange(256, dtype=np.float64)
         self._l_bin = np.minimum((levels / 255.0 * cfg.lightness_bins).astype(np.int64),
@@ -105,14 +122,42 @@ class HandcraftedAppearanceEncoder:
         hog = self._hog.compute(grey).reshape(-1) / np.sqrt(self.n_blocks)               # [H]
         return np.concatenate([upper, lower, hog, np.asarray(geometry)]).astype(np.float32)
 
+    def _crop_descriptor(self, crop: np.ndarray) -> np.ndarray:
+        h, w = crop.shape[:2]
+        return self._descriptor(crop, (float(np.log(h / w)), float(np.log(np.sqrt(h * w) / 64.0))))
+
+    def at_budget(self, frame: np.ndarray) -> np.ndarray:
+        """``frame`` resized to the pixel budget (unchanged without one or when it is within it)."""
+        if self.pixel_budget is None:
+            return frame
+        h, w = frame.shape[:2]
+        rows, cols = budget_grid(h, w, self.pixel_budget, 1)
+        if (rows, cols) == (h, w):
+            return frame
+        return cv2.resize(frame, (cols, rows), interpolation=cv2.INTER_AREA)
+
     # -- ImageEncoder --------------------------------------------------------------------------
     def encode_crops(self, crops: Sequence[np.ndarray]) -> np.ndarray:
         """``[N, dim]``: colour, HOG and the crop's aspect and pixel size."""
         check_images(crops, "crop")
         out = np.zeros((len(crops), self.dim), dtype=np.float32)                          # [N, D]
         for i, crop in enumerate(crops):
-            h, w = crop.shape[:2]
-            out[i] = self._descriptor(crop, (float(np.log(h / w)), float(np.log(np.sqrt(h * w) / 64.0))))
+            out[i] = self._crop_descriptor(crop)
+        return out
+
+    def encode_rois(self, frames: Sequence[np.ndarray], boxes: Sequence[np.ndarray]) -> np.ndarray:
+        """``[Σ n_i, dim]``: the descriptor of each box's pixels in its frame read at the pixel budget."""
+        check_images(frames, "frame")
+        boxes = check_boxes(frames, boxes)
+        out = np.zeros((sum(len(b) for b in boxes), self.dim), dtype=np.float32)         # [N, D]
+        row = 0
+        for frame, frame_boxes in zip(frames, boxes):
+            small = self.at_budget(frame)
+            scale = np.asarray([small.shape[1] / frame.shape[1], small.shape[0] / frame.shape[0]] * 2,
+                               dtype=np.float64)                                           # [4] x, y, x, y
+            for box in frame_boxes:
+                out[row] = self._crop_descriptor(region(small, box * scale))
+                row += 1
         return out
 
     def encode_frames(self, frames: Sequence[np.ndarray]) -> FrameEncoding:
@@ -122,6 +167,7 @@ class HandcraftedAppearanceEncoder:
         glob = np.zeros((len(frames), self.dim), dtype=np.float32)                        # [N, D]
         tokens = np.zeros((len(frames), g * g, self.dim), dtype=np.float32)               # [N, g², D]
         for i, frame in enumerate(frames):
+            frame = self.at_budget(frame)
             h, w = frame.shape[:2]
             glob[i] = self._descriptor(frame, (float(np.log(h / w)), float(np.log(np.sqrt(h * w) / 64.0))))
             ys = np.linspace(0, h, g + 1).round().astype(int)

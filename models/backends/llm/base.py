@@ -1,7 +1,7 @@
 """The language-model interface: queries from approved facts, relation proposals, pre-labels and
 canonical tags (DESIGN 2.7-2.9, 4 ActPair).
 
-Every backend implements four calls::
+Every backend implements five calls::
 
     llm = build_llm("template", {})
     gen = llm.generate_queries(facts, GenerationBudget(max_queries=3))     # from D_r^H alone
@@ -10,6 +10,7 @@ Every backend implements four calls::
     rel = llm.propose_relation(query, other_facts)   # Ŷ ∈ {1, 0, -1}, decisive predicates, evidence
     pre = llm.prelabel(query, {traj_id: facts, ...}) # one proposal per candidate of the pool
     tags = llm.canonicalise_tags(raw_tags, kind="action", top_k=50, max_vocabulary=12)
+    rew = llm.rewrite_query(text, action_tags=[...], scene_tags=[...])  # ActPair 3.4, from the text alone
 
 
 Results record what produced them (backend, model, prompt version and the SHA-256 of its text,
@@ -161,6 +162,9 @@ class LanguageBackend(Protocol):
 
     def canonicalise_tags(self, tags: list[str], *, kind: str, top_k: int = 50, max_vocabulary: int = 16,
                           prompt_version: str | None = None) -> TagCanonicalisation: ...
+
+    def rewrite_query(self, query_text: str, *, action_tags: list[str], scene_tags: list[str],
+                      prompt_version: str | None = None): ...
 
 
 # -- argument checks -----------------------------------------------------------------------------

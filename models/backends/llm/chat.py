@@ -1,6 +1,6 @@
 """What the model-backed language backends share: prompts, the retry loop and answer validation.
 
-A :class:`ChatLLM` implements the four tasks of :class:`models.backends.llm.base.LanguageBackend` on top
+A :class:`ChatLLM` implements the five tasks of :class:`models.backends.llm.base.LanguageBackend` on top
 of one method, :meth:`ChatLLM.generate` (chat messages in, text out), that subclasses provide.
 Each task renders its versioned prompt (``models.backends.llm.prompts``) and reads the answer strictly:
 
@@ -13,7 +13,9 @@ Each task renders its versioned prompt (``models.backends.llm.prompts``) and rea
   predicate numbers within range, evidence ids among the trajectory's facts, a 1 or 0 with
   evidence and a 0 with a decisive predicate;
 - tags: ``{"vocabulary", "mapping"}``: every retained raw tag mapped to a name of the vocabulary,
-  at most ``max_vocabulary`` names.
+  at most ``max_vocabulary`` names;
+- rewrite: ``{"action", "scene", "rewrite"}``: tags from the given vocabularies (or null), the
+  rewrite in ActPair's template (``models.backends.llm.rewrite``).
 
 An answer that fails its reading is followed by the answer itself and a correction turn quoting
 the problem, within the attempt budget. Model misbehaviour never raises.
@@ -39,12 +41,21 @@ from models.backends.llm.base import (
 )
 from models.backends.llm.jsonout import load_json_object
 from models.backends.llm.prompts import TaskPrompt, task_prompt
+from models.backends.llm.rewrite import (
+    REWRITE_TEMPLATE,
+    RewriteResult,
+    check_rewrite_arguments,
+    read_rewrite,
+    vocabulary_block,
+)
 from models.facts import Fact, InvalidOutput, Predicate, QueryProposal, parse_query
 
 # Answer-length budget of the relation and tag tasks (the query task has GenerationBudget).
 RELATION_MAX_NEW_TOKENS = 256
 RELATION_MAX_ATTEMPTS = 2
 TAGS_MAX_ATTEMPTS = 2
+REWRITE_MAX_ATTEMPTS = 2
+REWRITE_MAX_NEW_TOKENS = 192
 
 
 def facts_block(facts: list[Fact]) -> str:
@@ -239,3 +250,19 @@ class ChatLLM:
             return TagCanonicalisation(kind, [], {}, counts, dropped + retained, True, provenance)
         vocabulary, mapping = value
         return TagCanonicalisation(kind, vocabulary, mapping, counts, dropped, False, provenance)
+
+    # -- rewrite (ActPair 3.4) -------------------------------------------------------------------
+    def rewrite_query(self, query_text: str, *, action_tags: list[str], scene_tags: list[str],
+                      prompt_version: str | None = None) -> RewriteResult:
+        """The model's rewrite of the text into the template, with at most one tag of each
+        vocabulary (``models.backends.llm.rewrite.read_rewrite``); no usable answer within
+        :data:`REWRITE_MAX_ATTEMPTS` is a failed result, never an exception."""
+        actions, scenes = check_rewrite_arguments(query_text, action_tags, scene_tags)
+        prompt = task_prompt("rewrite", prompt_version)
+        user = prompt.user.format(text=query_text.strip(), action_tags=vocabulary_block(actions),
+                                  scene_tags=vocabulary_block(scenes), template=REWRITE_TEMPLATE)
+        value, provenance = self._ask(prompt, user, lambda raw: read_rewrite(raw, actions, scenes),
+                                      attempts=REWRITE_MAX_ATTEMPTS, max_new_tokens=REWRITE_MAX_NEW_TOKENS)
+        if value is None:
+            return RewriteResult(None, None, None, True, provenance)
+        return RewriteResult(value[0], value[1], value[2], False, provenance)

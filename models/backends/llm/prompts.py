@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from models.facts import canonical_json
 
-TASKS = ("queries", "relation", "tags")
+TASKS = ("queries", "relation", "tags", "rewrite")
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,26 @@ Group the tags that mean the same {kind} under one short canonical name (lower c
 Return {{"vocabulary": [<canonical names>], "mapping": {{"<raw tag>": "<canonical name>", ...}}}}.""",
     retry=_RETRY)
 
-PROMPTS: dict[str, TaskPrompt] = {p.version: p for p in (_QUERIES_V1, _RELATION_V1, _TAGS_V1)}
-CURRENT = {"queries": "queries-v1", "relation": "relation-v1", "tags": "tags-v1"}
+_REWRITE_V1 = TaskPrompt(
+    "rewrite", "rewrite-v1",
+    system=("You rewrite pedestrian search queries into a fixed template, grounding the action in its scene. "
+            "Answer with one JSON object and nothing else."),
+    user="""\
+Query: {text}
+Canonical action tags:
+{action_tags}
+Canonical scene tags:
+{scene_tags}
+
+Choose the action tag and the scene tag above that best fit the query (null when none fits), then \
+rewrite the query into exactly this template, keeping every detail of the query that fits it and \
+adding nothing the query and the chosen tags do not say:
+{template}
+Return {{"action": <action tag or null>, "scene": <scene tag or null>, "rewrite": "<the rewritten query>"}}.""",
+    retry=_RETRY)
+
+PROMPTS: dict[str, TaskPrompt] = {p.version: p for p in (_QUERIES_V1, _RELATION_V1, _TAGS_V1, _REWRITE_V1)}
+CURRENT = {"queries": "queries-v1", "relation": "relation-v1", "tags": "tags-v1", "rewrite": "rewrite-v1"}
 
 
 def task_prompt(task: str, version: str | None) -> TaskPrompt:

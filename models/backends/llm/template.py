@@ -58,6 +58,7 @@ from models.backends.llm.base import (
     match_predicates,
     tally,
 )
+from models.backends.llm.rewrite import RewriteResult, check_rewrite_arguments, template_rewrite
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import Fact, InvalidOutput, QueryProposal, canonical_json, parse_query
 from models.vocabulary import (
@@ -352,6 +353,31 @@ class TemplateLLM:
         provenance.raw_texts = [canonical_json({"vocabulary": vocabulary, "mapping": mapping})]
         provenance.attempts = 1
         return TagCanonicalisation(kind, vocabulary, mapping, counts, dropped, False, provenance)
+
+
+    # -- rewrite (ActPair 3.4) -------------------------------------------------------------------
+    @staticmethod
+    def choose_tag(query_text: str, tags: list[str]) -> str | None:
+        """The tag of ``tags`` whose stemmed content words the text names the largest share of
+        (at least one); ties go to the earlier tag (vocabularies list the most frequent first)."""
+        words = {_stem(w) for w in re.findall(r"[a-z]+", query_text.lower())}
+        best, share = None, 0.0
+        for tag in tags:
+            stems = [_stem(w) for w in tag_words(tag)]
+            s = sum(w in words for w in stems) / len(stems) if stems else 0.0
+            if s > share:
+                best, share = tag, s
+        return best
+
+    def rewrite_query(self, query_text: str, *, action_tags: list[str], scene_tags: list[str],
+                      prompt_version: str | None = None) -> RewriteResult:
+        """The template rewrite (``models.backends.llm.rewrite.template_rewrite``) of the text with
+        the action and scene tags :meth:`choose_tag` picks from the two vocabularies."""
+        self._check_version(prompt_version)
+        actions, scenes = check_rewrite_arguments(query_text, action_tags, scene_tags)
+        action, scene = self.choose_tag(query_text, actions), self.choose_tag(query_text, scenes)
+        text = template_rewrite(query_text, action_tag=action, scene_tag=scene)
+        return RewriteResult(text, action, scene, False, self._provenance([text]))
 
 
 def _pred(f: Fact) -> dict:

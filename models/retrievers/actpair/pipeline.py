@@ -63,14 +63,20 @@ def dual_view_retrieve(s_orig: torch.Tensor, s_rew: torch.Tensor, top_k: int = 1
         raise ValueError(f"need 1 <= top_m <= top_k, got top_m={top_m!r}, top_k={top_k!r}")
     if not (torch.isfinite(s_orig).all() and torch.isfinite(s_rew).all()):
         raise ValueError("scores must be finite")
+    union, fused = dual_view_union(s_orig, s_rew, top_k)                     # [Q, N] each
+    ranked = _top(fused.masked_fill(~union, -math.inf), min(top_m, s_orig.shape[1]))  # [Q, M]
+    return DualViewResult(indices=ranked, scores=fused.gather(1, ranked), union_size=union.sum(dim=1))
+
+
+def dual_view_union(s_orig: torch.Tensor, s_rew: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``C_orig ∪ C_rew`` as a mask ``[Q, N]`` (the top-``top_k`` of each view, ties to the lower
+    index) and the fused scores ``½ (S_orig + S_rew)`` ``[Q, N]`` of Eq. 7."""
     q, n = s_orig.shape
-    k, m = min(top_k, n), min(top_m, n)
+    k = min(top_k, n)
     union = torch.zeros(q, n, dtype=torch.bool, device=s_orig.device)        # [Q, N]
     union.scatter_(1, _top(s_orig, k), True)
     union.scatter_(1, _top(s_rew, k), True)
-    fused = (s_orig + s_rew) / 2                                             # [Q, N]
-    ranked = _top(fused.masked_fill(~union, -math.inf), m)                   # [Q, M]
-    return DualViewResult(indices=ranked, scores=fused.gather(1, ranked), union_size=union.sum(dim=1))
+    return union, (s_orig + s_rew) / 2                                       # [Q, N], [Q, N]
 
 
 # -- pairwise comparators and reranking -----------------------------------------------------------

@@ -1,11 +1,12 @@
 """ActPair as a retriever of the trainer (:mod:`models.training.trainer`): the dual encoder over
 a snapshot's frozen features, its training loss, and the builder the registry points to.
 
-What reads what (DESIGN 4.4): the canonical action vocabulary is built from the raw action tags of
-the queries' *texts* (:func:`models.retrievers.actpair.rewrite.text_action_tag`, Sec. 3.2 takes
-them from the captions), and inference (:meth:`ActPairRetriever.rewrite`, the assigned action tag,
-dual-view search) reads the query text only. Only the training loss reads the queries' verified
-predicates: the action label ``y_act`` of a training pair is the tag of its first required event.
+What reads what (DESIGN 4.4): the canonical action and scene vocabularies are built from the
+queries' *texts* (:func:`models.retrievers.actpair.rewrite.text_action_tag` and the text's scene
+word; Sec. 3.2 takes them from the captions), and inference (:meth:`ActPairRetriever.rewrite`
+through a language backend, dual-view search) reads the query text and those vocabularies only.
+Only the training loss reads the queries' verified predicates: the action label ``y_act`` of a
+training pair is the tag of its first required event (:meth:`ActPairRetriever.action_labels`).
 """
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ import torch
 from torch import nn
 
 from models.backends.encoders import ImageEncoderConfig, TextEncoderConfig
+from models.backends.llm import build_llm
 from models.config import UNKNOWN_NAMED_KEYS, PlainConfig
+from models.query_reading import read_query
 from models.retrievers.actpair.model import ActPair, ActPairConfig, action_loss
 from models.retrievers.actpair.pipeline import DualViewResult, dual_view_retrieve
-from models.retrievers.actpair.rewrite import query_action_tag, template_rewrite, text_action_tag
-from models.retrievers.actpair.vocabulary import TagVocabulary, build_vocabulary, embed_texts
+from models.retrievers.actpair.rewrite import RewriteReport, rewrite_queries, text_action_tag
+from models.retrievers.actpair.vocabulary import TagVocabulary, build_vocabulary, first_event_tag
 from models.retrievers.features import FeatureConfig
 from models.training.losses import siglip_loss
 
@@ -45,6 +48,8 @@ class ActPairRetrieverConfig(PlainConfig):
     # the canonical action vocabulary (TagVocabulary.to_dict()); None: built by the first prepare()
     # from that snapshot's query texts and then kept here, so a checkpoint reloads the same classes
     vocabulary: dict | None = None
+    # the canonical scene vocabulary (of the query texts' scene words), built and kept likewise
+    scene_vocabulary: dict | None = None
 
     def __post_init__(self) -> None:
         derived = sorted({"d_visual", "d_text", "max_visual_tokens", "max_text_tokens"} & set(self.model))
@@ -74,7 +79,8 @@ class ActPairRetriever(nn.Module):
 
         cfg = config if isinstance(config, ActPairRetrieverConfig) else ActPairRetrieverConfig.from_dict(config)
         self.config = cfg
-        self.feature_config = FeatureConfig.from_dict(cfg.features)
+        # the Fast observations' crops alone (no full-frame ROIs, no Slow frames: the model reads neither)
+        self.feature_config = FeatureConfig.from_dict({"fast_input": "crops", **cfg.features})
         text_config = TextEncoderConfig.from_dict(cfg.text)
         # frozen encoders: plain attributes, never in the state dict
         self.appearance_encoder = build_image_encoder(ImageEncoderConfig.from_dict(cfg.appearance))
@@ -85,6 +91,7 @@ class ActPairRetriever(nn.Module):
             {**cfg.model, "d_visual": d_visual, "d_text": self.text_encoder.token_dim,
              "max_visual_tokens": self.feature_config.n_fast_max, "max_text_tokens": max_text}))
         self.vocabulary = TagVocabulary.from_dict(cfg.vocabulary) if cfg.vocabulary else None
+        self.scene_vocabulary = TagVocabulary.from_dict(cfg.scene_vocabulary) if cfg.scene_vocabulary else None
         if self.vocabulary is not None and len(self.vocabulary.canonical) > self.model.config.n_actions:
             raise ValueError(f"the vocabulary has {len(self.vocabulary.canonical)} actions, the head "
                              f"{self.model.config.n_actions}")
@@ -108,6 +115,11 @@ class ActPairRetriever(nn.Module):
                                  threshold=self.config.tag_threshold, max_clusters=self.model.config.n_actions)
         self.vocabulary = vocab
         self.config.vocabulary = vocab.to_dict()
+        scenes = [s for s in (read_query(q.text).scene for q in snapshot.queries) if s]
+        if scenes:
+            self.scene_vocabulary = build_vocabulary(scenes, self.text_encoder, kind="scene",
+                                                     top_k=self.config.tag_top_k, threshold=self.config.tag_threshold)
+            self.config.scene_vocabulary = self.scene_vocabulary.to_dict()
         return vocab
 
     def prepare(self, snapshot, records=None, *, cache_dir: str | None = None):
@@ -157,7 +169,9 @@ class ActPairRetriever(nn.Module):
             raise ValueError("no action vocabulary: prepare() a snapshot with queries first")
         labels = []
         for q in query_ids:
-            tag = query_action_tag(data.query_predicates[int(q)])
+            predicates = data.query_predicates[int(q)]
+            tag = first_event_tag((p["name"], p["value"]) if isinstance(p, dict) else (p.name, p.value)
+                                  for p in predicates)
             labels.append(self.vocabulary.index(tag) if tag else -1)
         return torch.tensor(labels, dtype=torch.long, device=self.device)
 
@@ -211,19 +225,19 @@ class ActPairRetriever(nn.Module):
         return {"batching": {"noisy_gt": False}}
 
     # -- inference: rewrite and dual-view retrieval ------------------------------------------
-    def rewrite(self, texts: Sequence[str], scene_tags: Sequence[str | None] | None = None) -> list[str]:
-        """Template rewrites of query texts (:func:`template_rewrite`, Sec. 3.4): each text read
-        against the vocabularies, its nearest canonical action tag (:meth:`TagVocabulary.assign`
-        on the frozen text vector) and its scene tag (none by default: the text's scene word).
-        Reads the texts only, never a query's predicates (DESIGN 4.4)."""
-        texts = list(texts)
-        scenes = list(scene_tags) if scene_tags is not None else [None] * len(texts)
-        if len(scenes) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(scenes)} scene tags")
-        actions = (self.vocabulary.assign(embed_texts(self.text_encoder, texts))
-                   if self.vocabulary is not None and self.vocabulary.centroids and texts
-                   else [None] * len(texts))
-        return [template_rewrite(t, action_tag=a, scene_tag=s) for t, a, s in zip(texts, actions, scenes, strict=True)]
+    def rewrite_report(self, texts: Sequence[str], llm=None) -> RewriteReport:
+        """The rewritten view of query texts (Sec. 3.4): each text through the language backend
+        ``llm`` (``models.backends.llm``; default the template backend) with the names of the
+        canonical action and scene vocabularies. Reads the texts and the vocabularies only, never
+        a query's predicates (DESIGN 4.4)."""
+        llm = build_llm("template", {}) if llm is None else llm
+        return rewrite_queries(list(texts), llm,
+                               action_tags=self.vocabulary.canonical if self.vocabulary is not None else [],
+                               scene_tags=self.scene_vocabulary.canonical if self.scene_vocabulary is not None else [])
+
+    def rewrite(self, texts: Sequence[str], llm=None) -> list[str]:
+        """The rewrites of :meth:`rewrite_report` (the original text where a rewrite failed)."""
+        return self.rewrite_report(texts, llm).texts
 
     @torch.no_grad()
     def dual_view_search(self, texts: Sequence[str], rewrites: Sequence[str], gallery: torch.Tensor,

@@ -1,105 +1,38 @@
-"""ActPair's query rewrite into the paper's fixed template (Sec. 3.4), from the query text alone.
+"""ActPair's query rewrite (Sec. 3.4) at inference: the query text and the canonical action and
+scene vocabularies through a language backend, nothing else.
 
-The rewrite is ``Q_rew = M(Q_orig ⊕ τ_act ⊕ τ_scene)``: the query *text*, the canonical action
-tag nearest to it and a scene tag. It never reads the query's construction predicates, nor any
-approved fact of the gallery (DESIGN 4.4: evaluation and default search get no answer key).
+``Q_rew = M(Q_orig ⊕ τ_act ⊕ τ_scene)``: :func:`rewrite_queries` hands each query *text* and the
+names of the two vocabularies to a ``models.backends.llm`` backend's ``rewrite_query`` (the
+template backend, ``models.backends.llm.rewrite.template_rewrite``, is the embedded default). It
+never reads a query's construction predicates, nor any approved fact of the gallery (DESIGN 4.4:
+evaluation and default search get no answer key). A backend that gives no usable rewrite leaves
+the original text as the rewritten view, and the failure is counted.
 
-:func:`read_query` (``models.query_reading``, re-exported here) is the deterministic reading of
-a text against the shared vocabularies into predicates that cite no fact. The embedded default rewrite,
-:func:`template_rewrite`, fills :data:`REWRITE_TEMPLATE` from that reading; :func:`llm_rewrite`
-asks an LLM with the same inputs.
+:func:`text_action_tag` is the raw action tag of a text's own reading (``read_query``), what the
+action vocabulary is built from.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from models.facts import EVENTS, InvalidOutput, Predicate
+from models.backends.llm.rewrite import (
+    REWRITE_TEMPLATE,
+    RewriteResult,
+    check_template,
+    fill_template,
+    template_rewrite,
+)
 from models.query_reading import QueryReading, read_query
-from models.retrievers.actpair.vocabulary import normalise_tag
-from models.vocabulary import DIRECTION_PHRASES
-from models.wording import with_article
+from models.retrievers.actpair.vocabulary import first_event_tag
 
-__all__ = ["REWRITE_TEMPLATE", "QueryReading", "fill_template", "llm_rewrite", "query_action_tag", "read_query",
-           "rewrite_prompt", "template_rewrite", "text_action_tag"]
-
-# -- query rewrite --------------------------------------------------------------------------------
-REWRITE_TEMPLATE = "The image shows [person description] wearing [clothing] [action]. The background features [scene details]."
-UNKNOWN_SCENE = "an unspecified scene"
-UNKNOWN_CLOTHING = "unspecified clothing"
-
-
-def fill_template(person: str, clothing: str, action: str, scene: str) -> str:
-    """:data:`REWRITE_TEMPLATE` with its four slots filled (an empty action slot is left out)."""
-    action = f" {action}" if action else ""
-    return f"The image shows {person} wearing {clothing}{action}. The background features {scene}."
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-# -- the template ---------------------------------------------------------------------------------
-_PACE = {"slow": "slowly", "fast": "quickly", "normal": "at a normal pace"}
-_EVENT_VERBS = {"stands": "standing", "enters": "entering", "leaves": "leaving", "crosses": "crossing",
-                "occluded_by": "occluded by", "passes_in_front_of": "passing in front of"}
-
-
-def template_rewrite(query_text: str, *, action_tag: str | None = None, scene_tag: str | None = None) -> str:
-    """The deterministic default rewrite: :func:`read_query` of the text into
-    :data:`REWRITE_TEMPLATE`.
-
-    - person description: ``a [size] [category] [on the <position>]`` (category default
-      ``person``);
-    - clothing: ``a <upper_colour> top and <lower_colour> trousers`` (``unspecified clothing``
-      when the text names neither);
-    - action: each event read, in ``models.facts.EVENTS`` order — ``walking [pace] <direction>``
-      (``moving <pace>`` without a walk), ``standing still``, ``entering from the left``,
-      ``crossing person 2``, ...; the assigned canonical ``action_tag`` when the text names no
-      event;
-    - scene: the assigned canonical ``scene_tag``, else the text's scene word, else ``an
-      unspecified scene``.
-
-    A text that names nothing of these still gets the template (its slots unspecified); an empty
-    text is a ``ValueError``.
-    """
-    if not isinstance(query_text, str) or not query_text.strip():
-        raise ValueError("nothing to rewrite: the query text is empty")
-    reading = read_query(query_text)
-    values: dict[str, list[str]] = {}
-    for p in reading.predicates:
-        values.setdefault(p.name, []).append(p.value)
-
-    def first(name: str) -> str | None:
-        return values.get(name, [None])[0]
-
-    noun = " ".join(x for x in (first("size"), first("category") or "person") if x)
-    person = with_article(noun) + (f" on the {first('position')}" if first("position") else "")
-    clothes = []
-    if first("upper_colour"):
-        clothes.append(with_article(f"{first('upper_colour')} top"))
-    if first("lower_colour"):
-        clothes.append(f"{first('lower_colour')} trousers")
-    clothing = _join(clothes) if clothes else UNKNOWN_CLOTHING
-
-    pace = _PACE.get(first("speed") or "", first("speed"))
-    actions = []
-    for event in EVENTS:
-        for value in values.get(event, []):
-            if event == "walks":
-                actions.append(" ".join(x for x in ("walking", pace, DIRECTION_PHRASES.get(value, value)) if x))
-            else:
-                actions.append(f"{_EVENT_VERBS[event]} {value}")
-    if pace and "walks" not in values:
-        actions.insert(0, f"moving {pace}")
-    if not actions and action_tag:
-        actions.append(normalise_tag(action_tag))
-    scene = normalise_tag(scene_tag) if scene_tag else (reading.scene or UNKNOWN_SCENE)
-    return fill_template(person, clothing, _join(actions) if actions else "", scene)
+__all__ = ["REWRITE_TEMPLATE", "QueryReading", "RewriteReport", "fill_template", "llm_rewrite", "read_query",
+           "rewrite_prompt", "rewrite_queries", "template_rewrite", "text_action_tag"]
 
 
 def rewrite_prompt(query_text: str, action_tag: str | None, scene_tag: str | None) -> str:
-    """The instruction for an LLM rewrite ``Q_rew = M(Q_orig ⊕ τ_act ⊕ τ_scene)`` (Sec. 3.4)."""
+    """A one-turn instruction for a ``prompt -> answer`` callable (:func:`llm_rewrite`) whose tags
+    were chosen already."""
     return ("Rewrite the pedestrian search query below into exactly this template, keeping every "
             "detail of the query that fits it and adding nothing the query and tags do not say:\n"
             f"{REWRITE_TEMPLATE}\n\nQuery: {query_text.strip()}\n"
@@ -109,30 +42,39 @@ def rewrite_prompt(query_text: str, action_tag: str | None, scene_tag: str | Non
 
 def llm_rewrite(query_text: str, llm: Callable[[str], str], *, action_tag: str | None = None,
                 scene_tag: str | None = None) -> str:
-    """The paper's rewrite by an LLM (``prompt -> answer``); the answer must follow the template's
-    two sentences (:class:`models.facts.InvalidOutput` otherwise)."""
+    """The rewrite by a ``prompt -> answer`` callable; the answer must follow the template's two
+    sentences (:class:`models.facts.InvalidOutput` otherwise)."""
     if not query_text or not query_text.strip():
         raise ValueError("query_text is empty")
-    answer = llm(rewrite_prompt(query_text, action_tag, scene_tag))
-    text = " ".join(str(answer).strip().strip('"').split())
-    if not re.fullmatch(r"The image shows .+ wearing .+\. The background features .+\.", text):
-        raise InvalidOutput("the rewrite does not follow the template "
-                            "'The image shows ... wearing .... The background features ....'", str(answer))
-    return text
+    return check_template(llm(rewrite_prompt(query_text, action_tag, scene_tag)))
 
 
-def query_action_tag(predicates: Sequence[Predicate | dict]) -> str | None:
-    """The raw action tag of a list of predicates: ``"<event> <value>"`` of the first event in
-    ``models.facts.EVENTS`` order (``"walks left"``); None without one."""
-    events = [(p.name, p.value) if isinstance(p, Predicate) else (p["name"], p["value"]) for p in predicates]
-    events = [(EVENTS.index(n), i, n, v) for i, (n, v) in enumerate(events) if n in EVENTS and v]
-    if not events:
-        return None
-    _, _, name, value = min(events)
-    return normalise_tag(f"{name} {value}")
+@dataclass
+class RewriteReport:
+    """The rewritten view of a list of queries and what producing it took."""
+
+    texts: list[str]                             # [Q] the rewrites (the original text where one failed)
+    results: list[RewriteResult]                 # [Q] the backend's results
+    requests: int                                # rewrite requests made (one per query)
+    failed: int                                  # requests without a usable rewrite
+
+    def counts(self) -> dict:
+        return {"requests": self.requests, "failed": self.failed,
+                "model_calls": sum(int(r.provenance.attempts) for r in self.results)}
+
+
+def rewrite_queries(texts: Sequence[str], llm, *, action_tags: Sequence[str] = (),
+                    scene_tags: Sequence[str] = ()) -> RewriteReport:
+    """Each query text rewritten by the language backend ``llm`` (its ``rewrite_query``) given
+    the canonical ``action_tags`` and ``scene_tags`` names, in order."""
+    if not callable(getattr(llm, "rewrite_query", None)):
+        raise ValueError("llm must be a models.backends.llm language backend (with rewrite_query)")
+    results = [llm.rewrite_query(t, action_tags=list(action_tags), scene_tags=list(scene_tags)) for t in texts]
+    out = [r.text if not r.failed and r.text else t for r, t in zip(results, texts, strict=True)]
+    return RewriteReport(out, results, len(results), sum(bool(r.failed or not r.text) for r in results))
 
 
 def text_action_tag(query_text: str) -> str | None:
-    """The raw action tag of a query text: :func:`query_action_tag` of :func:`read_query` (what
-    the action vocabulary is built from and what inference assigns; DESIGN 4.4)."""
-    return query_action_tag(read_query(query_text).predicates)
+    """The raw action tag of a query text: the first event of :func:`read_query`'s reading of it
+    (``vocabulary.first_event_tag``; what the action vocabulary is built from, DESIGN 4.4)."""
+    return first_event_tag((p.name, p.value) for p in read_query(query_text).predicates)

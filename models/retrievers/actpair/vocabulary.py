@@ -12,7 +12,6 @@ cluster is named by its most frequent member. The canonical action tags are the 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,15 +22,10 @@ import torch
 from models.backends.llm.jsonout import load_json_object
 from models.config import PlainConfig
 from models.facts import EVENTS, Fact, InvalidOutput
+from models.wording import normalise_tag
 
 
 # -- canonical tag vocabulary ---------------------------------------------------------------------
-def normalise_tag(tag: str) -> str:
-    """Lower case, single spaces, no surrounding punctuation: ``" Walking,  slowly. "`` →
-    ``"walking, slowly"``."""
-    return re.sub(r"\s+", " ", str(tag)).strip().strip(".;:!?\"'").strip().lower()
-
-
 def top_k_tags(tags: Mapping[str, int] | Iterable[str], k: int) -> list[tuple[str, int]]:
     """The ``k`` most frequent normalised tags with their counts (``c(r)`` of Eq. 3): raw tags as
     an iterable of occurrences or a ``{tag: count}`` mapping. Ties by tag text."""
@@ -244,3 +238,15 @@ def dominant_action_tag(facts: Sequence[Fact]) -> str | None:
         if best is None or key < best[0]:
             best = (key, normalise_tag(f"{f.name} {f.value}"))
     return best[1] if best else None
+
+
+def first_event_tag(pairs) -> str | None:
+    """The raw action tag ``"<event> <value>"`` (``"walks left"``) of the first event among
+    ``(name, value)`` pairs in ``models.facts.EVENTS`` order (ties: the earlier pair); None
+    without one. Reads whatever pairs it is given: a text's reading at inference, a training
+    query's verified predicates for its action label."""
+    events = [(EVENTS.index(n), i, n, v) for i, (n, v) in enumerate(pairs) if n in EVENTS and v]
+    if not events:
+        return None
+    _, _, name, value = min(events)
+    return normalise_tag(f"{name} {value}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -20,6 +21,8 @@ from models.retrievers.scout.data import (
     query_rows,
     record_rows,
 )
+from models.retrievers.scout.itm import ScoutITM, ScoutITMConfig
+from models.retrievers.scout.itm_training import ScoutITMTraining, mined_pairs, train_itm
 from models.retrievers.scout.model import ScoutConfig, ScoutPredictor
 from models.training.losses import info_nce
 
@@ -40,6 +43,7 @@ class ScoutRetrieverConfig(PlainConfig):
     features: dict = field(default_factory=dict, metadata={"config": FeatureConfig})  # FeatureConfig (n_f^max = 32 observations per track)
     predictor: dict = field(default_factory=lambda: dict(EMBEDDED_PREDICTOR))  # ScoutConfig fields
     geometry: bool = True                            # append g_t to each observation token
+    itm: dict = field(default_factory=dict, metadata={"config": ScoutITMTraining})  # ScoutITM after the first stage (off)
 
     def __post_init__(self) -> None:
         derived = sorted({"d_in", "d_text", "max_tokens"} & set(self.predictor))
@@ -66,7 +70,8 @@ class ScoutRetriever(nn.Module):
 
         cfg = config if isinstance(config, ScoutRetrieverConfig) else ScoutRetrieverConfig.from_dict(config)
         self.config = cfg
-        self.feature_config = FeatureConfig.from_dict(cfg.features)
+        # the Fast observations' crops alone (no full-frame ROIs, no Slow frames: the model reads neither)
+        self.feature_config = FeatureConfig.from_dict({"fast_input": "crops", **cfg.features})
         # frozen encoders: plain attributes, never in the state dict
         self.appearance_encoder = build_image_encoder(ImageEncoderConfig.from_dict(cfg.appearance))
         self.text_encoder = build_text_encoder(TextEncoderConfig.from_dict(cfg.text))
@@ -74,6 +79,15 @@ class ScoutRetriever(nn.Module):
         self.predictor = ScoutPredictor(ScoutConfig.from_dict(
             {**cfg.predictor, "d_in": d_in, "d_text": self.text_encoder.dim,
              "max_tokens": self.feature_config.n_fast_max}))
+        # ScoutITM over the same frozen tokens: trained by after_training, kept in the checkpoint
+        self.itm_training = ScoutITMTraining.from_dict(cfg.itm)
+        self.itm: ScoutITM | None = None
+        if self.itm_training.enabled:
+            self.itm = ScoutITM(ScoutITMConfig.from_dict(
+                {**self.itm_training.model, "d_visual": d_in, "d_text": self.text_encoder.token_dim,
+                 "max_visual_tokens": self.feature_config.n_fast_max,
+                 "max_text_tokens": TextEncoderConfig.from_dict(cfg.text).max_length}))
+            self.register_buffer("itm_trained", torch.zeros((), dtype=torch.bool))
 
     def config_dict(self) -> dict:
         return self.config.to_dict()
@@ -141,16 +155,102 @@ class ScoutRetriever(nn.Module):
         """SCOUT's recipe for ``models.training.trainer.train`` (fields the TrainConfig sets win): AdamW with
         the predictor config's learning rate, betas and weight decay, a linear warm-up over the same
         share of the run as ``warmup_steps / total_steps`` (600 of 6000 in the paper), then a cosine
-        decay to zero; groups without noisy-GT variants (only each group's clean target is read, so
-        the variants' features would be computed for nothing)."""
+        decay to zero; the per-forward batch B (``batch_size``, 128) without gathered negatives;
+        groups without noisy-GT variants (only each group's clean target is read, so the variants'
+        features would be computed for nothing)."""
         c = self.predictor.config
         return {"lr": c.lr, "betas": c.betas, "weight_decay": c.weight_decay,
                 "warmup_steps": round(steps * c.warmup_steps / c.total_steps), "min_lr_ratio": 0.0,
+                "batch_size": c.batch_size, "gather_negatives": c.gather_negatives,
                 "batching": {"noisy_gt": False}}
 
     def no_weight_decay(self) -> set[str]:
-        """Token positions and prompt tokens are not decayed (as in :func:`make_optimizer`)."""
-        return {"predictor.positions", "predictor.prompts"}
+        """Token positions and prompt tokens are not decayed (as in :func:`make_optimizer`); nor the
+        ScoutITM head during the contrastive steps (it gets no gradient there, at most zeros from
+        other processes, so it stays as built until :meth:`after_training` trains it)."""
+        itm = {f"itm.{n}" for n, _ in self.itm.named_parameters()} if self.itm is not None else set()
+        return {"predictor.positions", "predictor.prompts", *itm}
+
+    # -- ScoutITM: trained on negatives mined by the trained first stage ----------------------------
+    @torch.no_grad()
+    def first_stage_scores(self, data: ObservationData, query_ids, records, chunk: int = 256) -> torch.Tensor:
+        """Cosine scores ``[Q, P]`` of the (frozen) first stage, eval mode, on the CPU."""
+        was_training = self.predictor.training
+        self.predictor.eval()
+        q = self.encode_queries(data, query_ids)                                        # [Q, d]
+        v = torch.cat([self.encode_tracks(data, records[s: s + chunk]) for s in range(0, len(records), chunk)])
+        self.predictor.train(was_training)
+        return self.score(q, v).float().cpu()                                           # [Q, P]
+
+    def after_training(self, data: ObservationData, snapshot, ctx) -> dict:
+        """The trainer's post-training stage: with ``itm.enabled``, mine hard negatives with the trained
+        first stage over the training snapshot (every query against every stored trajectory; the
+        verified relations say which are mismatches) and train ScoutITM on them
+        (:mod:`models.retrievers.scout.itm_training`). Runs once: ``itm_trained`` is in the checkpoint."""
+        if self.itm is None:
+            return {"itm": "disabled"}
+        if bool(self.itm_trained):
+            return {"itm": "trained before this resume"}
+        matrix, qids, tids = snapshot.matrix(include_pseudo=False)                      # [Q, T] verified labels
+        records = [(t, 0) for t in tids]
+        scores = self.first_stage_scores(data, qids, records)                           # [Q, T]
+        pairs = mined_pairs(scores, torch.from_numpy(matrix.astype(np.int64)), self.itm_training.n_negatives)
+        rows = record_rows(data, records)
+        q_rows = query_rows(data, qids)
+        seed = int(torch.randint(0, 2**31 - 1, (1,)))     # from the run's RNG stream (restored on resume)
+        report = train_itm(self.itm, data.tokens[rows], data.mask[rows], torch.from_numpy(data.text.tokens[q_rows]),
+                           torch.from_numpy(data.text.mask[q_rows]), pairs, self.itm_training, seed=seed)
+        self.itm_trained.fill_(True)
+        return {"itm": report}
+
+    @torch.no_grad()
+    def itm_scores(self, data: ObservationData, query_ids: Sequence[int],
+                   records: Sequence[Sequence[tuple[int, int]]]) -> torch.Tensor:
+        """ScoutITM match probabilities ``[Q, M]``: ``query_ids [Q]`` and ``records [Q][M]``, each
+        query's short list of records ``(track_id, variant)`` (e.g. the fused top-20), in that order.
+
+        Leak-free: reads only the prepared frozen features (observation tokens, the query text's token
+        states). The ITM signal of ``models.retrievers.rerank.rerank_blend``."""
+        self._require_itm()
+        query_ids = [int(q) for q in query_ids]
+        q_rows = query_rows(data, query_ids)
+        return self._itm_probabilities(data, torch.from_numpy(data.text.tokens[q_rows]),
+                                       torch.from_numpy(data.text.mask[q_rows]), records)
+
+    @torch.no_grad()
+    def itm_text_scores(self, data: ObservationData, texts: Sequence[str],
+                        records: Sequence[Sequence[tuple[int, int]]]) -> torch.Tensor:
+        """:meth:`itm_scores` for any query texts (the frozen text encoder's token states of each):
+        what a retrieval pipeline's ITM term calls at search and evaluation time."""
+        self._require_itm()
+        encoded = self.text_encoder.encode(list(texts))
+        return self._itm_probabilities(data, torch.from_numpy(encoded.tokens), torch.from_numpy(encoded.mask), records)
+
+    def _require_itm(self) -> None:
+        if self.itm is None:
+            raise ValueError("this SCOUT model has no ScoutITM head (train it with itm.enabled)")
+        if not bool(self.itm_trained):
+            raise ValueError("this SCOUT model's ScoutITM head was never trained")
+
+    def _itm_probabilities(self, data: ObservationData, text_tokens: torch.Tensor, text_mask: torch.Tensor,
+                           records: Sequence[Sequence[tuple[int, int]]]) -> torch.Tensor:
+        n = text_tokens.shape[0]
+        if len(records) != n or len({len(r) for r in records}) > 1:
+            raise ValueError(f"records must be [Q][M]: one list per query ({n}), all of one length")
+        m = len(records[0]) if records else 0
+        if not n or not m:
+            return torch.zeros(n, m)
+        flat = [tuple(int(x) for x in r) for row in records for r in row]
+        unique = sorted(set(flat))
+        position = {r: i for i, r in enumerate(unique)}
+        rows = record_rows(data, unique)
+        shortlist = torch.as_tensor([position[r] for r in flat], dtype=torch.long).reshape(n, m)
+        was_training = self.itm.training
+        self.itm.eval()
+        probs = self.itm.score_shortlist(data.tokens[rows].to(self.device), data.mask[rows].to(self.device),
+                                         text_tokens.to(self.device), text_mask.to(self.device), shortlist)
+        self.itm.train(was_training)
+        return probs.float().cpu()                                                       # [Q, M]
 
 
 def build_retriever(config: dict | None = None) -> ScoutRetriever:

@@ -24,13 +24,13 @@ class VTrajEmbedData:
 
     rows: dict[RecordKey, int]                   # record -> row
     record_video: np.ndarray                     # [R] video id of each row
-    appearance: torch.Tensor                     # [R, N, D_a] a_t, zero-padded to N = K_max · block_size
+    appearance: torch.Tensor                     # [R, N, D_a] a_t, zero-padded to N = K_max · block_size (D_a = 0: no Fast)
     geometry: torch.Tensor                       # [R, N, 8] g_t
     obs_valid: torch.Tensor                      # [R, N] bool
     slow_positions: torch.Tensor                 # [R, S] long positions in the Fast list (S_0)
     slow_frames: torch.Tensor                    # [R, S] long rows of the frame table
     slow_valid: torch.Tensor                     # [R, S] bool
-    frame_global: torch.Tensor                   # [F, D_g] unit global features
+    frame_global: torch.Tensor                   # [F, D_g] unit global features (pruning)
     frame_tokens: torch.Tensor                   # [F, N_t, D_x] context tokens
     frame_token_mask: torch.Tensor               # [F, N_t] bool
     text: TextFeatures | None                    # query features (None for the causal-LM text pass)
@@ -70,6 +70,8 @@ def pack_tracks(features: Mapping[RecordKey, TrackFeatures], n_max: int) -> dict
                 f_tokens.append(f.context_tokens[j])
                 f_masks.append(f.context_mask[j])
             slow_pos[i, j], slow_frames[i, j], slow_valid[i, j] = pos, frame_row[fk], True
+    if not f_global:                                     # no Slow frames (no Slow encoder): one empty row
+        f_global, f_tokens, f_masks = [first.context_global.reshape(0)], [np.zeros((1, 0), np.float32)], [np.zeros(1, bool)]
     n_tok = max(t.shape[0] for t in f_tokens)
     tokens = np.zeros((len(f_tokens), n_tok, f_tokens[0].shape[1]), np.float32)
     tmask = np.zeros((len(f_tokens), n_tok), bool)

@@ -32,7 +32,23 @@ the query (the paper's text-only prompt). Neither pass sees the other modality.
 Scores are ``s(e, r) = exp(ℓ) qᵀv`` with ``ℓ`` initialised to ``log 20`` (temperature 0.05) and
 capped at ``log 100``. ``lambda_g`` / ``lambda_bi`` weigh the loss terms: ``lambda_bi = 0`` is the
 paper's "without L_bi" ablation and ``lambda_g = 0`` its "without L_group"; ``use_slow = False``
-its "without Slow branch".
+its "without Slow branch" (no Slow frames are encoded); ``features.n_fast_max = 16`` its
+"Fast observations 32 → 16".
+
+``use_fast = False`` is the "without Fast branch" ablation, read as: no ROI appearance at all (the
+Fast encoder is not run, ``a_t`` is empty), while the ordered observations keep their geometry.
+The temporal slots are then ``Resample_f`` of ``MLP_geo(g_t)`` alone, the Slow cross-attention is
+queried by ``W_q MLP_geo(g_t)`` (the box's place and motion instead of its looks: the only anchor to
+the tracked object that is left), and ``α`` starts at 1, since with no Fast representation to
+start from a closed gate would leave the model reading boxes only. The trajectory is thus the
+Slow context plus geometry; at least one of the two branches must be on.
+
+Frozen encoders (C.3-C.4): ``fast`` reads boxes from full frames at ``P_f = 65,536`` pixels
+(``encode_rois``), ``slow`` reads the Slow frames' context tokens at ``P_s = 200,704``, and an
+optional ``pruning`` encoder (the paper's CLIP-style auxiliary encoder) gives the global features
+the pruning compares (None: the Slow encoder's). ``training_loss`` reports the mean number of Slow
+frames kept per record of the batch (``slow_retained_mean``) and :meth:`VTrajEmbed.summarize` the
+distribution over a prepared snapshot's records, as C.2 asks.
 """
 from __future__ import annotations
 
@@ -57,7 +73,9 @@ from models.backends.encoders import (
 )
 from models.config import PlainConfig
 from models.retrievers.features import (
+    FAST_PIXEL_BUDGET,
     GEOMETRY_DIM,
+    SLOW_PIXEL_BUDGET,
     FeatureConfig,
     FeatureExtractor,
     RecordKey,
@@ -76,14 +94,16 @@ LM_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": to
 class VTrajEmbedConfig(PlainConfig):
     """VTrajEmbed's settings; defaults follow the paper where it gives them (section / appendix)."""
 
-    appearance: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default)
-    context: dict | None = field(default=None, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the Slow frames; None: same as appearance
+    fast: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default; pixel_budget P_f = 65,536 unless set)
+    slow: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the Slow frames (pixel_budget P_s = 200,704 unless set)
+    pruning: dict | None = field(default=None, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the pruning's global features; None: the Slow encoder's
     text: dict = field(default_factory=dict, metadata={"config": TextEncoderConfig})  # TextEncoderConfig (packaged MiniLM by default)
     features: dict = field(default_factory=dict, metadata={"config": FeatureConfig})  # FeatureConfig: n_f^max = 32, n_s budget 4 (C.2)
     block_size: int = 4                          # observations per temporal block: K_r = ⌈n_f / 4⌉ (C.2)
     geo_hidden: int = 128                        # hidden width of MLP_geo
     d_model: int = 256                           # width of f_i, c's projection and z_i
     heads: int = 4                               # attention heads of the resamplers and cross-attention
+    use_fast: bool = True                        # the Fast branch's ROI appearance (False: the "without Fast" ablation, module docstring)
     use_slow: bool = True                        # the Slow branch (False: the "without Slow" ablation)
     prune_tau: float = 0.95                      # τ of the Slow pruning (not given in the paper; fixed a priori)
     d_context: int = 256                         # width of u_t and c
@@ -133,8 +153,15 @@ class VTrajEmbedConfig(PlainConfig):
                 problems.append(f"{name} must be a finite number >= 0")
         if self.lambda_g == 0 and self.lambda_bi == 0:
             problems.append("lambda_g and lambda_bi cannot both be 0 (nothing would be trained)")
+        if not self.use_fast and not self.use_slow:
+            problems.append("use_fast and use_slow cannot both be False (the trajectory would be read from no pixels)")
         if problems:
             raise ValueError("VTrajEmbedConfig: " + "; ".join(problems))
+
+
+def encoder_config(settings: Mapping, pixel_budget: int) -> ImageEncoderConfig:
+    """An ImageEncoderConfig of ``settings``, reading full frames at ``pixel_budget`` unless they set one."""
+    return ImageEncoderConfig.from_dict({"pixel_budget": pixel_budget, **settings})
 
 
 # -- building blocks --------------------------------------------------------------------------------
@@ -266,27 +293,33 @@ class VTrajEmbed(nn.Module):
         self.config = cfg
         self.feature_config = FeatureConfig.from_dict(cfg.features)
         # frozen encoders: plain attributes (not submodules), so they never enter state_dict
-        self.appearance_encoder = build_image_encoder(ImageEncoderConfig.from_dict(cfg.appearance))
-        self.context_encoder = (self.appearance_encoder if cfg.context is None
-                                else build_image_encoder(ImageEncoderConfig.from_dict(cfg.context)))
+        self.fast_encoder = self.slow_encoder = self.pruning_encoder = None
+        if cfg.use_fast:
+            self.fast_encoder = build_image_encoder(encoder_config(cfg.fast, FAST_PIXEL_BUDGET))
+        if cfg.use_slow:
+            self.slow_encoder = build_image_encoder(encoder_config(cfg.slow, SLOW_PIXEL_BUDGET))
+            if cfg.pruning is not None:
+                self.pruning_encoder = build_image_encoder(encoder_config(cfg.pruning, SLOW_PIXEL_BUDGET))
         self.text_encoder = build_text_encoder(TextEncoderConfig.from_dict(cfg.text)) \
             if cfg.aggregator == "transformer" else None
-        d_a, d_x = self.appearance_encoder.dim, self.context_encoder.token_dim
+        self.d_fast = self.feature_extractor().fast_dim                              # D_a (0 without Fast)
+        d_a = self.d_fast if cfg.use_fast else cfg.d_model                           # width of ã_t
         self.k_max = math.ceil(self.feature_config.n_fast_max / cfg.block_size)
         self.n_max = self.k_max * cfg.block_size
-        # Fast branch
+        # Fast branch (without ROI appearance: the geometry alone)
         self.geo_mlp = nn.Sequential(nn.Linear(GEOMETRY_DIM, cfg.geo_hidden), nn.GELU(),
                                      nn.Linear(cfg.geo_hidden, d_a))
         self.fast_resampler = AttentionPool(d_a, cfg.d_model, cfg.heads, cfg.dropout)
         # Slow branch and fusion
         if cfg.use_slow:
+            d_x = self.slow_encoder.token_dim
             self.slow_query = nn.Linear(d_a, cfg.d_context)                          # W_q
             self.context_norm = nn.LayerNorm(d_x)
             self.slow_attn = nn.MultiheadAttention(cfg.d_context, cfg.heads, dropout=cfg.dropout, kdim=d_x,
                                                    vdim=d_x, batch_first=True)
             self.slow_resampler = AttentionPool(cfg.d_context, cfg.d_context, cfg.heads, cfg.dropout)
             self.slow_proj = nn.Linear(cfg.d_context, cfg.d_model)                   # W_s
-            self.alpha = nn.Parameter(torch.zeros(()))                               # gate α, 0 at init
+            self.alpha = nn.Parameter(torch.full((), 0.0 if cfg.use_fast else 1.0))  # gate α: 0 at init (1 without Fast)
         self.fuse_norm = nn.LayerNorm(cfg.d_model)
         # aggregator
         if cfg.aggregator == "transformer":
@@ -316,7 +349,8 @@ class VTrajEmbed(nn.Module):
 
     def feature_extractor(self, cache_dir: str | None = None) -> FeatureExtractor:
         cfg = dataclasses.replace(self.feature_config, cache_dir=cache_dir or self.feature_config.cache_dir)
-        return FeatureExtractor(cfg, self.appearance_encoder, context=self.context_encoder, text=self.text_encoder)
+        return FeatureExtractor(cfg, self.fast_encoder, slow=self.slow_encoder, pruning=self.pruning_encoder,
+                                text=self.text_encoder)
 
     def prepare(self, snapshot: RelationSnapshotData,
                 records: Mapping[RecordKey, tuple[np.ndarray, np.ndarray]] | None = None, *,
@@ -359,6 +393,29 @@ class VTrajEmbed(nn.Module):
             data.frame_global[slow_frames].to(dev), data.frame_tokens[slow_frames].to(dev),
             data.frame_token_mask[slow_frames].to(dev))
 
+    def slow_retained(self, data: VTrajEmbedData, records: Sequence[RecordKey] | None = None) -> torch.Tensor:
+        """``m_s(r)``, the Slow frames the greedy pruning keeps, per record: ``[P]`` long (every
+        prepared record, in row order, when ``records`` is None). The same pruning as :meth:`fuse`."""
+        if not self.config.use_slow:
+            raise ValueError("this model has no Slow branch (use_slow is False): nothing is pruned")
+        rows = torch.arange(len(data.rows)) if records is None else \
+            torch.as_tensor([data.rows[tuple(k)] for k in records], dtype=torch.long)
+        keep = greedy_prune(data.frame_global[data.slow_frames[rows]], data.slow_valid[rows],
+                            self.config.prune_tau)                                 # [P, S]
+        return keep.sum(dim=1)                                                     # [P]
+
+    def summarize(self, data: VTrajEmbedData) -> dict:
+        """Figures about prepared data for a run's record (the trainer's optional interface): the
+        retained Slow frame counts ``m_s(r)`` over every prepared record (mean, min, max and a
+        histogram ``{count: records}``, C.2). Empty without a Slow branch."""
+        if not self.config.use_slow:
+            return {}
+        counts = self.slow_retained(data)                                          # [R]
+        values, freq = torch.unique(counts, return_counts=True)
+        return {"slow_retained": {"records": int(counts.numel()), "mean": float(counts.float().mean()),
+                                  "min": int(counts.min()), "max": int(counts.max()),
+                                  "histogram": {str(int(v)): int(c) for v, c in zip(values, freq)}}}
+
     def encode_queries(self, data: VTrajEmbedData, query_ids: Sequence[int]) -> torch.Tensor:
         """Unit query embeddings ``q`` ``[Q, embed_dim]`` (row order kept)."""
         if self.config.aggregator == "hf_lm":
@@ -388,7 +445,11 @@ class VTrajEmbed(nn.Module):
         if n != self.n_max:
             raise ValueError(f"expected {self.n_max} observation slots, got {n}")
         k, m = self.k_max, cfg.block_size
-        tilde = appearance + self.geo_mlp(geometry)                                # [P, N, D_a] ã_t
+        tilde = self.geo_mlp(geometry)                                             # [P, N, D_a] MLP_geo(g_t)
+        if cfg.use_fast:
+            tilde = appearance + tilde                                             # [P, N, D_a] ã_t
+        else:
+            appearance, d_a = tilde, tilde.shape[2]                                # the Slow query reads geometry
         blocks = tilde.reshape(p * k, m, d_a)                                      # [P·K, m, D_a]
         block_obs = obs_valid.reshape(p * k, m)                                    # [P·K, m]
         f = self.fast_resampler(blocks, block_obs).reshape(p, k, cfg.d_model)      # [P, K, d] f_i
@@ -463,6 +524,7 @@ class VTrajEmbed(nn.Module):
         out["logit_scale"] = float(self.logit_scale().detach())
         if self.config.use_slow:
             out["alpha"] = float(self.alpha.detach())
+            out["slow_retained_mean"] = float(self.slow_retained(data, batch.records[ps]).float().mean())
         return out
 
 

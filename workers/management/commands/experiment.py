@@ -9,10 +9,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from common.errors import ApplicationError
+from common.errors import ApplicationError, ConflictError
 from common.progress import ProgressBar
+from workers.evaluation import evaluation_run_execute
 from workers.experiments import (
     experiment_create,
+    experiment_pending,
     experiment_refresh,
     experiment_resume,
     experiment_root,
@@ -139,21 +141,29 @@ class Command(BaseCommand):
         experiment = Experiment.objects.filter(pk=o["resume"]).first()
         if experiment is None:
             raise CommandError(f"--resume {o['resume']}: no such experiment")
-        if experiment.runs.filter(status__in=[RunStatus.FAILED, RunStatus.CANCELLED]).exists():
+        try:
             experiment_resume(experiment=experiment, queue=o["queue"])
-        elif o["queue"]:
-            raise CommandError(f"experiment #{experiment.pk} has no failed or cancelled cell to queue again")
+        except ConflictError:
+            if o["queue"]:
+                raise
         return experiment
 
     def _run_cells(self, experiment: Experiment) -> None:
-        runs = list(experiment.runs.exclude(status=RunStatus.SUCCEEDED).order_by("id"))
-        done = experiment.cells_total - len(runs)
-        for i, run in enumerate(runs, start=done + 1):
+        """Train what has not succeeded, then run the cells' pipeline evaluations, one at a time."""
+        runs, _ = experiment_pending(experiment)
+        for i, run in enumerate(runs, start=1):
             seed = run.config.get("seed")
-            with ProgressBar(f"cell {i}/{experiment.cells_total} {run.variant} seed {seed} (run #{run.pk})") as bar:
+            with ProgressBar(f"training {i}/{len(runs)} {run.variant} seed {seed} (run #{run.pk})") as bar:
                 run = training_run_execute(run=run, echo=bar)
             if run.status != RunStatus.SUCCEEDED:
                 self.stderr.write(f"run #{run.pk} ({run.variant}, seed {seed}) {run.status}: {run.error[-300:]}")
+        experiment_refresh(experiment_id=experiment.pk, queue=False)      # creates the pipeline evaluations
+        _, evaluations = experiment_pending(experiment)
+        for i, evaluation in enumerate(evaluations, start=1):
+            with ProgressBar(f"pipeline evaluation {i}/{len(evaluations)} (run #{evaluation.pk})") as bar:
+                evaluation = evaluation_run_execute(run=evaluation, echo=bar)
+            if evaluation.status != RunStatus.SUCCEEDED:
+                self.stderr.write(f"evaluation #{evaluation.pk} {evaluation.status}: {evaluation.error[-300:]}")
 
     def _report(self, experiment: Experiment, o) -> None:
         folder = experiment_root() / str(experiment.pk)

@@ -13,6 +13,9 @@ import type {
   Completeness,
   Crop,
   EvaluationRun,
+  Experiment,
+  ExperimentDetail,
+  ExperimentPreset,
   FoundItem,
   Job,
   JobRun,
@@ -134,6 +137,17 @@ export const api = {
   cancelTraining: (id: number) => request<TrainingRun>(`/api/training-runs/${id}/cancel/`, { method: "POST" }),
   evaluationRuns: (params: { training_run?: number; snapshot?: number; limit?: number } = {}) =>
     get<Page<EvaluationRun>>(`/api/evaluation-runs/${q({ limit: 100, ...params })}`),
+
+  // experiments: a grid of training runs (variants × seeds) and its table
+  experiments: (limit = 100) => get<Page<Experiment>>(`/api/experiments/${q({ limit })}`),
+  experiment: (id: number, signal?: AbortSignal) => get<ExperimentDetail>(`/api/experiments/${id}/`, signal),
+  experimentPresets: () => get<{ presets: ExperimentPreset[] }>("/api/experiments/presets/"),
+  createExperiment: (body: { snapshot: number; eval_snapshot: number; grid: Record<string, unknown>; name?: string;
+    allow_train_split?: boolean; allow_incomplete?: boolean }) =>
+    request<ExperimentDetail>("/api/experiments/", { method: "POST", body }),
+  resumeExperiment: (id: number) => request<ExperimentDetail>(`/api/experiments/${id}/resume/`, { method: "POST" }),
+  cancelExperiment: (id: number) => request<ExperimentDetail>(`/api/experiments/${id}/cancel/`, { method: "POST" }),
+  experimentCsvUrl: (id: number) => `/api/experiments/${id}/table.csv`,
 
   // audits
   audits: (limit = 100) => get<Page<Audit>>(`/api/audits/${q({ limit })}`),

@@ -38,6 +38,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/alignment-reports/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Alignment reports, newest first */
+        get: operations["alignment_reports_list"];
+        put?: never;
+        /** Rank candidate text encoders for a snapshot (mutual k-NN, CKA, ridge R²) and store it */
+        post: operations["alignment_reports_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/alignment-reports/{report_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One alignment report */
+        get: operations["alignment_reports_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audits/": {
         parameters: {
             query?: never;
@@ -338,6 +373,109 @@ export interface paths {
         };
         /** One evaluation run with its metrics */
         get: operations["evaluation_runs_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/experiments/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Experiments, newest first */
+        get: operations["experiments_list"];
+        put?: never;
+        /** Run an experiment grid: every variant × seed is a training run on the gpu queue */
+        post: operations["experiments_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/experiments/{experiment_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One experiment: its cells and its table (recomputed as cells end) */
+        get: operations["experiments_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/experiments/{experiment_id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel the experiment's cells that have not ended */
+        post: operations["experiments_cancel_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/experiments/{experiment_id}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue the experiment's failed and cancelled cells again (succeeded ones are kept) */
+        post: operations["experiments_resume_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/experiments/{experiment_id}/table.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The experiment's table as CSV (one line per task, metric, stratum and variant) */
+        get: operations["experiments_table.csv_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/experiments/presets/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The named experiment grids */
+        get: operations["experiments_presets_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1603,6 +1741,66 @@ export interface components {
                 [key: string]: number;
             };
         };
+        AlignmentReportListInputRequest: {
+            /** @description a sealed relation snapshot (its verified matches pair trajectories with queries) */
+            snapshot: number;
+            /** @description {name: TextEncoderConfig}, e.g. {"minilm": {}, "clip": {"kind": "clip", "path": "/models/clip"}}: the candidate frozen text targets */
+            text_encoders: unknown;
+            /**
+             * @description neighbours of mutual k-NN
+             * @default 10
+             */
+            k: number;
+            /**
+             * Format: double
+             * @description ridge penalty
+             * @default 1
+             */
+            alpha: number;
+            /**
+             * @description ridge R² folds
+             * @default 5
+             */
+            n_folds: number;
+            /**
+             * @description seeds the folds
+             * @default 0
+             */
+            seed: number;
+            /** @description ImageEncoderConfig of the visual side (handcrafted by default) */
+            appearance?: unknown;
+            /** @description FeatureConfig of the visual side */
+            features?: unknown;
+            /**
+             * @description append g_t to each observation token
+             * @default true
+             */
+            geometry: boolean;
+        };
+        AlignmentReportOutput: {
+            readonly id: number;
+            snapshot: number;
+            snapshot_sha256: string;
+            /** @description {name: TextEncoderConfig} as validated */
+            candidates: unknown;
+            /** @description k, alpha, folds, seed, pair count, the visual side, the encoders' names */
+            params?: unknown;
+            /** @description {candidate: {mutual_knn, cka, ridge_r2}} */
+            scores?: unknown;
+            /** @description {metric: candidates, most aligned first} */
+            rankings?: unknown;
+            /** @description candidates by mutual k-NN, ties by CKA then ridge R² */
+            ranking?: unknown;
+            /** @description the first of ranking */
+            best: string;
+            /** Format: int64 */
+            n_pairs: number;
+            /** @description the software that computed it */
+            code_version?: unknown;
+            created_by?: number | null;
+            /** Format: date-time */
+            readonly created_at: string;
+        };
         /** @description Every refused request under ``/api/`` (``common.errors``). */
         ApiError: {
             /** @description stable, for scripts (e.g. not_found, invalid, already_voted) */
@@ -2000,6 +2198,8 @@ export interface components {
              * @default false
              */
             allow_incomplete: boolean;
+            /** @description a retrieval pipeline (models.retrievers.pipeline.RetrievalPipeline), e.g. {"retrievers": ["dense", "rewrite"], "fusion": "dual_view", "top_k": 100, "shortlist": 10, "reranker": "pairwise", "comparator": {"kind": "scorer", "backend": "heuristic"}}; an unknown stage or weights that do not sum to 1 are a 400. */
+            pipeline?: unknown;
         };
         EvaluationRunOutput: {
             readonly id: number;
@@ -2010,6 +2210,13 @@ export interface components {
             model_kind?: string;
             /** @description untrained: the model config and seed */
             config?: unknown;
+            /** @description the retrieval pipeline evaluated (models.retrievers.pipeline.RetrievalPipeline as JSON); empty: plain dense retrieval */
+            pipeline?: unknown;
+            /**
+             * @description SHA-256 of the pipeline's canonical JSON; empty without one
+             * @default
+             */
+            pipeline_sha256: string;
             /** @description One of: queued, running, succeeded, failed, cancelled. */
             status: string;
             /** @description t2traj, traj2t, ocvr (with pool-size strata) and the random baseline */
@@ -2025,6 +2232,104 @@ export interface components {
             finished_at?: string | null;
             /** Format: date-time */
             readonly updated_at: string;
+        };
+        ExperimentCell: {
+            readonly id: number;
+            variant: string;
+            /** Format: int64 */
+            seed: number;
+            training_run: number;
+            evaluation?: number | null;
+            /** @description the retrieval pipeline evaluated; empty: dense */
+            pipeline?: unknown;
+            /** @description the training's status until it has succeeded, then the evaluation's (queued until it exists) */
+            readonly status: string;
+            readonly steps_done: number;
+            readonly steps_total: number;
+            readonly error: string;
+        };
+        ExperimentDetailOutput: {
+            readonly id: number;
+            name?: string;
+            /** @description the preset the grid came from, if any */
+            preset?: string;
+            model_kind: string;
+            /** @description models.experiments.grid.ExperimentSpec as validated */
+            spec: unknown;
+            snapshot: number;
+            eval_snapshot: number;
+            snapshot_sha256: string;
+            eval_snapshot_sha256: string;
+            /** @description the software that queued it: commit and package versions */
+            code_version?: unknown;
+            /** @description train-split / incomplete: how every figure must be read */
+            readonly stamps: string[];
+            /** @description running, succeeded, failed or cancelled (from its cells) */
+            status: string;
+            /** Format: int64 */
+            cells_done?: number;
+            /** Format: int64 */
+            cells_total: number;
+            created_by?: number | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            finished_at?: string | null;
+            readonly cells: components["schemas"]["ExperimentCell"][];
+            /** @description the table: per task, metric and stratum, each variant's mean, std, delta and bootstrap interval */
+            readonly result: unknown;
+        };
+        ExperimentListInputRequest: {
+            /** @description a sealed snapshot of the train split */
+            snapshot: number;
+            /** @description a sealed dev or test snapshot */
+            eval_snapshot: number;
+            /** @description the grid: {"preset": "vtrajembed-table3", "variants": ["full", "without_slow"], "seeds": [0, 1, 2], "base": {TrainConfig keys shared by every cell}} or, without a preset, {"model_kind", "reference", "variants": {name: overrides merged into base}, ...}; "n_resamples" and "confidence" set the paired bootstrap */
+            grid: unknown;
+            /** @default  */
+            name: string;
+            /**
+             * @description evaluate on a train-split snapshot anyway (figures stamped)
+             * @default false
+             */
+            allow_train_split: boolean;
+            /**
+             * @description evaluate on an incomplete dev/test snapshot anyway (figures stamped)
+             * @default false
+             */
+            allow_incomplete: boolean;
+        };
+        ExperimentOutput: {
+            readonly id: number;
+            name?: string;
+            /** @description the preset the grid came from, if any */
+            preset?: string;
+            model_kind: string;
+            /** @description models.experiments.grid.ExperimentSpec as validated */
+            spec: unknown;
+            snapshot: number;
+            eval_snapshot: number;
+            snapshot_sha256: string;
+            eval_snapshot_sha256: string;
+            /** @description the software that queued it: commit and package versions */
+            code_version?: unknown;
+            /** @description train-split / incomplete: how every figure must be read */
+            readonly stamps: string[];
+            /** @description running, succeeded, failed or cancelled (from its cells) */
+            status: string;
+            /** Format: int64 */
+            cells_done?: number;
+            /** Format: int64 */
+            cells_total: number;
+            created_by?: number | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            finished_at?: string | null;
         };
         FactOutput: {
             id: string;
@@ -2230,6 +2535,21 @@ export interface components {
                 [key: string]: number;
             };
         };
+        PaginatedAlignmentReportOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["AlignmentReportOutput"][];
+        };
         PaginatedAuditOutputList: {
             /** @example 123 */
             count: number;
@@ -2334,6 +2654,21 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["EvaluationRunOutput"][];
+        };
+        PaginatedExperimentOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["ExperimentOutput"][];
         };
         PaginatedGenerationRunOutputList: {
             /** @example 123 */
@@ -3267,6 +3602,8 @@ export interface components {
              * @default false
              */
             rerank: boolean;
+            /** @description a retrieval pipeline (models.retrievers.pipeline.RetrievalPipeline), e.g. {"retrievers": ["dense", "rewrite"], "fusion": "dual_view", "top_k": 100, "shortlist": 10, "reranker": "pairwise", "comparator": {"kind": "scorer", "backend": "heuristic"}}; an unknown stage or weights that do not sum to 1 are a 400. Instead of fuse_with and rerank. */
+            pipeline?: unknown;
             /**
              * @description retrieval (default): every stage reads model-side inputs only (pixels, boxes, model outputs, the text), as evaluation does. catalogue: browse the approved catalogue: the top 10 are always reranked by the trajectories' approved human descriptions; for people, never for evaluation. One of: retrieval, catalogue.
              * @default retrieval
@@ -3287,6 +3624,10 @@ export interface components {
             reranked: boolean;
             /** @description pivot-promote comparisons made by the reranker */
             comparator_calls: number;
+            /** @description the retrieval pipeline that ran, every default filled in */
+            pipeline: unknown;
+            /** @description the pipeline's report: comparator and scorer requests, invalid answers, rewrite requests, stage timings (seconds) */
+            report: unknown;
             results: components["schemas"]["SearchHit"][];
             /** @description load, encode, search, rerank, total */
             timing_ms: {
@@ -4150,6 +4491,146 @@ export interface operations {
             };
             /** @description The body's content type is not one the operation reads */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    alignment_reports_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                snapshot?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAlignmentReportOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    alignment_reports_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlignmentReportListInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlignmentReportOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    alignment_reports_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlignmentReportOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5244,6 +5725,318 @@ export interface operations {
             };
             /** @description No such record (or not one the user may see) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    experiments_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                preset?: string;
+                status?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedExperimentOutputList"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    experiments_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExperimentListInputRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExperimentDetailOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    experiments_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExperimentDetailOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    experiments_cancel_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExperimentDetailOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    experiments_resume_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExperimentDetailOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    "experiments_table.csv_retrieve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description No such record (or not one the user may see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    experiments_presets_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -207,6 +207,52 @@ export type EvaluationRun = Json<Sent<Schemas["EvaluationRunOutput"]>, {
   job: JobSummary | null;
 }>;
 
+// -- experiments ----------------------------------------------------------------------------------
+export type ExperimentStatus = "running" | "succeeded" | "failed" | "cancelled";
+export type ExperimentTask = "t2traj" | "traj2t" | "ocvr";
+export type ExperimentMetric = "R@1" | "R@3" | "mAP";
+
+/** One variant's row of a result block (models/experiments/table.py), in percent. `mean`, `std`
+ *  are null when the variant has no finished seed; `delta`, `low`, `high`, `p_value` are null for
+ *  the reference (and for a variant sharing no query with it). */
+export type ExperimentTableRow = {
+  variant: string;
+  reference: boolean;
+  n_seeds: number;
+  seeds: number[];
+  values: (number | null)[];
+  mean: number | null;
+  std: number | null;
+  delta: number | null;
+  low: number | null;
+  high: number | null;
+  p_value: number | null;
+  n_queries: number;
+};
+export type ExperimentTableBlock = { task: ExperimentTask; metric: ExperimentMetric; stratum: string; rows: ExperimentTableRow[] };
+/** An experiment's table; `{}` until a cell has succeeded. */
+export type ExperimentResult = {
+  reference: string;
+  variants: string[];
+  confidence: number;
+  n_resamples: number;
+  stamps: string[];
+  snapshot_sha256: string;
+  eval_snapshot_sha256: string;
+  code_version: Dict<unknown>;
+  runs: number[];
+  tables: ExperimentTableBlock[];
+};
+type ExperimentFields = { status: ExperimentStatus; spec: Dict; code_version: Dict<unknown> };
+export type Experiment = Json<Sent<Schemas["ExperimentOutput"]>, ExperimentFields>;
+export type ExperimentCell = Json<Sent<Schemas["ExperimentCell"]>, { status: RunStatus }>;
+export type ExperimentDetail = Json<Sent<Schemas["ExperimentDetailOutput"]>, ExperimentFields & {
+  cells: ExperimentCell[];
+  result: Partial<ExperimentResult>;
+}>;
+/** GET /api/experiments/presets/ (the schema declares a free-form object). */
+export type ExperimentPreset = { name: string; model_kind: string; reference: string; variants: Dict<Dict>; description: string };
+
 // -- audits and releases --------------------------------------------------------------------------
 export type Audit = Json<Sent<Schemas["AuditOutput"]>, {
   kinds: string[];

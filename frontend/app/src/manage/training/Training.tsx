@@ -140,16 +140,18 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
   );
 }
 
+/** Why figures carry each stamp (workers.training.evaluation_stamps). */
+export const STAMP_REASONS: Record<string, string> = {
+  "train-split": "evaluated on training data: these figures measure fit, not retrieval",
+  incomplete: "evaluated on an incomplete dev/test snapshot: some gallery relations are not verified",
+};
+
 /** The stamps figures must be read with ("train-split", "incomplete"), as badges with their reason. */
 export function Stamps({ stamps }: { stamps: string[] | undefined }) {
   if (!stamps || stamps.length === 0) return null;
-  const why: Record<string, string> = {
-    "train-split": "evaluated on training data: these figures measure fit, not retrieval",
-    incomplete: "evaluated on an incomplete dev/test snapshot: some gallery relations are not verified",
-  };
   return (
     <>
-      {stamps.map((s) => <span key={s} className="badge stamp warning-text" title={why[s] ?? s}>{s}</span>)}
+      {stamps.map((s) => <span key={s} className="badge stamp warning-text" title={STAMP_REASONS[s] ?? s}>{s}</span>)}
     </>
   );
 }

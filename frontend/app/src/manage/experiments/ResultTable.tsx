@@ -1,0 +1,89 @@
+// An experiment's result table for one task and stratum: a row per variant, a column per metric,
+// each figure "mean ± std" over seeds and, for the compared variants, the difference from the
+// reference with its paired-bootstrap interval, marked when the interval excludes 0.
+
+import { useState } from "react";
+import type { ExperimentResult } from "../../api/types";
+import {
+  cellTitle,
+  deltaText,
+  excludesZero,
+  hasFigures,
+  meanStd,
+  METRICS,
+  pickView,
+  resultRows,
+  strataOf,
+  stratumLabel,
+  TASKS,
+  taskLabel,
+} from "./table";
+
+export function ResultTable({ result, experimentId }: { result: Partial<ExperimentResult>; experimentId: number }) {
+  const [asked, setAsked] = useState<{ task: string; stratum: string }>({ task: "t2traj", stratum: "all" });
+  if (!hasFigures(result)) {
+    return <p className="muted">No figures yet: the table appears when a cell has finished and been evaluated.</p>;
+  }
+  const view = pickView(result, asked.task, asked.stratum);
+  const strata = strataOf(result, view.task);
+  const rows = resultRows(result, view.task, view.stratum);
+  const reference = result.reference ?? "";
+  const pct = Math.round((result.confidence ?? 0.95) * 100);
+  return (
+    <div className="experiment-result">
+      <div className="filters">
+        <div role="group" aria-label="Task" className="segmented">
+          {TASKS.map((t) => (
+            <button key={t.id} type="button" aria-pressed={view.task === t.id} disabled={strataOf(result, t.id).length === 0}
+              onClick={() => setAsked({ task: t.id, stratum: view.stratum })}>
+              {t.label}
+            </button>
+          ))}
+        </div>
+        <label>
+          Stratum
+          <select value={view.stratum} onChange={(e) => setAsked({ task: view.task, stratum: e.target.value })}>
+            {strata.map((s) => <option key={s} value={s}>{stratumLabel(s)}</option>)}
+          </select>
+        </label>
+      </div>
+      <table className="data experiment-table">
+        <caption>
+          {taskLabel(view.task)} · {stratumLabel(view.stratum)} · experiment {experimentId} (percent: mean ± std over seeds;
+          Δ from {reference} with its {pct}% paired-bootstrap interval)
+        </caption>
+        <thead>
+          <tr><th scope="col">variant</th><th scope="col">seeds</th>{METRICS.map((m) => <th key={m} scope="col">{m}</th>)}</tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.variant} className={r.reference ? "reference" : undefined}>
+              <th scope="row">{r.variant}{r.reference && <span className="badge">reference</span>}</th>
+              <td>{r.n_seeds}</td>
+              {METRICS.map((m) => {
+                const cell = r.cells[m];
+                const delta = deltaText(cell);
+                const sig = excludesZero(cell);
+                return (
+                  <td key={m} title={cellTitle(cell, reference, result.confidence)} data-metric={m}
+                    data-excludes-zero={cell && !cell.reference ? String(sig) : undefined}>
+                    <div className="mean-std">{meanStd(cell)}</div>
+                    {delta && (
+                      <div className={sig ? "delta excludes-zero" : "delta"}>
+                        {delta}{sig && <span className="sig-mark" aria-label="interval excludes 0"> *</span>}
+                      </div>
+                    )}
+                  </td>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p className="muted small">
+        <span className="delta excludes-zero">* bold</span>: the interval excludes 0. Hover a figure for each seed's value,
+        the p-value and the queries paired. {result.n_resamples ? `${result.n_resamples} resamples.` : ""}
+      </p>
+    </div>
+  );
+}
