@@ -1,0 +1,124 @@
+"""The papers' second-stage comparisons as experiments (DESIGN 4.5) on the rendered benchmark, over
+three seeds, evaluated on the test split with paired bootstrap 95 % intervals over queries:
+
+- ``actpair-views`` (ActPair Table 3): the original query, its template rewrite (the query text and
+  the canonical action and scene vocabularies only), and dual-view fusion, on the same weights;
+- ``actpair-rerank`` (ActPair Table 5): the dual-view top-10 without reranking, with the pairwise
+  comparator under pivot-promote (Algorithm 1), and with a pointwise VLM score per candidate, with
+  the requests each makes per query;
+- ``scout-rerank`` (SCOUT §6.2, §7.1-7.2): the first-stage top-20 alone, + the VLM term,
+  + ScoutITM trained on mined negatives, and the full blend.
+
+The embedded backends do the work (the template rewriter, the heuristic pixel scorer). Also timed
+in the same run: the pairwise reranker against the pointwise one per query (requests and
+seconds), and the comparator calls pivot-promote makes against the M(M-1)/2 of comparing every
+pair.
+
+Quick size (default, CI): 6 training and 3 test videos at 192x108, 24 frames; small models, 20
+steps. Full size (``TRAJLAB_BENCH_FULL=1``): 24 training and 6 test videos at 320x180, 40 frames
+(plus the three demo scenes), 300 steps of 16 groups. One thread. Tables and figures go to
+``var/bench/second_stage.json``; run with ``-s``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from models.demo.benchmark import build_demo_benchmark
+from tests.workers.factories import register_snapshot
+from workers.evaluation import evaluation_run_execute
+from workers.experiments import experiment_create, experiment_pending, experiment_refresh
+from workers.management.commands.experiment import format_table
+from workers.training import training_run_execute
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
+
+FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
+REPO = Path(__file__).resolve().parents[2]
+SEEDS = [0, 1, 2]
+if FULL:
+    BENCH = {"videos": {"train": 24, "dev": 0, "test": 6}}
+    STEPS = {"steps": 300, "batch_size": 16, "lr": 1e-3, "warmup_steps": 20, "checkpoint_every": 300, "device": "cpu"}
+    ACTPAIR = {"model": {"d_model": 128, "d_embed": 128, "n_layers": 2, "n_heads": 4, "ff_mult": 2}}
+    SCOUT = {"predictor": {"d_model": 128, "n_layers": 2, "n_heads": 4, "ff_mult": 2, "n_prompts": 8,
+                           "batch_size": 16},
+             "itm": {"enabled": True, "steps": 200, "batch_size": 64, "n_negatives": 8}}
+else:
+    BENCH = {"videos": {"train": 6, "dev": 0, "test": 3}, "include_demo_scenes": False, "width": 192, "height": 108,
+             "n_frames": 24}
+    STEPS = {"steps": 20, "batch_size": 8, "lr": 1e-3, "warmup_steps": 2, "checkpoint_every": 20, "device": "cpu"}
+    ACTPAIR = {"model": {"d_model": 32, "d_embed": 32, "n_layers": 1, "n_heads": 4, "ff_mult": 2},
+               "features": {"n_fast_max": 8}}
+    SCOUT = {"predictor": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2, "n_prompts": 4, "batch_size": 8},
+             "features": {"n_fast_max": 8},
+             "itm": {"enabled": True, "steps": 20, "batch_size": 16, "n_negatives": 4,
+                     "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2}}}
+PRESETS = {"actpair-views": ACTPAIR, "actpair-rerank": ACTPAIR, "scout-rerank": SCOUT}
+
+
+def _run(experiment) -> dict:
+    """Train, then evaluate every pipeline, one at a time; seconds of each evaluation by variant."""
+    runs, _ = experiment_pending(experiment)
+    for run in runs:
+        assert training_run_execute(run=run).status == "succeeded", (run.variant, run.error)
+    experiment_refresh(experiment_id=experiment.pk, queue=False)
+    seconds: dict[str, list[float]] = {}
+    for cell in experiment.cells.exclude(evaluation=None).select_related("evaluation"):
+        if cell.evaluation.status == "succeeded":
+            continue
+        tick = time.perf_counter()
+        done = evaluation_run_execute(run=cell.evaluation)
+        assert done.status == "succeeded", (cell.variant, done.error)
+        seconds.setdefault(cell.variant, []).append(time.perf_counter() - tick)
+    return seconds
+
+
+def test_second_stage_presets_over_three_seeds(tmp_path, settings):
+    torch.set_num_threads(1)
+    settings.VAR_DIR = tmp_path / "var"
+    root = REPO / "var" / "bench" / ("second_stage_full" if FULL else "second_stage_quick")
+    build_demo_benchmark(root, BENCH)
+    train = register_snapshot(root / "snapshots" / "train")
+    test = register_snapshot(root / "snapshots" / "test")
+    out = {"mode": "full" if FULL else "quick", "benchmark": BENCH, "seeds": SEEDS, "steps": STEPS, "presets": {}}
+    for preset, model in PRESETS.items():
+        tick = time.perf_counter()
+        experiment = experiment_create(snapshot=train, eval_snapshot=test, queue=False,
+                                       grid={"preset": preset, "seeds": SEEDS, "base": {**STEPS, "model": model}})
+        seconds = _run(experiment)
+        experiment = experiment_refresh(experiment_id=experiment.pk)
+        assert experiment.status == "succeeded", experiment.status
+        result = experiment.result
+        out["presets"][preset] = {"seconds": round(time.perf_counter() - tick, 1), "trainings": experiment.runs.count(),
+                                  "evaluation_seconds": {v: round(float(np.mean(s)), 2) for v, s in seconds.items()},
+                                  "requests": result["requests"], "table": result}
+        print(f"\n{preset} ({out['mode']} size), {len(SEEDS)} seeds, {experiment.runs.count()} trainings, test split "
+              f"({test.counts.get('n_queries')} queries): mean ± std over seeds "
+              "(delta from the reference [95 % paired bootstrap interval])")
+        print(format_table(result))
+        for variant, counts in result["requests"].items():
+            per = {k: round(v["per_query_mean"], 2) for k, v in counts.items() if k != "n_seeds"}
+            print(f"  requests per query, {variant}: {per}; evaluation {out['presets'][preset]['evaluation_seconds'].get(variant, 0):.1f} s")
+        for block in result["tables"]:
+            for row in block["rows"]:
+                assert row["n_seeds"] == len(SEEDS)
+                if not row["reference"]:
+                    assert row["low"] <= row["high"]
+    rerank = out["presets"]["actpair-rerank"]["requests"]
+    m = 10
+    pairwise = rerank["pairwise"]["comparator_requests"]
+    out["pivot_promote"] = {"comparisons_per_query": pairwise["per_query_mean"], "all_pairs": m * (m - 1) // 2,
+                            "pointwise_requests_per_query": rerank["pointwise"]["scorer_requests"]["per_query_mean"]}
+    print(f"pivot-promote: {pairwise['per_query_mean']:.1f} comparisons per query (max {pairwise['per_query_max']}) "
+          f"against {m * (m - 1) // 2} for every pair of the top-{m}; pointwise: "
+          f"{rerank['pointwise']['scorer_requests']['per_query_mean']:.0f} requests per query")
+    assert pairwise["per_query_max"] <= m * (m - 1) // 2
+    folder = REPO / "var" / "bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "second_stage.json").write_text(json.dumps(out, indent=2) + "\n")
