@@ -38,6 +38,7 @@ class Preset:
     description: str
     base: dict = field(default_factory=dict)
     pipeline: dict = field(default_factory=dict)
+    fusion_variants: tuple[str, ...] = ()        # variants that fuse with the request's fuse_runs (CombSUM)
 
 
 # The VTrajEmbed paper's Table 3 (seed 002, §4.4): the full model and five ablations.
@@ -82,20 +83,27 @@ ACTPAIR_RERANK = Preset(
     variants={"dual_view": {}, "pairwise": {"pipeline": {"reranker": "pairwise"}},
               "pointwise": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.0, "vlm": 1.0}}}})
 
-# SCOUT's second stage (seed 000, §6.2, §7.1-7.2): the first-stage top-20 reranked by the VLM
-# term, by ScoutITM, and by the blend of both with the first-stage score (the weights of
+# SCOUT's second stage (seed 000, §6.2, §7.1-7.2): CombSUM of the SCOUT model with the runs the
+# request names in ``fuse_runs`` (the other fusion members), then the top-20 reranked by the VLM
+# term, by ScoutITM, and by the blend of both with the fused score (the weights of
 # models.retrievers.rerank.BlendConfig, 0.2 / 0.6 / 0.2; a term left out keeps the others' ratio).
-# With "fuse_runs" and "fusion": "combsum" in the request's pipeline, the first stage of every
-# variant is the CombSUM of this model and those runs.
+# Without fuse_runs there is nothing to fuse: the "combsum" variant is left out and the rerankers
+# sit on the SCOUT model alone (the table's "pipelines" says what each variant ran).
+COMBSUM = {"fusion": "combsum"}
 SCOUT_RERANK = Preset(
     name="scout-rerank", model_kind="scout", reference="first_stage",
-    description="SCOUT's reranking over the first-stage top-20 on the same weights: first stage alone, + VLM "
-                "term, + ScoutITM (trained on mined negatives), the full blend (0.2 / 0.6 / 0.2)",
-    base={"model": {"itm": {"enabled": True}}}, pipeline={"shortlist": 20},
+    description="SCOUT's fusion and reranking on one training: the model alone, CombSUM with the fuse_runs "
+                "members, + VLM term, + ScoutITM (trained on mined negatives), the full blend (0.2 / 0.6 / 0.2) "
+                "over the top-20",
+    base={"model": {"itm": {"enabled": True}}}, pipeline={"shortlist": 20}, fusion_variants=(
+        "combsum", "vlm", "itm", "full_blend"),
     variants={"first_stage": {},
-              "vlm": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.25, "vlm": 0.75, "itm": 0.0}}},
-              "itm": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.5, "vlm": 0.0, "itm": 0.5}}},
-              "full_blend": {"pipeline": {"reranker": "pointwise",
+              "combsum": {"pipeline": COMBSUM},
+              "vlm": {"pipeline": {**COMBSUM, "reranker": "pointwise",
+                                   "weights": {"first_stage": 0.25, "vlm": 0.75, "itm": 0.0}}},
+              "itm": {"pipeline": {**COMBSUM, "reranker": "pointwise",
+                                   "weights": {"first_stage": 0.5, "vlm": 0.0, "itm": 0.5}}},
+              "full_blend": {"pipeline": {**COMBSUM, "reranker": "pointwise",
                                           "weights": {"first_stage": 0.2, "vlm": 0.6, "itm": 0.2}}}})
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (TABLE3, SCOUT_BATCH, SCOUT_RERANK, ACTPAIR_VIEWS, ACTPAIR_RERANK)}
@@ -215,6 +223,10 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
         raise ValueError("experiment: base must be an object of training-config keys")
     if not isinstance(data.get("pipeline") or {}, Mapping):
         raise ValueError("experiment: pipeline must be an object")
+    fuse_runs = data.pop("fuse_runs", None)
+    if fuse_runs is not None and (not isinstance(fuse_runs, list) or not preset.fusion_variants):
+        raise ValueError("experiment: fuse_runs must be a list of training run ids, for a preset that fuses "
+                         f"({', '.join(p.name for p in PRESETS.values() if p.fusion_variants)})")
     variants = data.pop("variants", None)
     if variants is None:
         chosen = dict(preset.variants)
@@ -229,7 +241,24 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
         chosen = {**preset.variants, **variants}
     else:
         raise ValueError("experiment: variants must be a list of preset variant names or an object")
+    chosen = _with_fusion(preset, chosen, fuse_runs or [])
     return ExperimentSpec.from_dict({"model_kind": preset.model_kind, "reference": preset.reference,
                                      **data, "base": merge(preset.base, data.get("base") or {}),
                                      "pipeline": merge(preset.pipeline, data.get("pipeline") or {}),
                                      "variants": chosen})
+
+
+def _with_fusion(preset: Preset, variants: dict, fuse_runs: list) -> dict:
+    """A fusing preset's variants for the request's ``fuse_runs``: the fusion variants fuse with
+    them; without any, the pure-fusion variant is left out and the others rank the model alone."""
+    out = {}
+    for name, overrides in variants.items():
+        if name not in preset.fusion_variants or name not in preset.variants:
+            out[name] = overrides
+            continue
+        pipeline = dict(overrides.get("pipeline") or {})
+        if fuse_runs:
+            out[name] = {**overrides, "pipeline": {**pipeline, "fuse_runs": list(fuse_runs)}}
+        elif pipeline.get("reranker", "none") != "none":
+            out[name] = {**overrides, "pipeline": {k: v for k, v in pipeline.items() if k != "fusion"}}
+    return out

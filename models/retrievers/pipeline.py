@@ -27,7 +27,8 @@ The final scores ``[E, T]`` are the fused scores with the shortlist's values han
 the reranked order, so sorting them gives the pipeline's ranking and the scores outside the
 shortlist are untouched. The report counts, per query, comparator requests, scorer requests
 and invalid answers (an answer that is not a decision, a score that could not be read: counted,
-never raised), and the rewrite requests.
+never raised), and the rewrite requests; with several first-stage lists it also summarises their
+per-query Spearman decorrelation (``models.retrievers.decorrelation``: what makes fusing them pay).
 
 Every stage reads model-side inputs only (DESIGN 4.4): the query texts, the embeddings, the
 snapshot's :meth:`model_inputs` view (videos, frames, boxes) and backends' outputs.
@@ -53,6 +54,7 @@ from models.config import PlainConfig
 from models.retrievers.actpair.pipeline import VLMComparator, dual_view_union
 from models.retrievers.actpair.rewrite import rewrite_queries
 from models.retrievers.comparators import ChatPairJudge, DescriptionComparator, ScorerComparator
+from models.retrievers.decorrelation import pairwise_decorrelation
 from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.rerank import combsum, minmax_rows, pivot_promote, shortlist
 from models.retrievers.vlm_rerank import score_requests, vlm_term
@@ -293,6 +295,9 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
             lists.append(gallery_scores(main, rewrites))
     lists += [gallery_scores(g, texts) for g in galleries[1:]]
     timing["encode"] = time.perf_counter() - tick
+    if len(lists) > 1 and len(texts):
+        names = [*p.retrievers, *(f"run {r}" for r in p.fuse_runs)]
+        report["decorrelation"] = pairwise_decorrelation(dict(zip(names, lists, strict=True)))
 
     # 2. fusion
     tick = time.perf_counter()

@@ -6,8 +6,10 @@ three seeds, evaluated on the test split with paired bootstrap 95 % intervals ov
 - ``actpair-rerank`` (ActPair Table 5): the dual-view top-10 without reranking, with the pairwise
   comparator under pivot-promote (Algorithm 1), and with a pointwise VLM score per candidate, with
   the requests each makes per query;
-- ``scout-rerank`` (SCOUT §6.2, §7.1-7.2): the first-stage top-20 alone, + the VLM term,
-  + ScoutITM trained on mined negatives, and the full blend.
+- ``scout-rerank`` (SCOUT §6.2, §7.1-7.2): the SCOUT model alone, CombSUM with a second fusion
+  member (a VTrajEmbed run trained here on the same snapshot, with the members' per-query
+  Spearman decorrelation), then the fused top-20 + the VLM term, + ScoutITM trained on mined
+  negatives, and the full blend.
 
 The embedded backends do the work (the template rewriter, the heuristic pixel scorer). Also timed
 in the same run: the pairwise reranker against the pointwise one per query (requests and
@@ -30,12 +32,12 @@ import numpy as np
 import pytest
 import torch
 
-from models.demo.benchmark import build_demo_benchmark
+from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
 from tests.workers.factories import register_snapshot
 from workers.evaluation import evaluation_run_execute
 from workers.experiments import experiment_create, experiment_pending, experiment_refresh
 from workers.management.commands.experiment import format_table
-from workers.training import training_run_execute
+from workers.training import training_run_create, training_run_execute
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
 
@@ -60,6 +62,10 @@ else:
              "itm": {"enabled": True, "steps": 20, "batch_size": 16, "n_negatives": 4,
                      "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2}}}
 PRESETS = {"actpair-views": ACTPAIR, "actpair-rerank": ACTPAIR, "scout-rerank": SCOUT}
+# SCOUT's second fusion member: a VTrajEmbed run on the same snapshot
+MEMBER = dict(DEMO_TRAIN_CONFIG) if FULL else {
+    **STEPS, "model": {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "agg_layers": 1, "embed_dim": 32,
+                       "geo_hidden": 16, "heads": 2, "agg_heads": 2, "features": {"n_fast_max": 8}}}
 
 
 def _run(experiment) -> dict:
@@ -87,10 +93,15 @@ def test_second_stage_presets_over_three_seeds(tmp_path, settings):
     train = register_snapshot(root / "snapshots" / "train")
     test = register_snapshot(root / "snapshots" / "test")
     out = {"mode": "full" if FULL else "quick", "benchmark": BENCH, "seeds": SEEDS, "steps": STEPS, "presets": {}}
+    member = training_run_create(snapshot=train, eval_snapshot=test, model_kind="vtrajembed", config=MEMBER,
+                                 queue=False)
+    assert training_run_execute(run=member).status == "succeeded"
+    extra = {"scout-rerank": {"fuse_runs": [member.pk]}}
     for preset, model in PRESETS.items():
         tick = time.perf_counter()
         experiment = experiment_create(snapshot=train, eval_snapshot=test, queue=False,
-                                       grid={"preset": preset, "seeds": SEEDS, "base": {**STEPS, "model": model}})
+                                       grid={"preset": preset, "seeds": SEEDS, "base": {**STEPS, "model": model},
+                                             **extra.get(preset, {})})
         seconds = _run(experiment)
         experiment = experiment_refresh(experiment_id=experiment.pk)
         assert experiment.status == "succeeded", experiment.status
@@ -102,6 +113,11 @@ def test_second_stage_presets_over_three_seeds(tmp_path, settings):
               f"({test.counts.get('n_queries')} queries): mean ± std over seeds "
               "(delta from the reference [95 % paired bootstrap interval])")
         print(format_table(result))
+        for cell in experiment.cells.filter(variant="combsum").select_related("evaluation"):
+            for pair, rho in cell.evaluation.metrics["pipeline"].get("decorrelation", {}).items():
+                print(f"  decorrelation {pair} (seed {cell.seed}): per-query Spearman mean {rho['mean']:.3f}, "
+                      f"median {rho['median']:.3f} over {rho['n_queries']} queries")
+                out["presets"][preset].setdefault("decorrelation", {})[f"{pair} seed {cell.seed}"] = rho
         for variant, counts in result["requests"].items():
             per = {k: round(v["per_query_mean"], 2) for k, v in counts.items() if k != "n_seeds"}
             print(f"  requests per query, {variant}: {per}; evaluation {out['presets'][preset]['evaluation_seconds'].get(variant, 0):.1f} s")

@@ -133,6 +133,20 @@ def test_presets_are_valid_specs_whose_stored_form_keeps_the_variant_order():
         assert list(ExperimentSpec.from_dict(stored).variants) == list(preset.variants)
 
 
+def test_the_scout_preset_fuses_only_when_given_runs_to_fuse_with():
+    alone = spec_from_request({"preset": "scout-rerank"})
+    assert list(alone.variants) == ["first_stage", "vlm", "itm", "full_blend"]
+    assert all("fusion" not in p and "fuse_runs" not in p for *_, p in alone.cells())
+    fused = spec_from_request({"preset": "scout-rerank", "fuse_runs": [7, 9]})
+    assert list(fused.variants) == ["first_stage", "combsum", "vlm", "itm", "full_blend"]
+    pipelines = {v: p for v, _, _, p in fused.cells()}
+    assert pipelines["first_stage"] == {"shortlist": 20}
+    assert pipelines["combsum"] == {"shortlist": 20, "fusion": "combsum", "fuse_runs": [7, 9]}
+    assert pipelines["full_blend"]["fuse_runs"] == [7, 9] and pipelines["full_blend"]["reranker"] == "pointwise"
+    with pytest.raises(ValueError, match="fuse_runs must be a list"):
+        spec_from_request({"preset": "actpair-views", "fuse_runs": [7]})
+
+
 def test_pipeline_variants_split_from_training_overrides():
     spec = spec_from_request({"preset": "actpair-rerank", "seeds": [0, 1]})
     cells = {(v, s): (c, p) for v, s, c, p in spec.cells()}

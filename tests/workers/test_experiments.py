@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from models.training.snapshot import RelationSnapshotData
-from tests.workers.factories import TINY_SCOUT, register_snapshot, tiny_config
+from tests.workers.factories import TINY_SCOUT, finished_run, register_snapshot, tiny_config
 from tests.workers.test_training_api import queued_tasks, staff  # noqa: F401 (fixtures)
 from workers.evaluation import evaluation_run_execute
 from workers.experiments import (
@@ -236,27 +236,34 @@ def test_experiments_over_the_api(snapshots, staff, queued_tasks, django_capture
     assert staff["manager"].get("/api/experiments/999999/").status_code == 404
 
 
-def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, var_dir):
-    """SCOUT's second stage: one training (with ScoutITM on mined negatives) per seed; the VLM
-    variants ask one score per shortlisted candidate, the ITM variant none."""
+def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, var_dir, trained_dirs):
+    """SCOUT's second stage: one training (with ScoutITM on mined negatives) per seed, CombSUM with
+    another retriever's run; the VLM variants ask one score per shortlisted candidate, the ITM
+    variant none; the fused first stage reports its members' per-query decorrelation."""
+    member = finished_run(snapshots, trained_dirs["vtrajembed"])
     base = {"steps": 2, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "device": "cpu",
             "model": {**TINY_SCOUT, "itm": {"enabled": True, "steps": 4, "batch_size": 8, "n_negatives": 2,
                                             "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "ff_mult": 2}}}}
     experiment = experiment_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], queue=False,
-                                   grid={"preset": "scout-rerank", "seeds": [0], "base": base, "n_resamples": 200})
-    assert experiment.runs.count() == 1 and experiment.cells.count() == 4
+                                   grid={"preset": "scout-rerank", "seeds": [0], "base": base, "n_resamples": 200,
+                                         "fuse_runs": [member.pk]})
+    assert experiment.runs.count() == 1 and experiment.cells.count() == 5
     assert training_run_execute(run=experiment.runs.get()).status == "succeeded"
     experiment = experiment_refresh(experiment_id=experiment.pk, queue=False)
     for cell in experiment.cells.exclude(variant="first_stage").select_related("evaluation"):
         assert evaluation_run_execute(run=cell.evaluation).status == "succeeded", cell.evaluation.error
     experiment = experiment_refresh(experiment_id=experiment.pk)
-    assert experiment.status == "succeeded" and experiment.cells_done == 4
+    assert experiment.status == "succeeded" and experiment.cells_done == 5
+    combsum = experiment.cells.get(variant="combsum").evaluation
+    assert combsum.pipeline["fuse_runs"] == [member.pk] and combsum.pipeline["fusion"] == "combsum"
+    rho = combsum.metrics["pipeline"]["decorrelation"][f"dense|run {member.pk}"]
+    assert rho["n_queries"] + rho["n_undefined"] == combsum.metrics["pipeline"]["queries"] and -1 <= rho["mean"] <= 1
     requests = experiment.result["requests"]
     m = min(20, len(RelationSnapshotData.load(snapshots["dev"].path).tracks))
     assert requests["vlm"]["scorer_requests"]["per_query_mean"] == m == requests["full_blend"]["scorer_requests"][
         "per_query_max"]
     assert requests["itm"]["scorer_requests"]["total"] == 0
     figures = {c.variant: c.evaluation.metrics["t2traj"]["mAP"] for c in experiment.cells.select_related("evaluation")}
-    assert len(figures) == 4 and all(0 <= v <= 100 for v in figures.values())
+    assert len(figures) == 5 and all(0 <= v <= 100 for v in figures.values())
     rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
     assert rows["first_stage"]["reference"] and all(rows[v]["n_seeds"] == 1 for v in rows)
