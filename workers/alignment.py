@@ -55,11 +55,12 @@ def _feature_cache_dir() -> str:
 
 def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha: float = 1.0, n_folds: int = 5,
                             seed: int = 0, appearance: dict | None = None, features: dict | None = None,
-                            geometry: bool = True, created_by=None) -> AlignmentReport:
+                            geometry: bool = True, allow_held_out: bool = False, created_by=None) -> AlignmentReport:
     """Compute and store the alignment report of ``snapshot`` (a sealed ``RelationSnapshot``) for
     the candidate ``text_encoders`` ``{name: TextEncoderConfig dict}``.
 
-    Preconditions first (a sealed snapshot whose folder still matches its hash, 1..16 valid
+    Preconditions first (a sealed snapshot of the train split, or of another with
+    ``allow_held_out``, then stamped ``held-out``; its folder still matching its hash; 1..16 valid
     candidates, enough verified pairs for ``k`` and the folds): a refusal is an ApplicationError
     and stores nothing. The computation runs here, outside any transaction (it reads only the
     snapshot folder and the feature cache); the row is written at the end. No row is locked: a
@@ -68,6 +69,11 @@ def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha
 
     if snapshot.sealed_at is None:
         raise ApplicationError(f"snapshot {snapshot.pk} is not sealed", code="snapshot_not_sealed")
+    if snapshot.split != "train" and not allow_held_out:
+        raise ApplicationError(
+            f"snapshot {snapshot.pk} is of the {snapshot.split} split: choosing a text encoder on its verified matches "
+            "is model selection on the answer key; use a train snapshot, or ask for allow_held_out to get a report "
+            "stamped held-out", code="alignment_on_held_out", extra={"snapshot": snapshot.pk, "split": snapshot.split})
     if not isinstance(text_encoders, dict) or not 1 <= len(text_encoders) <= MAX_CANDIDATES:
         raise ApplicationError(f"text_encoders must be an object of 1 to {MAX_CANDIDATES} candidates "
                                "{name: TextEncoderConfig}", code="invalid_candidates")
@@ -85,7 +91,8 @@ def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha
         raise ApplicationError(f"alignment of snapshot {snapshot.pk}: {exc}", code="invalid_alignment") from None
     with transaction.atomic():
         return AlignmentReport.objects.create(
-            snapshot=snapshot, snapshot_sha256=snapshot.content_sha256, candidates=candidates, params=report.params,
+            snapshot=snapshot, snapshot_sha256=snapshot.content_sha256, candidates=candidates,
+            params=report.params | {"stamps": ["held-out"] if snapshot.split != "train" else []},
             scores=report.scores, rankings=report.rankings, ranking=report.ranking, best=report.ranking[0],
             n_pairs=report.params["n_pairs"], code_version=software_versions(), created_by=created_by)
 

@@ -45,6 +45,9 @@ class AlignmentReportListApi(APIView):
                                            help_text="ImageEncoderConfig of the visual side (handcrafted by default)")
         features = serializers.JSONField(required=False, default=dict, help_text="FeatureConfig of the visual side")
         geometry = flag_field(required=False, default=True, help_text="append g_t to each observation token")
+        allow_held_out = flag_field(required=False, default=False,
+                                    help_text="a dev or test snapshot anyway (model selection on held-out matches; "
+                                              "the report is stamped held-out)")
 
     @extend_schema(parameters=[FilterSerializer], responses=AlignmentReportOutputSerializer(many=True),
                    summary="Alignment reports, newest first")

@@ -51,7 +51,8 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
     (``config``: ``{"model": {...}, "seed": 0}``) or the random baseline (computed at once).
     Returns ``(run, created)``; the first two are queued on the ``gpu`` queue after commit.
     Training data and incomplete dev/test snapshots are refused unless asked for, then stamped
-    (:func:`evaluation_stamps`). ``pipeline`` (``models.retrievers.pipeline.RetrievalPipeline``
+    (:func:`evaluation_stamps`), for the evaluated run and for every run the pipeline fuses.
+    ``pipeline`` (``models.retrievers.pipeline.RetrievalPipeline``
     as JSON; its ``fuse_runs`` must be succeeded runs) is what the figures rank and is stored
     with the run; none is plain dense retrieval. A trained run is evaluated once per snapshot and
     pipeline."""
@@ -61,6 +62,9 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
     stored_pipeline, pipeline_sha = evaluation_pipeline_validate(pipeline, kind=kind)
     stamps = evaluation_stamps(snapshot, training_snapshot=training_run.snapshot if training_run is not None else None,
                                allow_train_split=allow_train_split, allow_incomplete=allow_incomplete)
+    more = fused_run_stamps(snapshot, stored_pipeline.get("fuse_runs") or [], allow_train_split=allow_train_split,
+                            allow_incomplete=allow_incomplete)
+    stamps += [s for s in more if s not in stamps]
     stored: dict = {}
     if kind == EvaluationRun.Kind.TRAINED:
         if training_run is None:
@@ -119,6 +123,24 @@ def evaluation_pipeline_validate(pipeline: dict | None, *, kind: str = Evaluatio
     if bad:
         raise ApplicationError(f"pipeline.fuse_runs {bad} are not succeeded training runs", code="invalid_pipeline")
     return p.as_dict(), p.sha256()
+
+
+def fused_run_stamps(snapshot, fuse_runs, *, allow_train_split: bool = False, allow_incomplete: bool = False
+                     ) -> list[str]:
+    """The stamps figures on ``snapshot`` get from the runs a pipeline fuses (each run's training
+    snapshot against ``snapshot``, as :func:`evaluation_stamps` judges the evaluated run's), or
+    its refusal naming the run: a fusion member trained on the evaluated split would carry the
+    answer key into the figures."""
+    stamps: list[str] = []
+    for fused in TrainingRun.objects.filter(pk__in=list(fuse_runs)).select_related("snapshot").order_by("pk"):
+        try:
+            more = evaluation_stamps(snapshot, training_snapshot=fused.snapshot, allow_train_split=allow_train_split,
+                                     allow_incomplete=allow_incomplete)
+        except ApplicationError as exc:
+            raise ApplicationError(f"pipeline.fuse_runs: run {fused.pk}: {exc.message}", code=exc.code,
+                                   extra={**exc.extra, "fused_run": fused.pk}) from None
+        stamps += [s for s in more if s not in stamps]
+    return stamps
 
 
 def _pipeline_setup(run: EvaluationRun, device: str) -> PipelineSetup | None:

@@ -134,7 +134,7 @@ class ExperimentDetailApi(APIView):
     def get(self, request, experiment_id: int):
         experiment = _get(experiment_id)
         if experiment.status == Experiment.Status.RUNNING:
-            experiment = experiment_refresh(experiment_id=experiment.pk)     # cells ended or cancelled since
+            experiment = experiment_refresh(experiment_id=experiment.pk, schedule=False)   # cells ended since
         return Response(ExperimentDetailOutputSerializer(experiment).data)
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -47,7 +49,7 @@ from models.experiments.table import (
     table_csv,
 )
 from models.retrievers.pipeline import RetrievalPipeline
-from workers.evaluation import evaluation_pipeline_validate, evaluation_run_create
+from workers.evaluation import evaluation_pipeline_validate, evaluation_run_create, fused_run_stamps
 from workers.models import EvaluationRun, Experiment, ExperimentCell, RunStatus, TrainingRun
 from workers.training import (
     evaluation_stamps,
@@ -111,13 +113,18 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
     stamps = _check_snapshots(snapshot, eval_snapshot, allow_train_split=allow_train_split,
                               allow_incomplete=allow_incomplete)
     spec, cells = experiment_validate(grid)
+    fused = sorted({r for *_, pipeline in cells for r in (pipeline or {}).get("fuse_runs") or []})
+    stamps += [s for s in fused_run_stamps(eval_snapshot, fused, allow_train_split=allow_train_split,
+                                           allow_incomplete=allow_incomplete) if s not in stamps]
     preset = grid.get("preset") or ""
     with transaction.atomic():
         experiment = Experiment.objects.create(
             name=name or (preset or spec.model_kind), preset=preset, model_kind=spec.model_kind,
             spec=json_safe(spec.stored()), snapshot=snapshot, eval_snapshot=eval_snapshot,
             snapshot_sha256=snapshot.content_sha256, eval_snapshot_sha256=eval_snapshot.content_sha256,
-            code_version=software_versions(), stamps=stamps, cells_total=len(cells), created_by=created_by)
+            code_version=software_versions(), stamps=stamps, cells_total=len(cells), created_by=created_by,
+            queued=queue)
+        through_pipeline = any(_effective(pipeline) for *_, pipeline in cells)
         trainings: dict[str, TrainingRun] = {}            # one run per distinct training config
         for variant, seed, config, pipeline in cells:
             key = json.dumps(config, sort_keys=True)
@@ -126,21 +133,21 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
                     snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=spec.model_kind, config=config,
                     allow_train_split=allow_train_split, allow_incomplete=allow_incomplete, created_by=created_by,
                     queue=queue, experiment=experiment, variant=variant)
-            ExperimentCell.objects.create(experiment=experiment, variant=variant, seed=seed,
-                                          training_run=trainings[key], pipeline=_effective(pipeline))
+            ExperimentCell.objects.create(
+                experiment=experiment, variant=variant, seed=seed, training_run=trainings[key],
+                pipeline=RetrievalPipeline.from_dict(pipeline).as_dict() if through_pipeline else {})
     return experiment
 
 
-def _effective(pipeline: dict) -> dict:
-    """The pipeline a cell is evaluated with: ``{}`` (the training run's own dense evaluation) when
-    it ranks exactly as plain dense retrieval does (the model's dense list alone, no reranker),
-    else the pipeline with every default filled in."""
+def _effective(pipeline: dict) -> bool:
+    """Whether a cell's pipeline ranks differently from plain dense retrieval (the model's dense
+    list alone, no reranker). When no cell's does, every cell is figured by its training run's own
+    final evaluation; when one does, every cell (the reference included) is evaluated through the
+    pipeline executor, so the differences compare pipelines on one code path."""
     if not pipeline:
-        return {}
+        return False
     p = RetrievalPipeline.from_dict(pipeline)
-    if tuple(p.retrievers) == ("dense",) and not p.fuse_runs and p.reranker == "none":
-        return {}
-    return p.as_dict()
+    return not (tuple(p.retrievers) == ("dense",) and not p.fuse_runs and p.reranker == "none")
 
 
 def _status(statuses: list[str]) -> str:
@@ -156,7 +163,7 @@ def _status(statuses: list[str]) -> str:
 def _evaluations_due(experiment: Experiment, *, queue: bool) -> None:
     """Link every cell whose training succeeded to its evaluation: the run's own final one without
     a pipeline, else an evaluation run of the cell's pipeline (created and queued once)."""
-    due = list(experiment.cells.filter(evaluation__isnull=True, training_run__status=RunStatus.SUCCEEDED)
+    due = list(experiment.cells.filter(evaluation__isnull=True, error="", training_run__status=RunStatus.SUCCEEDED)
                .select_related("training_run"))
     for cell in due:
         run = cell.training_run
@@ -164,13 +171,19 @@ def _evaluations_due(experiment: Experiment, *, queue: bool) -> None:
             cell.evaluation = EvaluationRun.objects.filter(kind=EvaluationRun.Kind.TRAINED, training_run=run,
                                                            snapshot_id=experiment.eval_snapshot_id,
                                                            pipeline_sha256="").first()
+            if cell.evaluation is None:
+                cell.error = f"training run {run.pk} has no final evaluation on snapshot {experiment.eval_snapshot_id}"
         else:
-            cell.evaluation, _ = evaluation_run_create(
-                snapshot=experiment.eval_snapshot, training_run=run, pipeline=cell.pipeline,
-                allow_train_split="train-split" in experiment.stamps, allow_incomplete="incomplete" in experiment.stamps,
-                created_by=experiment.created_by, queue=queue)
-        if cell.evaluation is not None:
-            cell.save(update_fields=["evaluation"])
+            try:
+                with transaction.atomic():
+                    cell.evaluation, _ = evaluation_run_create(
+                        snapshot=experiment.eval_snapshot, training_run=run, pipeline=cell.pipeline,
+                        allow_train_split="train-split" in experiment.stamps,
+                        allow_incomplete="incomplete" in experiment.stamps, created_by=experiment.created_by,
+                        queue=queue)
+            except ApplicationError as exc:          # e.g. a fused run that is no longer there
+                cell.error = f"its evaluation could not be created: {exc.message}"
+        cell.save(update_fields=["evaluation", "error"])
 
 
 def _cell_states(experiment: Experiment) -> list[dict]:
@@ -180,19 +193,25 @@ def _cell_states(experiment: Experiment) -> list[dict]:
     for cell in experiment.cells.select_related("training_run", "evaluation").order_by("id"):
         state = cell.training_run.status
         if state == RunStatus.SUCCEEDED:
-            state = cell.evaluation.status if cell.evaluation is not None else RunStatus.QUEUED
+            if cell.evaluation is not None:
+                state = cell.evaluation.status
+            else:
+                state = RunStatus.FAILED if cell.error else (
+                    RunStatus.CANCELLED if experiment.cancel_requested else RunStatus.QUEUED)
         out.append({"variant": cell.variant, "seed": int(cell.seed), "state": state,
                     "evaluation": cell.evaluation_id if state == RunStatus.SUCCEEDED else None})
     return out
 
 
-def experiment_refresh(*, experiment_id: int, queue: bool = True) -> Experiment:
-    """Status, cell count and (when the finished cells changed) the table of an experiment; queues
-    the pipeline evaluations of cells whose training has just succeeded (``queue=False``: creates
-    them for the caller to run inline)."""
+def experiment_refresh(*, experiment_id: int, schedule: bool = True) -> Experiment:
+    """Status, cell count and (when the finished cells changed) the table of an experiment. With
+    ``schedule`` (not while it is cancelled) it also creates the pipeline evaluations of cells
+    whose training has succeeded: queued for the workers, or for an inline experiment left for
+    the command that runs it."""
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
-        _evaluations_due(experiment, queue=queue)
+        if schedule and not experiment.cancel_requested:
+            _evaluations_due(experiment, queue=experiment.queued)
         cells = _cell_states(experiment)
         status = _status([c["state"] for c in cells])
         done = [c for c in cells if c["state"] == RunStatus.SUCCEEDED]
@@ -203,8 +222,8 @@ def experiment_refresh(*, experiment_id: int, queue: bool = True) -> Experiment:
         for key, value in fields.items():
             setattr(experiment, key, value)
         experiment.save(update_fields=[*fields, "updated_at"])
-    if "result" in fields:
-        _write(experiment)
+        if "result" in fields:
+            _write(experiment)
     return experiment
 
 
@@ -246,9 +265,9 @@ def _write(experiment: Experiment) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in (("table.json", json.dumps(experiment.result, indent=2) + "\n"),
                        ("table.csv", table_csv(experiment.result))):
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(folder / name)
+        with tempfile.NamedTemporaryFile("w", dir=folder, prefix=f".{name}.", delete=False) as fh:
+            fh.write(text)
+        os.replace(fh.name, folder / name)
 
 
 def _cell_evaluations(experiment: Experiment):
@@ -258,27 +277,40 @@ def _cell_evaluations(experiment: Experiment):
 
 def experiment_resume(*, experiment: Experiment, user=None, queue: bool = True) -> list:
     """Queue every failed or cancelled training and pipeline evaluation of the experiment again
-    (``common.jobs.runs.run_retry``: a training resumes from its checkpoint); succeeded ones are
-    kept and queued or running ones left alone. A 409 when nothing needs it. With ``queue=False``
-    they are reset to queued without a message (the caller runs them inline)."""
+    (``common.jobs.runs.run_retry``: a training resumes from its checkpoint), clear the cells whose
+    evaluation could not be created and the cancel flag; succeeded runs are kept and queued or
+    running ones left alone. One transaction: the messages go out when it commits. A 409 when
+    nothing needs it. With ``queue=False`` the runs are reset to queued without a message (the
+    caller runs them inline)."""
     stopped = [RunStatus.FAILED, RunStatus.CANCELLED]
-    runs = [*experiment.runs.filter(status__in=stopped).order_by("id"),
-            *_cell_evaluations(experiment).filter(status__in=stopped).order_by("id")]
-    if not runs:
-        raise ConflictError(f"experiment {experiment.pk} has no failed or cancelled cell to resume",
-                            code="experiment_not_resumable", extra={"status": experiment.status})
-    again = [run_retry(run=run, by=user, queue=queue) for run in runs]
-    experiment_refresh(experiment_id=experiment.pk, queue=queue)
+    with transaction.atomic():
+        experiment = Experiment.objects.select_for_update().get(pk=experiment.pk)
+        runs = [*experiment.runs.filter(status__in=stopped).order_by("id"),
+                *_cell_evaluations(experiment).filter(status__in=stopped).order_by("id")]
+        unscheduled = experiment.cells.filter(evaluation__isnull=True, training_run__status=RunStatus.SUCCEEDED)
+        if not runs and not unscheduled.exists():
+            raise ConflictError(f"experiment {experiment.pk} has no failed or cancelled cell to resume",
+                                code="experiment_not_resumable", extra={"status": experiment.status})
+        unscheduled.update(error="")
+        Experiment.objects.filter(pk=experiment.pk).update(cancel_requested=False, queued=queue)
+        again = [run_retry(run=run, by=user, queue=queue) for run in runs]
+    experiment_refresh(experiment_id=experiment.pk)
     return again
 
 
 def experiment_cancel(*, experiment: Experiment, user=None) -> Experiment:
     """Cancel every training and evaluation of the experiment that has not ended (running ones stop
-    after a checkpoint); 409 when none."""
-    runs = [*experiment.runs.exclude(status__in=TERMINAL).order_by("id"),
-            *_cell_evaluations(experiment).exclude(status__in=TERMINAL).order_by("id")]
-    if not runs:
-        raise ConflictError(f"experiment {experiment.pk} has no cell left to cancel", code="run_finished")
+    after a checkpoint) and stop scheduling its evaluations until it is resumed; 409 when nothing
+    is left to cancel."""
+    with transaction.atomic():
+        experiment = Experiment.objects.select_for_update().get(pk=experiment.pk)
+        runs = [*experiment.runs.exclude(status__in=TERMINAL).order_by("id"),
+                *_cell_evaluations(experiment).exclude(status__in=TERMINAL).order_by("id")]
+        unscheduled = experiment.cells.filter(evaluation__isnull=True, error="",
+                                              training_run__status=RunStatus.SUCCEEDED).exists()
+        if not runs and not unscheduled:
+            raise ConflictError(f"experiment {experiment.pk} has no cell left to cancel", code="run_finished")
+        Experiment.objects.filter(pk=experiment.pk).update(cancel_requested=True)
     for run in runs:
         try:
             run_cancel(run=run, by=user)

@@ -37,6 +37,10 @@ class Experiment(models.Model):
     code_version = models.JSONField(default=dict, help_text="the software that queued it: commit and package versions")
     stamps = models.JSONField(default=list, blank=True, help_text="train-split / incomplete, as on every cell's figures")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    queued = models.BooleanField(default=True, help_text="its runs go to the workers (false: run inline by the "
+                                                         "command that created it)")
+    cancel_requested = models.BooleanField(default=False, help_text="cancelled: no further evaluation is queued "
+                                                                    "until it is resumed")
     cells_done = models.PositiveIntegerField(default=0)
     cells_total = models.PositiveIntegerField()
     result = models.JSONField(default=dict, blank=True, help_text="the table (models.experiments.table)")
@@ -188,6 +192,7 @@ class ExperimentCell(models.Model):
     training_run = models.ForeignKey(TrainingRun, on_delete=models.PROTECT, related_name="experiment_cells")
     pipeline = models.JSONField(default=dict, blank=True, help_text="the retrieval pipeline evaluated; empty: dense")
     evaluation = models.ForeignKey(EvaluationRun, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    error = models.TextField(blank=True, help_text="why its evaluation could not be created (the cell then failed)")
 
     class Meta:
         ordering = ["experiment_id", "id"]

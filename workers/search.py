@@ -65,7 +65,7 @@ from models.retrievers.pipeline import encode_texts as pipeline_encode_texts
 from models.retrievers.rerank import pivot_promote
 from models.training.evaluation import embed_snapshot
 from models.training.index import IndexConfig, TrajectoryIndex
-from models.training.trainer import load_model
+from models.training.trainer import CheckpointIncompatible, load_model
 from workers.models import RunStatus, TrainingRun
 
 LEVELS = ("trajectory", "video")
@@ -118,6 +118,8 @@ def _load_model(run: TrainingRun):
     except FileNotFoundError as exc:
         raise ConflictError(f"training run {run.pk} has no checkpoint here ({exc}); search on the machine that "
                             "holds its out_dir", code="checkpoint_missing") from None
+    except CheckpointIncompatible as exc:
+        raise ConflictError(f"training run {run.pk}: {exc}", code="checkpoint_incompatible") from None
     return model
 
 

@@ -173,18 +173,20 @@ def evaluation_stamps(snapshot, *, training_snapshot=None, allow_train_split: bo
                       allow_incomplete: bool = False) -> list[str]:
     """What figures on ``snapshot`` must be read with, or a refusal (400) when they would mislead.
 
-    Figures on a snapshot of the training split, or on the model's own training snapshot, measure
-    fit, not retrieval: refused (``evaluation_on_training_data``) unless ``allow_train_split``, and
-    then stamped ``train-split``. A dev or test snapshot taken with ``allow_incomplete`` holds
+    Figures on a snapshot of the training split, on the model's own training snapshot, or on any
+    snapshot of the split the model was trained on, measure fit, not retrieval: refused
+    (``evaluation_on_training_data``) unless ``allow_train_split``, and then stamped ``train-split``. A dev or test snapshot taken with ``allow_incomplete`` holds
     non-binary gallery relations: refused (``snapshot_incomplete``) unless ``allow_incomplete``,
     and then stamped ``incomplete``.
     """
     stamps = []
-    on_training = snapshot.split == "train" or (training_snapshot is not None and snapshot.pk == training_snapshot.pk)
+    own = training_snapshot is not None and snapshot.pk == training_snapshot.pk
+    same_split = training_snapshot is not None and training_snapshot.split == snapshot.split
+    on_training = snapshot.split == "train" or own or same_split
     if on_training:
         if not allow_train_split:
-            what = ("the model's own training snapshot" if training_snapshot is not None
-                    and snapshot.pk == training_snapshot.pk else f"a snapshot of the {snapshot.split} split")
+            what = ("the model's own training snapshot" if own else f"a snapshot of the {snapshot.split} split"
+                    + (", the split the model was trained on" if same_split and snapshot.split != "train" else ""))
             raise ApplicationError(
                 f"snapshot {snapshot.pk} is {what}: its figures would measure fit, not retrieval; evaluate on a "
                 f"dev or test snapshot, or ask for allow_train_split to get figures stamped {TRAIN_SPLIT}",
@@ -354,7 +356,10 @@ def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None]
     lost; an exclusive lock on ``out_dir`` keeps a second delivery from training the same folder."""
     run = TrainingRun.objects.get(pk=run.pk)
     if run.status in TERMINAL or run.cancel_requested:
-        return run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
+        run = run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
+        if run.experiment_id is not None and run.status in TERMINAL:
+            _refresh_experiment(run)
+        return run
     if not run.out_dir:
         run.out_dir = str(training_root() / str(run.pk))
         TrainingRun.objects.filter(pk=run.pk, out_dir="").update(out_dir=run.out_dir)

@@ -9,10 +9,11 @@ pool-size stratum that occurs), one row per variant with, in percent:
 
 - ``values``: the figure of each seed (the mean of its rows × 100), ``mean`` and ``std`` over seeds
   (sample standard deviation; 0 with one seed);
-- for every variant but the reference: ``delta`` = mean(variant) − mean(reference) (negative: a
-  drop), and the paired bootstrap interval ``low``..``high`` and ``p_value`` of that difference
-  over queries (``models.training.metrics.paired_bootstrap``): each query's value averaged over
-  the seeds of each variant, then paired by query id (only ids both variants scored).
+- for every variant but the reference, over the seeds both finished (``paired_seeds``): ``delta``
+  = mean(variant) − mean(reference) (negative: a drop), and the paired bootstrap interval
+  ``low``..``high`` and ``p_value`` of that difference over queries
+  (``models.training.metrics.paired_bootstrap``): each query's value averaged over those seeds
+  of each variant, then paired by query id (only ids both variants scored).
 
 :func:`table_csv` flattens it, one line per (task, metric, stratum, variant).
 """
@@ -31,7 +32,7 @@ TASKS = ("t2traj", "traj2t", "ocvr")
 METRICS = {"R@1": "R@1", "R@3": "R@3", "mAP": "AP"}      # table metric -> per-row value
 STRATUM_ORDER = ["all", *(label for label, _, _ in STRATA)]
 CSV_COLUMNS = ("task", "metric", "stratum", "variant", "reference", "n_seeds", "mean", "std", "values", "delta",
-               "low", "high", "p_value", "n_queries")
+               "low", "high", "p_value", "paired_seeds", "n_queries")
 
 
 def _seed_figures(rows: Mapping, metric: str, stratum: str) -> tuple[float, dict[int, float]]:
@@ -84,28 +85,31 @@ def experiment_table(cells: Sequence[Mapping], *, variants: Sequence[str], refer
 
 
 def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence, seed) -> list[dict]:
-    figures, queries = {}, {}
+    per_seed: dict[str, dict[int, tuple[float, dict[int, float]]]] = {}    # variant -> seed -> (figure, by id)
     for variant, cells in by_variant.items():
-        ordered = sorted(cells, key=lambda c: c["seed"])
-        parts = [_seed_figures(c["rows"][task], metric, stratum) for c in ordered]
-        figures[variant] = ([c["seed"] for c in ordered], [p[0] for p in parts])
-        queries[variant] = _per_query_mean([p[1] for p in parts])
+        per_seed[variant] = {int(c["seed"]): _seed_figures(c["rows"][task], metric, stratum)
+                             for c in sorted(cells, key=lambda c: c["seed"])}
+    ref = per_seed.get(reference, {})
     out = []
-    ref_mean = _spread(figures[reference][1])[0] if reference in figures else math.nan
-    for variant, (seeds, values) in figures.items():
+    for variant, seeds in per_seed.items():
+        values = [figure for figure, _ in seeds.values()]
         mean, std = _spread(values)
-        row = {"variant": variant, "reference": variant == reference, "n_seeds": len(values), "seeds": seeds,
+        row = {"variant": variant, "reference": variant == reference, "n_seeds": len(values), "seeds": list(seeds),
                "values": values, "mean": mean, "std": std, "delta": None, "low": None, "high": None,
-               "p_value": None, "n_queries": len(queries[variant])}
+               "p_value": None, "paired_seeds": None,
+               "n_queries": len(_per_query_mean([by_id for _, by_id in seeds.values()]))}
         if variant != reference:
-            common = sorted(set(queries[variant]) & set(queries.get(reference, {})))
-            row["n_queries"] = len(common)
+            paired = sorted(set(seeds) & set(ref))                 # seeds both variants finished
+            a_q = _per_query_mean([ref[s][1] for s in paired])
+            b_q = _per_query_mean([seeds[s][1] for s in paired])
+            common = sorted(set(a_q) & set(b_q))
+            row.update(paired_seeds=len(paired), n_queries=len(common))
             if common:
-                a = np.asarray([queries[reference][i] for i in common])
-                b = np.asarray([queries[variant][i] for i in common])
+                a = np.asarray([a_q[i] for i in common])
+                b = np.asarray([b_q[i] for i in common])
                 boot = paired_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
-                row.update(delta=mean - ref_mean, low=100.0 * boot["low"], high=100.0 * boot["high"],
-                           p_value=boot["p_value"])
+                delta = _spread([seeds[s][0] for s in paired])[0] - _spread([ref[s][0] for s in paired])[0]
+                row.update(delta=delta, low=100.0 * boot["low"], high=100.0 * boot["high"], p_value=boot["p_value"])
         out.append(row)
     return out
 
@@ -124,7 +128,8 @@ def table_csv(table: Mapping) -> str:
             writer.writerow([block["task"], block["metric"], block["stratum"], row["variant"],
                              "yes" if row["reference"] else "", row["n_seeds"], number(row["mean"]),
                              number(row["std"]), " ".join(number(v) for v in row["values"]), number(row["delta"]),
-                             number(row["low"]), number(row["high"]), number(row["p_value"]), row["n_queries"]])
+                             number(row["low"]), number(row["high"]), number(row["p_value"]),
+                             "" if row["paired_seeds"] is None else row["paired_seeds"], row["n_queries"]])
     return buffer.getvalue()
 
 

@@ -214,13 +214,21 @@ def load_trained_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -
         raise ValueError(f"checkpoint does not fit the model: missing {missing_trained[:5]}, unexpected {unexpected[:5]}")
 
 
+class CheckpointIncompatible(ValueError):
+    """A checkpoint whose model config this version cannot build (written by an older one)."""
+
+
 def load_model(out_dir: str | os.PathLike, *, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
     """The trained model in ``out_dir`` (from its checkpoint) and the checkpoint's metadata."""
     path = Path(out_dir) / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    model = build_model(ckpt["model_kind"], ckpt["model_config"])
+    try:
+        model = build_model(ckpt["model_kind"], ckpt["model_config"])
+    except (TypeError, ValueError) as exc:
+        raise CheckpointIncompatible(f"the checkpoint at {path} holds a {ckpt['model_kind']} config this version "
+                                     f"cannot build ({exc}); train the run again") from None
     load_trained_state(model, ckpt["model"])
     model.to(_device(device)).eval()
     meta = {k: ckpt[k] for k in ("model_kind", "model_config", "train_config", "snapshot_sha256", "step")}

@@ -73,7 +73,7 @@ def _run(experiment) -> dict:
     runs, _ = experiment_pending(experiment)
     for run in runs:
         assert training_run_execute(run=run).status == "succeeded", (run.variant, run.error)
-    experiment_refresh(experiment_id=experiment.pk, queue=False)
+    experiment_refresh(experiment_id=experiment.pk)
     seconds: dict[str, list[float]] = {}
     for cell in experiment.cells.exclude(evaluation=None).select_related("evaluation"):
         if cell.evaluation.status == "succeeded":

@@ -194,3 +194,19 @@ def test_the_table_reports_mean_spread_delta_and_interval():
     assert tuple(lines[0]) == CSV_COLUMNS and len(lines) == 1 + 3 * 3 * 3 * 3
     row = next(line for line in lines if line[:4] == ["t2traj", "R@1", "all", "without_slow"])
     assert row[6] == "12.5000" and row[9] == "-50.0000" and row[8] == "25.0000 0.0000"
+
+
+def test_differences_pair_the_seeds_both_variants_finished():
+    strata = ["2", "2"]
+    ref = {0: _rows({"R@1": [1, 1], "R@3": [1, 1], "AP": [1, 1]}, strata),
+           1: _rows({"R@1": [0, 0], "R@3": [1, 1], "AP": [0.5, 0.5]}, strata)}
+    var = {1: _rows({"R@1": [1, 0], "R@3": [1, 1], "AP": [1, 0.5]}, strata)}          # seed 0 never finished
+    cells = [{"variant": "full", "seed": s, "rows": r} for s, r in ref.items()] + \
+            [{"variant": "ablated", "seed": s, "rows": r} for s, r in var.items()]
+    table = experiment_table(cells, variants=["full", "ablated"], reference="full", n_resamples=500)
+    rows = {r["variant"]: r for r in table["tables"][0]["rows"]}
+    assert rows["full"]["mean"] == 50.0 and rows["ablated"]["mean"] == 50.0
+    # against the reference's seed 1 alone (0 %), not its two-seed mean (50 %)
+    assert rows["ablated"]["paired_seeds"] == 1 and rows["ablated"]["delta"] == 50.0
+    boot = paired_bootstrap(np.array([0.0, 0.0]), np.array([1.0, 0.0]), n_resamples=500)
+    assert (rows["ablated"]["low"], rows["ablated"]["high"]) == pytest.approx((100 * boot["low"], 100 * boot["high"]))

@@ -134,3 +134,16 @@ def test_the_command_prints_and_stores_the_ranking(snapshots, var_dir, tmp_path,
         with pytest.raises(CommandError, match=message):
             call_command("alignment", *args)
     assert AlignmentReport.objects.count() == 2
+
+
+def test_a_held_out_snapshot_is_refused_unless_asked_for_then_stamped(snapshots, var_dir):
+    from common.errors import ApplicationError
+    from workers.alignment import AlignmentReport, alignment_report_create
+
+    with pytest.raises(ApplicationError) as caught:
+        alignment_report_create(snapshot=snapshots["dev"], text_encoders={"minilm": {}}, k=2, n_folds=2)
+    assert caught.value.code == "alignment_on_held_out" and caught.value.status_code == 400
+    assert not AlignmentReport.objects.exists()
+    report = alignment_report_create(snapshot=snapshots["dev"], text_encoders={"minilm": {}}, k=2, n_folds=2,
+                                     allow_held_out=True)
+    assert report.params["stamps"] == ["held-out"]

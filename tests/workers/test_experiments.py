@@ -67,7 +67,7 @@ def test_the_table3_preset_over_three_seeds(snapshots, var_dir):
                 assert row["n_seeds"] == 3 and len(row["values"]) == 3 and row["std"] >= 0
                 if variant != "full":
                     assert row["low"] <= row["high"] and 0 <= row["p_value"] <= 1 and row["n_queries"] > 0
-                    assert row["delta"] == pytest.approx(row["mean"] - rows["full"]["mean"])
+                    assert row["paired_seeds"] == 3
     # the figures of each seed are its evaluation run's figures
     run = experiment.runs.get(variant="without_slow", config__seed=1)
     t2 = {r["variant"]: r for r in blocks[("t2traj", "R@1", "all")]}
@@ -132,6 +132,7 @@ def test_an_experiment_is_cancelled_then_resumed_where_it_stopped(snapshots, var
     experiment = experiment_cancel(experiment=experiment)
     second.refresh_from_db()
     assert second.status == "cancelled" and experiment.status == "cancelled" and experiment.cells_done == 1
+    assert experiment_refresh(experiment_id=experiment.pk).status == "cancelled"      # it stays cancelled
     rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
     assert rows["full"]["n_seeds"] == 1 and rows["without_lgroup"]["n_seeds"] == 0
     again = experiment_resume(experiment=experiment, queue=False)
@@ -156,17 +157,23 @@ ACTPAIR = {"steps": 2, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "devi
                      "features": {"n_fast_max": 6}}}
 
 
-def test_pipeline_variants_share_their_training_and_count_their_requests(snapshots, var_dir, capsys):
+def test_pipeline_variants_share_their_training_and_count_their_requests(snapshots, var_dir, capsys, queued_tasks,  # noqa: F811
+                                                                          django_capture_on_commit_callbacks):
     """ActPair's reranking preset: one training per seed, three pipelines evaluated on it; the
     pointwise reranker asks one score per shortlisted candidate, the pairwise one what Algorithm 1
     needs (at most M(M-1)/2 comparisons of a shortlist of M)."""
-    call_command("experiment", "--snapshot", str(snapshots["train"].pk), "--eval-snapshot", str(snapshots["dev"].pk),
-                 "--preset", "actpair-rerank", "--seeds", "0", "--config", json.dumps(ACTPAIR), "--resamples", "200")
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("experiment", "--snapshot", str(snapshots["train"].pk), "--eval-snapshot",
+                     str(snapshots["dev"].pk), "--preset", "actpair-rerank", "--seeds", "0", "--config",
+                     json.dumps(ACTPAIR), "--resamples", "200")
     assert "succeeded: 3/3 cells" in capsys.readouterr().out
+    assert queued_tasks == []                                      # an inline experiment sends nothing
     experiment = Experiment.objects.get()
     assert experiment.runs.count() == 1                            # the three variants share their training
     cells = {c.variant: c for c in experiment.cells.select_related("evaluation")}
     assert {c.training_run_id for c in cells.values()} == {experiment.runs.get().pk}
+    # the reference too runs through the pipeline executor (one code path for every variant)
+    assert cells["dual_view"].evaluation.pipeline_sha256 and cells["dual_view"].evaluation.pipeline["reranker"] == "none"
     assert cells["pairwise"].evaluation.pipeline["reranker"] == "pairwise"
     assert cells["dual_view"].evaluation.pipeline["fusion"] == "dual_view"
     requests = experiment.result["requests"]
@@ -249,8 +256,8 @@ def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, va
                                          "fuse_runs": [member.pk]})
     assert experiment.runs.count() == 1 and experiment.cells.count() == 5
     assert training_run_execute(run=experiment.runs.get()).status == "succeeded"
-    experiment = experiment_refresh(experiment_id=experiment.pk, queue=False)
-    for cell in experiment.cells.exclude(variant="first_stage").select_related("evaluation"):
+    experiment = experiment_refresh(experiment_id=experiment.pk)
+    for cell in experiment.cells.select_related("evaluation"):
         assert evaluation_run_execute(run=cell.evaluation).status == "succeeded", cell.evaluation.error
     experiment = experiment_refresh(experiment_id=experiment.pk)
     assert experiment.status == "succeeded" and experiment.cells_done == 5
@@ -267,3 +274,17 @@ def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, va
     assert len(figures) == 5 and all(0 <= v <= 100 for v in figures.values())
     rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
     assert rows["first_stage"]["reference"] and all(rows[v]["n_seeds"] == 1 for v in rows)
+
+
+def test_a_fused_run_trained_on_the_evaluated_split_is_refused(snapshots, var_dir, trained_dirs, tiny_benchmark_dir):
+    from common.errors import ApplicationError
+
+    dev_trained = finished_run(snapshots, trained_dirs["vtrajembed"])
+    dev_trained.snapshot = register_snapshot(tiny_benchmark_dir / "snapshots" / "dev")
+    dev_trained.save(update_fields=["snapshot"])
+    with pytest.raises(ApplicationError) as caught:
+        experiment_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], queue=False,
+                          grid={"preset": "scout-rerank", "seeds": [0], "fuse_runs": [dev_trained.pk],
+                                "base": {"steps": 2, "batch_size": 4, "model": TINY_SCOUT}})
+    assert caught.value.code == "evaluation_on_training_data" and f"run {dev_trained.pk}" in caught.value.message
+    assert not Experiment.objects.exists()

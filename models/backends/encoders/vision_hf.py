@@ -156,10 +156,11 @@ class HFVisionEncoder:
         """Patch rows and columns keeping the aspect ratio, filling the patch budget."""
         return budget_grid(h, w, self.max_patches * self.patch * self.patch, self.patch, upscale=True)
 
-    def input_grid(self, h: int, w: int) -> tuple[int, int]:
+    def input_grid(self, h: int, w: int, budget: bool = True) -> tuple[int, int]:
         """The patch grid ``(rows, cols)`` an ``h × w`` image is read on: the pixel budget's when
-        set, else SigLIP2's patch budget or the model's square input."""
-        if self.pixel_budget is not None:
+        set and ``budget`` (full frames; crops are read at the model's own size), else SigLIP2's
+        patch budget or the model's square input."""
+        if budget and self.pixel_budget is not None:
             return budget_grid(h, w, self.pixel_budget, self.patch)
         if self.family == "siglip2":
             return self._siglip2_grid(h, w)
@@ -167,12 +168,12 @@ class HFVisionEncoder:
         return side, side
 
     # -- forward -------------------------------------------------------------------------------
-    def _passes(self, images: Sequence[np.ndarray], taps: Sequence[int] = ()):
+    def _passes(self, images: Sequence[np.ndarray], taps: Sequence[int] = (), budget: bool = True):
         """Forward passes over ``images``: yields ``(indices, grids, pooled [n, dim], tokens [n, T, D],
         mask [n, T], tapped)`` per pass, ``tapped`` the hidden states of layers ``taps`` as patch
         grids ``[n, D, rows, cols]`` (one list per image). Images of one pass share their input size
         (SigLIP2 pads instead)."""
-        grids = [self.input_grid(*im.shape[:2]) for im in images]
+        grids = [self.input_grid(*im.shape[:2], budget=budget) for im in images]
         by_size: dict[tuple[int, int], list[int]] = {}
         for i, g in enumerate(grids):
             by_size.setdefault((0, 0) if self.family == "siglip2" else g, []).append(i)
@@ -180,9 +181,9 @@ class HFVisionEncoder:
             for start in range(0, len(members), self.batch_size):
                 idx = members[start:start + self.batch_size]
                 yield (idx, [grids[i] for i in idx],
-                       *self._run([images[i] for i in idx], [grids[i] for i in idx], taps))
+                       *self._run([images[i] for i in idx], [grids[i] for i in idx], taps, budget))
 
-    def _run(self, images: Sequence[np.ndarray], grids: list[tuple[int, int]], taps: Sequence[int]):
+    def _run(self, images: Sequence[np.ndarray], grids: list[tuple[int, int]], taps: Sequence[int], budget: bool):
         p, want = self.patch, bool(taps)
         if self.family == "siglip2":
             patches = []
@@ -204,7 +205,7 @@ class HFVisionEncoder:
             rows, cols = grids[0]
             pixels = torch.from_numpy(np.stack([self._normalise(im, cols * p, rows * p) for im in images]))
             pixels = pixels.to(self.device)                                              # [n, 3, H, W]
-            native = self.pixel_budget is None
+            native = self.pixel_budget is None or not budget
             if self.family == "vjepa2":
                 video = pixels[:, None].repeat(1, int(self.model.config.tubelet_size), 1, 1, 1)  # [n, T, 3, H, W]
                 out = self.model(pixel_values_videos=video, skip_predictor=True, output_hidden_states=want)
@@ -226,11 +227,11 @@ class HFVisionEncoder:
         return pooled, tokens, m, tapped
 
     @torch.inference_mode()
-    def _forward(self, images: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _forward(self, images: Sequence[np.ndarray], budget: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pooled ``[N, dim]``, tokens ``[N, T, token_dim]`` and token mask ``[N, T]`` (input order)."""
         pooled: list = [None] * len(images)
         tokens: list = [None] * len(images)
-        for idx, _, p, t, m, _ in self._passes(images):
+        for idx, _, p, t, m, _ in self._passes(images, budget=budget):
             for j, i in enumerate(idx):
                 pooled[i] = p[j].float().cpu().numpy()
                 tokens[i] = (t[j] * m[j].to(t.device)[:, None]).float().cpu().numpy()[:int(m[j].sum())]
@@ -246,7 +247,7 @@ class HFVisionEncoder:
         check_images(crops, "crop")
         if not crops:
             return np.zeros((0, self.dim), np.float32)
-        return self._forward(list(crops))[0]
+        return self._forward(list(crops), budget=False)[0]
 
     def encode_frames(self, frames: Sequence[np.ndarray]) -> FrameEncoding:
         check_images(frames, "frame")

@@ -46,8 +46,11 @@ class Command(BaseCommand):
         parser.add_argument("--appearance", default=None, help="ImageEncoderConfig of the visual side as JSON")
         parser.add_argument("--features", default=None, help="FeatureConfig of the visual side as JSON")
         parser.add_argument("--json", action="store_true", help="print the stored report as JSON")
+        parser.add_argument("--allow-held-out", action="store_true",
+                            help="a dev or test snapshot anyway (the report is stamped held-out)")
 
-    def handle(self, *args, snapshot, text_encoders, k, alpha, folds, seed, appearance, features, **options):
+    def handle(self, *args, snapshot, text_encoders, k, alpha, folds, seed, appearance, features, allow_held_out,
+               **options):
         row = RelationSnapshot.objects.filter(pk=snapshot).first()
         if row is None:
             raise CommandError(f"--snapshot {snapshot}: no such relation snapshot")
@@ -56,7 +59,7 @@ class Command(BaseCommand):
             report = alignment_report_create(
                 snapshot=row, text_encoders=candidates, k=k, alpha=alpha, n_folds=folds, seed=seed,
                 appearance=_json_object(appearance, "--appearance") if appearance else None,
-                features=_json_object(features, "--features") if features else None)
+                features=_json_object(features, "--features") if features else None, allow_held_out=allow_held_out)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         if options["json"]:

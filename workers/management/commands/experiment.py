@@ -157,7 +157,7 @@ class Command(BaseCommand):
                 run = training_run_execute(run=run, echo=bar)
             if run.status != RunStatus.SUCCEEDED:
                 self.stderr.write(f"run #{run.pk} ({run.variant}, seed {seed}) {run.status}: {run.error[-300:]}")
-        experiment_refresh(experiment_id=experiment.pk, queue=False)      # creates the pipeline evaluations
+        experiment_refresh(experiment_id=experiment.pk)      # creates the pipeline evaluations (not queued: inline)
         _, evaluations = experiment_pending(experiment)
         for i, evaluation in enumerate(evaluations, start=1):
             with ProgressBar(f"pipeline evaluation {i}/{len(evaluations)} (run #{evaluation.pk})") as bar:
