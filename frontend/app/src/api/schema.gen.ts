@@ -1776,6 +1776,11 @@ export interface components {
              * @default true
              */
             geometry: boolean;
+            /**
+             * @description a dev or test snapshot anyway (model selection on held-out matches; the report is stamped held-out)
+             * @default false
+             */
+            allow_held_out: boolean;
         };
         AlignmentReportOutput: {
             readonly id: number;
