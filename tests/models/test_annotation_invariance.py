@@ -219,6 +219,18 @@ def _model_side_outputs(snapshot: RelationSnapshotData, catalogue: dict, cache: 
                                                  BlendConfig(shortlist=5))
     # every declared pipeline, as evaluation and search execute it
     out |= _pipeline_outputs(actpair, snapshot, cache)
+    # SCOUT's second stage as a pipeline: CombSUM with a fused run, the VLM term and the ScoutITM term
+    torch.manual_seed(0)
+    scout_itm = build_model("scout", {**copy.deepcopy(TINY["scout"]), "itm": {
+        "enabled": True, "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "ff_mult": 2}}})
+    scout_itm.itm_trained.fill_(True)                # its random head, as if trained: what it reads is the point
+    fused_itm = RetrievalPipeline.from_dict({"fuse_runs": [1], "fusion": "combsum", "reranker": "pointwise",
+                                             "shortlist": 3, "top_k": 3,
+                                             "weights": {"first_stage": 0.2, "vlm": 0.4, "itm": 0.4}})
+    result = snapshot_pipeline(scout_itm, snapshot, PipelineSetup(fused_itm, fused=[models["vtrajembed"]]),
+                               cache_dir=cache)
+    out["pipeline/scout_itm_fused"] = (result.scores, result.shortlists,
+                                       {k: v for k, v in result.report.items() if k != "timing_s"})
     # the control: the catalogue comparator reads the approved facts and the construction predicates
     facts = {i: catalogue[t.id]["description"].facts for i, t in enumerate(snapshot.tracks)}
     predicates = [[Predicate(p["name"], p["value"], p["fact_ids"]) for p in q.predicates] for q in snapshot.queries]
@@ -254,4 +266,6 @@ def test_every_evaluation_score_and_ranking_ignores_the_human_side_records(world
         report = before[f"pipeline/{name}"][2]
         assert report["comparator_requests"]["total"] + report["scorer_requests"]["total"] > 0, name
     assert before["pipeline/vlm"][2]["comparator_requests"]["total"] > 0
+    scout_report = before["pipeline/scout_itm_fused"][2]
+    assert scout_report["scorer_requests"]["total"] > 0 and "dense|run 1" in scout_report["decorrelation"]
     assert before["pipeline/vlm"][2]["rewrite"]["failed"] == 0 and before["pipeline/description"][4][0]
