@@ -19,7 +19,7 @@ from models.retrievers.actpair.pipeline import dual_view_retrieve
 from models.retrievers.pipeline import Gallery, PipelineTools, RetrievalPipeline, run_pipeline
 from models.retrievers.rerank import attribute_vlm_score
 from models.retrievers.vlm_rerank import score_requests
-from models.training.evaluation import embed_snapshot, evaluate
+from models.training.evaluation import embed_snapshot, evaluate, evaluate_rows
 from models.training.trainer import build_model
 
 ACTPAIR = {"model": {"d_model": 32, "d_embed": 32, "n_layers": 1, "n_heads": 4, "ff_mult": 2, "n_actions": 6},
@@ -263,5 +263,16 @@ def test_evaluation_ranks_the_pipeline_scores_and_reports_its_requests(world):
     assert report["pipeline"] == RetrievalPipeline.from_dict(PAPER).as_dict()
     assert report["comparator_requests"]["total"] == sum(report["comparator_requests"]["per_query"]) > 0
     assert figures["t2traj"]["n_queries"] > 0 and set(figures) >= {"t2traj", "traj2t", "ocvr", "random"}
+    # the figures rank the pipeline's final scores, not the plain dense ones
+    from models.training.evaluation import snapshot_pipeline, snapshot_rows
+    from models.training.metrics import evaluate_t2traj
+
+    scores = snapshot_pipeline(model, snapshot, PAPER, cache_dir=cache).scores
+    relation, _, _ = snapshot.matrix(include_pseudo=False)
+    expected = evaluate_t2traj(scores, relation, np.asarray([t.video_id for t in snapshot.tracks]),
+                               np.asarray([q.video_id for q in snapshot.queries]))
+    assert figures["t2traj"] == expected
+    _, rows = evaluate_rows(model, snapshot, cache_dir=cache, pipeline=PAPER)
+    assert rows == snapshot_rows(scores, snapshot)
     with pytest.raises(ValueError, match="fuses runs"):
         evaluate(model, snapshot, cache_dir=cache, pipeline={"fuse_runs": [5], "fusion": "combsum"})
