@@ -89,6 +89,7 @@ class _Loaded:
     ids: np.ndarray                              # [T] trajectory ids, ascending
     videos: np.ndarray                           # [T] the video of each
     vectors: np.ndarray                          # [T, d] unit embeddings in id order (memory-mapped)
+    prepared: object | None = None               # the model's prepared inputs, once a pipeline stage needed them
 
 
 _loaded: OrderedDict[tuple[int, str], _Loaded] = OrderedDict()
@@ -352,8 +353,10 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
     data = relation_snapshot_load(snapshot=snapshot).model_inputs() if p.reranker != "none" else None
     timing["load"] = time.perf_counter() - tick
     try:
-        result = run_pipeline(p, [Gallery(item.model, item.vectors) for item in loaded], data, [text],
-                              tools=_pipeline_tools(p, snapshot))
+        galleries = [Gallery(item.model, item.vectors, item.prepared) for item in loaded]
+        result = run_pipeline(p, galleries, data, [text], tools=_pipeline_tools(p, snapshot))
+        for item, gallery in zip(loaded, galleries, strict=True):
+            item.prepared = gallery.data                 # kept with the loaded run: the ITM term prepares once
     except ValueError as exc:
         raise ApplicationError(f"the pipeline cannot run: {exc}", code="invalid_pipeline") from None
     stages = result.report["timing_s"]

@@ -257,6 +257,10 @@ def _reassign(row: np.ndarray, head: np.ndarray, order: list[int]) -> None:
     values = np.sort(row[head])[::-1].copy()                                               # [M]
     for i in range(1, len(values)):
         values[i] = min(values[i], np.nextafter(values[i - 1], -np.inf))
+    rest = np.ones(row.shape[0], bool)
+    rest[head] = False
+    if len(values) and rest.any():                 # nothing outside the shortlist ties with or passes its last
+        row[rest] = np.minimum(row[rest], np.nextafter(values[-1], -np.inf))
     row[np.asarray(order, np.int64)] = values
 
 

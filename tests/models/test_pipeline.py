@@ -276,3 +276,12 @@ def test_evaluation_ranks_the_pipeline_scores_and_reports_its_requests(world):
     assert rows == snapshot_rows(scores, snapshot)
     with pytest.raises(ValueError, match="fuses runs"):
         evaluate(model, snapshot, cache_dir=cache, pipeline={"fuse_runs": [5], "fusion": "combsum"})
+
+
+def test_the_reranked_shortlist_stays_ahead_of_everything_outside_it_even_on_ties():
+    from models.retrievers.pipeline import _reassign
+
+    row = np.array([3.0, 2.0, 2.0, 1.0])                  # position 2 ties with the shortlist's last value
+    _reassign(row, np.array([0, 1]), [1, 0])
+    assert np.argsort(-row, kind="stable").tolist() == [1, 0, 2, 3]
+    assert row[2] < row[0] and row[3] == 1.0              # below the shortlist; lower scores untouched
