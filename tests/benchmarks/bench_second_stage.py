@@ -6,6 +6,8 @@ three seeds, evaluated on the test split with paired bootstrap 95 % intervals ov
 - ``actpair-rerank`` (ActPair Table 5): the dual-view top-10 without reranking, with the pairwise
   comparator under pivot-promote (Algorithm 1), and with a pointwise VLM score per candidate, with
   the requests each makes per query;
+- ``scout-batch-sweep`` (SCOUT §5): the per-forward batch B = 32, 64 and 128 (the default), with
+  in-batch negatives only;
 - ``scout-rerank`` (SCOUT §6.2, §7.1-7.2): the SCOUT model alone, CombSUM with a second fusion
   member (a VTrajEmbed run trained here on the same snapshot, with the members' per-query
   Spearman decorrelation), then the fused top-20 + the VLM term, + ScoutITM trained on mined
@@ -61,7 +63,10 @@ else:
              "features": {"n_fast_max": 8},
              "itm": {"enabled": True, "steps": 20, "batch_size": 16, "n_negatives": 4,
                      "model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2}}}
-PRESETS = {"actpair-views": ACTPAIR, "actpair-rerank": ACTPAIR, "scout-rerank": SCOUT}
+# SCOUT's B sweep (the preset sets the predictor's batch; in-batch negatives only, no ITM)
+SWEEP = {"predictor": {k: v for k, v in SCOUT["predictor"].items() if k != "batch_size"},
+         **({"features": SCOUT["features"]} if "features" in SCOUT else {})}
+PRESETS = {"actpair-views": ACTPAIR, "actpair-rerank": ACTPAIR, "scout-rerank": SCOUT, "scout-batch-sweep": SWEEP}
 # SCOUT's second fusion member: a VTrajEmbed run on the same snapshot
 MEMBER = dict(DEMO_TRAIN_CONFIG) if FULL else {
     **STEPS, "model": {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "agg_layers": 1, "embed_dim": 32,
@@ -99,12 +104,19 @@ def test_second_stage_presets_over_three_seeds(tmp_path, settings):
     extra = {"scout-rerank": {"fuse_runs": [member.pk]}}
     for preset, model in PRESETS.items():
         tick = time.perf_counter()
+        steps = {k: v for k, v in STEPS.items() if k != "batch_size"} if preset == "scout-batch-sweep" else STEPS
         experiment = experiment_create(snapshot=train, eval_snapshot=test, queue=False,
-                                       grid={"preset": preset, "seeds": SEEDS, "base": {**STEPS, "model": model},
+                                       grid={"preset": preset, "seeds": SEEDS, "base": {**steps, "model": model},
                                              **extra.get(preset, {})})
+        if preset == "scout-batch-sweep":                  # each variant trains at its own B
+            batches = {r.variant: r for r in experiment.runs.all()}
         seconds = _run(experiment)
         experiment = experiment_refresh(experiment_id=experiment.pk)
         assert experiment.status == "succeeded", experiment.status
+        if preset == "scout-batch-sweep":
+            for variant, run in batches.items():
+                run.refresh_from_db()
+                assert run.result["model_defaults"].get("batch_size") == int(variant[1:]), run.result["model_defaults"]
         result = experiment.result
         out["presets"][preset] = {"seconds": round(time.perf_counter() - tick, 1), "trainings": experiment.runs.count(),
                                   "evaluation_seconds": {v: round(float(np.mean(s)), 2) for v, s in seconds.items()},
