@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import RelationSnapshot
 from common.errors import ApplicationError
+from common.management.options import json_object_option
 from workers.alignment import alignment_report_create
 from workers.alignment_apis import AlignmentReportOutputSerializer
-
-
-def _json_object(raw: str, option: str) -> dict:
-    """Inline JSON, or the path of a JSON file, that must hold an object."""
-    text = raw
-    if not raw.lstrip().startswith("{"):
-        path = Path(raw)
-        if not path.is_file():
-            raise CommandError(f"{option} is neither a JSON object nor a readable file: {raw}")
-        text = path.read_text()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(f"{option} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise CommandError(f"{option} must be a JSON object")
-    return data
 
 
 class Command(BaseCommand):
@@ -54,12 +37,12 @@ class Command(BaseCommand):
         row = RelationSnapshot.objects.filter(pk=snapshot).first()
         if row is None:
             raise CommandError(f"--snapshot {snapshot}: no such relation snapshot")
-        candidates = _json_object(text_encoders, "--text-encoders")
+        candidates = json_object_option(text_encoders, "--text-encoders")
         try:
             report = alignment_report_create(
                 snapshot=row, text_encoders=candidates, k=k, alpha=alpha, n_folds=folds, seed=seed,
-                appearance=_json_object(appearance, "--appearance") if appearance else None,
-                features=_json_object(features, "--features") if features else None, allow_held_out=allow_held_out)
+                appearance=json_object_option(appearance, "--appearance") if appearance else None,
+                features=json_object_option(features, "--features") if features else None, allow_held_out=allow_held_out)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         if options["json"]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError, ConflictError
+from common.management.options import json_object_option
 from common.progress import ProgressBar
 from workers.evaluation import evaluation_run_execute
 from workers.experiments import (
@@ -20,7 +21,7 @@ from workers.experiments import (
     experiment_root,
     preset_list,
 )
-from workers.management.commands.train import _config, _snapshot
+from workers.management.commands.train import _snapshot
 from workers.models import Experiment, RunStatus
 from workers.training import training_run_execute
 
@@ -115,7 +116,7 @@ class Command(BaseCommand):
             grid["preset"] = o["preset"]
         if o["variants"]:
             raw = o["variants"].strip()
-            grid["variants"] = _config(raw) if raw.startswith("{") or Path(raw).is_file() \
+            grid["variants"] = json_object_option(raw, "--variants") if raw.startswith("{") or Path(raw).is_file() \
                 else _list(raw, "--variants")
         if o["model"]:
             grid["model_kind"] = o["model"]
@@ -124,7 +125,7 @@ class Command(BaseCommand):
         if o["seeds"]:
             grid["seeds"] = _list(o["seeds"], "--seeds", int)
         if o["config"]:
-            grid["base"] = _config(o["config"])
+            grid["base"] = json_object_option(o["config"], "--config")
         if o["resamples"] is not None:
             grid["n_resamples"] = o["resamples"]
         return grid

@@ -1,35 +1,14 @@
 """``python manage.py train``: train a retriever on a sealed relation snapshot (DESIGN 5)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import RelationSnapshot
 from common.errors import ApplicationError
+from common.management.options import json_object_option
 from common.progress import ProgressBar
 from workers.models import RunStatus
 from workers.training import training_run_create, training_run_execute
-
-
-def _config(raw: str | None) -> dict:
-    """``--config``: inline JSON, or the path of a JSON file."""
-    if not raw:
-        return {}
-    text = raw
-    if not raw.lstrip().startswith("{"):
-        path = Path(raw)
-        if not path.is_file():
-            raise CommandError(f"--config is neither a JSON object nor a readable file: {raw}")
-        text = path.read_text()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(f"--config is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise CommandError("--config must be a JSON object of TrainConfig keys")
-    return data
 
 
 def _snapshot(pk: int | None, option: str) -> RelationSnapshot | None:
@@ -63,7 +42,7 @@ class Command(BaseCommand):
                **options):
         try:
             run = training_run_create(snapshot=_snapshot(snapshot, "--snapshot"), model_kind=model,
-                                      config=_config(config), eval_snapshot=_snapshot(eval_snapshot, "--eval-snapshot"),
+                                      config=json_object_option(config, "--config"), eval_snapshot=_snapshot(eval_snapshot, "--eval-snapshot"),
                                       allow_train_split=allow_train_split, allow_incomplete=allow_incomplete,
                                       queue=queue)
         except ApplicationError as exc:
