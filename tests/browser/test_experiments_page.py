@@ -131,7 +131,7 @@ def test_a_manager_declares_an_experiment_and_cancels_it_after_confirming(open_p
     expect(page.get_by_role("heading", level=1)).to_have_text(f"Experiment {experiment.pk}")
     expect(page.get_by_text(experiment.snapshot_sha256[:12])).to_be_visible()
     expect(page.get_by_text(experiment.eval_snapshot_sha256[:12])).to_be_visible()
-    table = page.get_by_role("table", name="Cells: one training run per variant and seed")
+    table = page.get_by_role("table", name="Cells: a variant and seed each (variants that differ only in their pipeline share a training run)")
     expect(table.get_by_role("row")).to_have_count(5)
     first = table.get_by_role("row").nth(1)
     expect(first).to_contain_text("full")

@@ -1,5 +1,6 @@
 // One experiment: its status and provenance (stamps, snapshot hashes, code commit), resume and
-// cancel (after a confirmation), its cells (one training run per variant × seed), and its result
+// cancel (after a confirmation), its cells (a variant × seed each; variants that differ only in their
+// retrieval pipeline share one training run), and its result
 // table; polled while any cell is queued or running.
 
 import { useEffect, useState } from "react";
@@ -93,7 +94,7 @@ function Cells({ experiment }: { experiment: ExperimentDetail }) {
   const cells = sortCells(experiment.cells, variants);
   return (
     <table className="data compact">
-      <caption>Cells: one training run per variant and seed</caption>
+      <caption>Cells: a variant and seed each (variants that differ only in their pipeline share a training run)</caption>
       <thead><tr><th scope="col">variant</th><th scope="col">seed</th><th scope="col">status</th><th scope="col">progress</th><th scope="col">run</th></tr></thead>
       <tbody>
         {cells.map((c) => (
