@@ -9,18 +9,21 @@ from rest_framework.views import APIView
 
 from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
-from common.errors import NotFoundError
 from common.pagination import Page, paginate
 from common.params import flag_field, query_filters
 from models.experiments.table import table_csv
 from workers.experiments import (
+    cell_state,
     experiment_cancel,
+    experiment_cells,
     experiment_create,
+    experiment_get,
+    experiment_list,
     experiment_refresh,
     experiment_resume,
     preset_list,
 )
-from workers.models import Experiment, ExperimentCell, RunStatus
+from workers.models import Experiment, ExperimentCell
 
 ERROR = OpenApiTypes.OBJECT
 GRID_HELP = ('the grid: {"preset": "vtrajembed-table3", "variants": ["full", "without_slow"], "seeds": [0, 1, 2], '
@@ -42,15 +45,14 @@ class ExperimentCellSerializer(serializers.ModelSerializer):
                   "steps_total", "error"]
 
     def get_status(self, cell: ExperimentCell) -> str:
-        state = cell.training_run.status
-        if state == RunStatus.SUCCEEDED:
-            return cell.evaluation.status if cell.evaluation is not None else RunStatus.QUEUED
-        return state
+        return cell_state(cell, cell.experiment)
 
     def get_error(self, cell: ExperimentCell) -> str:
         if cell.training_run.error:
             return cell.training_run.error[-500:]
-        return cell.evaluation.error[-500:] if cell.evaluation is not None else ""
+        if cell.evaluation is not None:
+            return cell.evaluation.error[-500:]
+        return cell.error[-500:]
 
 
 class ExperimentOutputSerializer(serializers.ModelSerializer):
@@ -75,15 +77,10 @@ class ExperimentDetailOutputSerializer(ExperimentOutputSerializer):
 
     @extend_schema_field(ExperimentCellSerializer(many=True))
     def get_cells(self, experiment: Experiment) -> list:
-        cells = experiment.cells.select_related("training_run", "evaluation").order_by("id")
+        cells = list(experiment_cells(experiment))
+        for cell in cells:
+            cell.experiment = experiment                       # cell_state reads its cancel flag
         return ExperimentCellSerializer(cells, many=True).data
-
-
-def _get(experiment_id: int) -> Experiment:
-    experiment = Experiment.objects.filter(pk=experiment_id).first()
-    if experiment is None:
-        raise NotFoundError(f"experiment {experiment_id} does not exist", code="not_found")
-    return experiment
 
 
 class ExperimentListApi(APIView):
@@ -110,11 +107,7 @@ class ExperimentListApi(APIView):
                    summary="Experiments, newest first")
     def get(self, request):
         f = query_filters(self.FilterSerializer, request)
-        qs = Experiment.objects.all()
-        if f.get("status"):
-            qs = qs.filter(status=f["status"])
-        if f.get("preset"):
-            qs = qs.filter(preset=f["preset"])
+        qs = experiment_list(status=f.get("status"), preset=f.get("preset"))
         return paginate(qs, ExperimentOutputSerializer, request, self)
 
     @extend_schema(request=InputSerializer, responses={202: ExperimentDetailOutputSerializer, 400: ERROR, 409: ERROR},
@@ -132,7 +125,7 @@ class ExperimentDetailApi(APIView):
     @extend_schema(responses=ExperimentDetailOutputSerializer,
                    summary="One experiment: its cells and its table (recomputed as cells end)")
     def get(self, request, experiment_id: int):
-        experiment = _get(experiment_id)
+        experiment = experiment_get(experiment_id=experiment_id)
         if experiment.status == Experiment.Status.RUNNING:
             experiment = experiment_refresh(experiment_id=experiment.pk, schedule=False)   # cells ended since
         return Response(ExperimentDetailOutputSerializer(experiment).data)
@@ -144,7 +137,7 @@ class ExperimentTableCsvApi(APIView):
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR},
                    summary="The experiment's table as CSV (one line per task, metric, stratum and variant)")
     def get(self, request, experiment_id: int):
-        experiment = _get(experiment_id)
+        experiment = experiment_get(experiment_id=experiment_id)
         response = HttpResponse(table_csv(experiment.result) if experiment.result else "",
                                 content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="experiment-{experiment.pk}.csv"'
@@ -157,9 +150,10 @@ class ExperimentResumeApi(APIView):
     @extend_schema(request=None, responses={202: ExperimentDetailOutputSerializer, 409: ERROR},
                    summary="Queue the experiment's failed and cancelled cells again (succeeded ones are kept)")
     def post(self, request, experiment_id: int):
-        experiment = _get(experiment_id)
+        experiment = experiment_get(experiment_id=experiment_id)
         experiment_resume(experiment=experiment, user=request.user)
-        return Response(ExperimentDetailOutputSerializer(_get(experiment_id)).data, status=status.HTTP_202_ACCEPTED)
+        resumed = experiment_get(experiment_id=experiment_id)
+        return Response(ExperimentDetailOutputSerializer(resumed).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ExperimentCancelApi(APIView):
@@ -168,7 +162,7 @@ class ExperimentCancelApi(APIView):
     @extend_schema(request=None, responses={200: ExperimentDetailOutputSerializer, 409: ERROR},
                    summary="Cancel the experiment's cells that have not ended")
     def post(self, request, experiment_id: int):
-        experiment = experiment_cancel(experiment=_get(experiment_id), user=request.user)
+        experiment = experiment_cancel(experiment=experiment_get(experiment_id=experiment_id), user=request.user)
         return Response(ExperimentDetailOutputSerializer(experiment).data)
 
 

@@ -36,7 +36,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.benchmark.services.snapshots import relation_snapshot_load
-from common.errors import ApplicationError, ConflictError
+from common.errors import ApplicationError, ConflictError, NotFoundError
 from common.jobs.runs import run_cancel, run_retry
 from common.models import TERMINAL
 from common.versions import software_versions
@@ -186,18 +186,30 @@ def _evaluations_due(experiment: Experiment, *, queue: bool) -> None:
         cell.save(update_fields=["evaluation", "error"])
 
 
+def cell_state(cell: ExperimentCell, experiment: Experiment) -> str:
+    """A cell's status: its training's until that has succeeded, then its evaluation's; a cell
+    whose evaluation could not be created has failed, and one whose evaluation is still to be
+    created is queued (cancelled while the experiment is)."""
+    state = cell.training_run.status
+    if state != RunStatus.SUCCEEDED:
+        return state
+    if cell.evaluation is not None:
+        return cell.evaluation.status
+    if cell.error:
+        return RunStatus.FAILED
+    return RunStatus.CANCELLED if experiment.cancel_requested else RunStatus.QUEUED
+
+
+def experiment_cells(experiment: Experiment):
+    """The experiment's cells with their training and evaluation runs, in creation order."""
+    return experiment.cells.select_related("training_run", "evaluation").order_by("id")
+
+
 def _cell_states(experiment: Experiment) -> list[dict]:
-    """Per cell: its variant, seed, state (the training's while it has not succeeded, then its
-    evaluation's) and evaluation id."""
+    """Per cell: its variant, seed, :func:`cell_state` and (once succeeded) evaluation id."""
     out = []
-    for cell in experiment.cells.select_related("training_run", "evaluation").order_by("id"):
-        state = cell.training_run.status
-        if state == RunStatus.SUCCEEDED:
-            if cell.evaluation is not None:
-                state = cell.evaluation.status
-            else:
-                state = RunStatus.FAILED if cell.error else (
-                    RunStatus.CANCELLED if experiment.cancel_requested else RunStatus.QUEUED)
+    for cell in experiment_cells(experiment):
+        state = cell_state(cell, experiment)
         out.append({"variant": cell.variant, "seed": int(cell.seed), "state": state,
                     "evaluation": cell.evaluation_id if state == RunStatus.SUCCEEDED else None})
     return out
@@ -324,6 +336,23 @@ def experiment_pending(experiment: Experiment) -> tuple[list[TrainingRun], list[
     succeeded, and its cells' evaluations that have not ended."""
     return (list(experiment.runs.exclude(status=RunStatus.SUCCEEDED).order_by("id")),
             list(_cell_evaluations(experiment).exclude(status__in=TERMINAL).order_by("id")))
+
+
+def experiment_list(*, status: str | None = None, preset: str | None = None):
+    """Experiments, newest first, optionally of one status or preset."""
+    qs = Experiment.objects.all()
+    if status:
+        qs = qs.filter(status=status)
+    if preset:
+        qs = qs.filter(preset=preset)
+    return qs
+
+
+def experiment_get(*, experiment_id: int) -> Experiment:
+    experiment = Experiment.objects.filter(pk=experiment_id).first()
+    if experiment is None:
+        raise NotFoundError(f"experiment {experiment_id} does not exist", code="not_found")
+    return experiment
 
 
 def preset_list() -> list[dict]:

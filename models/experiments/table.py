@@ -162,4 +162,4 @@ def merge_request_counts(counts: Sequence[Mapping]) -> dict:
 
 def pipelines_of(spec) -> dict[str, dict]:
     """The retrieval pipeline each variant of an ``ExperimentSpec`` is evaluated with."""
-    return {variant: pipeline for variant, _, _, pipeline in spec.cells()[::max(1, len(spec.seeds))]}
+    return {variant: pipeline for variant, _, _, pipeline in spec.cells()}      # one pipeline per variant
