@@ -14,7 +14,12 @@ from annotation.benchmark.apis.descriptions import DissentOutputSerializer
 from annotation.benchmark.selectors import item_dissent
 from annotation.curation import selectors
 from annotation.curation.services.agreement import agreement_stats
-from annotation.curation.services.claims import assignment_release, work_item_claim_next
+from annotation.curation.services.claims import (
+    assignment_release,
+    upcoming_token,
+    upcoming_token_item,
+    work_item_claim_next,
+)
 from annotation.curation.services.items import work_items_create_for_run
 from annotation.curation.services.pools import pool_freeze
 from annotation.curation.services.votes import adjudication_cast, vote_cast
@@ -107,6 +112,20 @@ class UpcomingSerializer(serializers.Serializer):
     video = serializers.IntegerField()
     trajectories = serializers.ListField(child=serializers.IntegerField(),
                                          help_text="the trajectories its target shows (empty for a relation row)")
+    token = serializers.CharField(help_text='send it back as "prefer" with your next claim (or vote with "next") '
+                                            "to get this item while it is still claimable by you")
+
+
+def prefer_field():
+    return serializers.CharField(required=False, allow_blank=False, max_length=100,
+                                 help_text='the "token" of the upcoming item you were given (and fetched ahead): '
+                                           "it is claimed first while you may still take it")
+
+
+def _preferred(request, data) -> int | None:
+    """The item a request's ``prefer`` token names (400 for a token not given to this user)."""
+    token = data.validated_data.get("prefer")
+    return None if token is None else upcoming_token_item(annotator=request.user, token=token)
 
 
 class AssignmentOutputSerializer(serializers.Serializer):
@@ -126,7 +145,9 @@ def _assignment_body(seat: Assignment) -> dict:
     # A vote completes its seat in the same transaction: an uncompleted seat has no vote to read.
     seat.my_vote = None if seat.completed_at is None else selectors.own_vote(annotator=seat.annotator,
                                                                              item_id=seat.item_id)
-    seat.upcoming = getattr(seat, "upcoming", None)  # set by a claim (selectors.upcoming_of)
+    upcoming = getattr(seat, "upcoming", None)  # set by a claim (selectors.upcoming_of)
+    seat.upcoming = None if upcoming is None else {
+        **upcoming, "token": upcoming_token(annotator=seat.annotator, item_id=upcoming["item"])}
     _with_review_target(seat.item, seat.annotator)
     return AssignmentOutputSerializer(seat).data
 
@@ -136,6 +157,7 @@ class NextItemApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         stage = serializers.ChoiceField(choices=WorkItem.Stage.choices, required=False)
+        prefer = prefer_field()
 
     @extend_schema(request=InputSerializer, responses={200: AssignmentOutputSerializer,
                                                        204: OpenApiResponse(description="no work left")},
@@ -143,7 +165,8 @@ class NextItemApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        seat = work_item_claim_next(annotator=request.user, stage=data.validated_data.get("stage"))
+        seat = work_item_claim_next(annotator=request.user, stage=data.validated_data.get("stage"),
+                                    prefer=_preferred(request, data))
         if seat is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(_assignment_body(seat))
@@ -173,6 +196,7 @@ class SkipApi(APIView):
     class InputSerializer(serializers.Serializer):
         reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
                                        help_text="why you skip it (kept with the seat's record)")
+        prefer = prefer_field()
 
     @extend_schema(request=InputSerializer, responses={200: NextOutputSerializer, 400: ERROR, 403: ERROR, 404: ERROR,
                                                        409: ERROR},
@@ -181,10 +205,11 @@ class SkipApi(APIView):
     def post(self, request, item_id: int):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        prefer = _preferred(request, data)
         seat = selectors.assignment_for_annotator(annotator=request.user, item_id=item_id)
         assignment_release(assignment=seat, reason=data.validated_data["reason"])
         following = work_item_claim_next(annotator=request.user, stage=seat.item.stage,
-                                         last_video_id=seat.item.video_id)
+                                         last_video_id=seat.item.video_id, prefer=prefer)
         return Response({"next": None if following is None else _assignment_body(following)})
 
 
@@ -209,6 +234,7 @@ class VoteApi(APIView):
         next = flag_field(required=False, default=False,
                                         help_text="answer with your next claimed item of the same stage as well "
                                                   "(one round trip instead of a vote and a claim)")
+        prefer = prefer_field()
 
     class OutputSerializer(OwnVoteSerializer):
         next = AssignmentOutputSerializer(required=False, allow_null=True,
@@ -227,13 +253,15 @@ class VoteApi(APIView):
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         with_next = fields.pop("next")
+        fields.pop("prefer", None)
+        prefer = _preferred(request, data) if with_next else None
         vote, created = vote_cast(item_id=item_id, annotator=request.user, **fields)
         if created and not fields.get("judgments"):
             vote.judgments_written = ()  # a vote just cast without judgments has none to read back
         body = OwnVoteSerializer(vote).data
         if with_next:
             following = work_item_claim_next(annotator=request.user, stage=vote.item.stage,
-                                             last_video_id=vote.item.video_id)
+                                             last_video_id=vote.item.video_id, prefer=prefer)
             body["next"] = None if following is None else _assignment_body(following)
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -96,15 +96,18 @@ def round_trip_client(index: int, port: int, token: str, username: str, mode: st
             vote = {"label": rng.choices(LABELS, WEIGHTS)[0], "reasons": [], "time_spent_ms": rng.randint(800, 9000),
                     "client_request_id": str(uuid.uuid4())}
             path = f"/api/review/items/{seat['item']}/votes/"
+            # as the app does: the upcoming item (which it fetched ahead) is asked for first
+            prefer = {"prefer": seat["upcoming"]["token"]} if seat.get("upcoming") else {}
             sent = time.monotonic()
             if mode == "one":
-                status, body = record("vote+next", client.post(path, {**vote, "next": True}))
+                status, body = record("vote+next", client.post(path, {**vote, "next": True, **prefer}))
                 following = (body or {}).get("next") if status == 201 else None
             else:
                 status, body = record("vote", client.post(path, vote))
                 following = None
                 if status == 201:
-                    nstatus, following = record("next", client.post("/api/review/next/", {"stage": "usability"}))
+                    nstatus, following = record("next", client.post("/api/review/next/",
+                                                                     {"stage": "usability", **prefer}))
                     if nstatus != 200:
                         no_work += nstatus == 204
                         following = None

@@ -5,6 +5,7 @@ import functools
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core import signing
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -19,7 +20,28 @@ CANDIDATES_PER_TRY = 20  # candidate items tried per pass before reporting no wo
 MAX_REASON = 200         # characters of a skip's reason
 
 
-def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: int | None = None) -> Assignment | None:
+def upcoming_token(*, annotator, item_id: int) -> str:
+    """The token a client sends back as ``prefer`` to get the item it was told comes next (and
+    fetched ahead): signed for this annotator, so it names only an item this server proposed to
+    them, never one of their choosing."""
+    return _upcoming_signer(annotator).sign(str(item_id))
+
+
+def upcoming_token_item(*, annotator, token: str) -> int:
+    """The item an ``upcoming_token`` names; 400 for a token this server did not give ``annotator``."""
+    try:
+        return int(_upcoming_signer(annotator).unsign(token))
+    except (signing.BadSignature, ValueError):
+        raise ApplicationError("prefer is not an upcoming token this server gave you; leave it out to claim in "
+                               "queue order", code="invalid_prefer") from None
+
+
+def _upcoming_signer(annotator) -> signing.Signer:
+    return signing.Signer(salt=f"annotation.curation.upcoming.{annotator.pk}")
+
+
+def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: int | None = None,
+                         prefer: int | None = None) -> Assignment | None:
     """Claim a seat on the next open item for ``annotator``; ``None`` when there is no work.
 
     Items of the video the annotator worked on last come first (they keep their context; a
@@ -37,6 +59,11 @@ def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: 
     under the lock is final. On SQLite, which serialises writing transactions, the claim runs
     alone. The claimed seat carries ``upcoming``: what a client needs to fetch ahead the item
     the annotator would likely get next (not reserved).
+
+    ``prefer`` (an item named by an ``upcoming`` the annotator was given, :func:`upcoming_token`)
+    is claimed first when it is still claimable by the same rule: its lock is waited for, not
+    skipped, so a client gets the item it fetched ahead even while another claim holds it for a
+    moment. Otherwise the claim goes on in queue order.
     """
     if not user_has_role(annotator, Role.ANNOTATOR):
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
@@ -44,7 +71,7 @@ def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: 
         raise ApplicationError(f"unknown stage {stage!r}; use {WorkItem.Stage.values}", code="invalid_stage")
     for attempt in range(2):
         try:
-            return _claim(annotator, stage, last_video_id)
+            return _claim(annotator, stage, last_video_id, prefer)
         except IntegrityError:
             # A seat written outside the locking rule (a script) raced this claim: start again.
             if attempt:
@@ -52,7 +79,7 @@ def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: 
     return None  # unreachable: the loop returns or raises
 
 
-def _claim(annotator, stage: str | None, last_video_id: int | None) -> Assignment | None:
+def _claim(annotator, stage: str | None, last_video_id: int | None, prefer: int | None) -> Assignment | None:
     with transaction.atomic():
         # One claim per annotator at a time: the annotator's user row is locked, so a second,
         # simultaneous claim waits here and then finds the seat the first one took.
@@ -65,6 +92,16 @@ def _claim(annotator, stage: str | None, last_video_id: int | None) -> Assignmen
         if last_video_id is None:
             last_video_id = last_video
         tried: list[int] = []
+        if prefer is not None:
+            preferred = _preferred_candidate(annotator, stage, prefer)
+            if preferred is not None:
+                tried.append(preferred.pk)
+                claimed = _take_free_seat(preferred, annotator, lease_seconds) or _take_seat(preferred, annotator,
+                                                                                              lease_seconds)
+                if claimed is not None:
+                    after = _next_candidates(annotator, stage, last_video_id, tried, skip_locked=True, lock=False, want=1)
+                    claimed.upcoming = upcoming_of(after[0]) if after else None
+                    return claimed
         for skip_locked in (True, False):
             for _ in range(CANDIDATES_PER_TRY):
                 found = _next_candidates(annotator, stage, last_video_id, tried, skip_locked=skip_locked)
@@ -118,10 +155,10 @@ def _active_seat(annotator, stage: str | None) -> Assignment | None:
 
 
 def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tried: list[int], *,
-                     skip_locked: bool) -> list[WorkItem]:
-    """The best two open items, except ``tried``, on which the annotator may take a free seat
-    (``selectors.claimable_items``, the reference this query is tested against); the first one
-    is locked (with ``skip_locked``, rows other claims hold are passed over). Items of
+                     skip_locked: bool, lock: bool = True, want: int = 2) -> list[WorkItem]:
+    """The best ``want`` (two) open items, except ``tried``, on which the annotator may take a free seat
+    (``selectors.claimable_items``, the reference this query is tested against); with ``lock``
+    the first one is locked (with ``skip_locked``, rows other claims hold are passed over). Items of
     ``last_video_id`` first, then video order; each part is one limited query in index order,
     so a claim costs the same with ten open items or a million.
 
@@ -133,27 +170,42 @@ def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tr
     parts = [last_video_id, None] if last_video_id is not None else [None]
     for video in parts:
         skip = [*tried, *(item.pk for item in found)]
-        lock = not found and connection.features.has_select_for_update_skip_locked
+        locking = lock and not found and connection.features.has_select_for_update_skip_locked
         sql = _candidates_sql(stage=stage is not None, video=video is not None, skip=len(skip),
-                              lock="SKIP LOCKED" if lock and skip_locked else "WAIT" if lock else "")
+                              lock="SKIP LOCKED" if locking and skip_locked else "WAIT" if locking else "")
         params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
                   WorkItem.State.OPEN.value, *([stage] if stage is not None else []),
-                  *([video] if video is not None else []), *skip, 2 - len(found)]
+                  *([video] if video is not None else []), *skip, want - len(found)]
         found += WorkItem.objects.raw(sql, params)
-        if len(found) == 2:
+        if len(found) == want:
             break
     return found
 
 
+def _preferred_candidate(annotator, stage: str | None, item_id: int) -> WorkItem | None:
+    """``item_id``, locked (waiting for a claim that holds it), when the annotator may take a seat
+    on it by the claim rule and it is of ``stage``; else ``None``."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    cooldown = connection.ops.adapt_datetimefield_value(timezone.now() - selectors.SKIP_COOLDOWN)
+    lock = "WAIT" if connection.features.has_select_for_update else ""
+    sql = _candidates_sql(stage=stage is not None, video=False, skip=0, lock=lock, only=True)
+    params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
+              WorkItem.State.OPEN.value, *([stage] if stage is not None else []), item_id, 1]
+    return next(iter(WorkItem.objects.raw(sql, params)), None)
+
+
 @functools.cache
-def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str) -> str:
+def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, only: bool = False) -> str:
     """The claim rule (``selectors.not_claimable_by``, ``seat_taken``) as one query; ``lock``:
-    "" (none), "WAIT" or "SKIP LOCKED"."""
+    "" (none), "WAIT" or "SKIP LOCKED"; ``only``: one given item (its id the last parameter
+    before the limit)."""
     item, seat, event = WorkItem._meta.db_table, Assignment._meta.db_table, SeatEvent._meta.db_table
     duplicate = WorkItem._meta.get_field("duplicate").related_model._meta.db_table
     where = ["w.state = %s"] + (["w.stage = %s"] if stage else []) + (["w.video_id = %s"] if video else [])
     if skip:
         where.append(f"w.id NOT IN ({', '.join(['%s'] * skip)})")
+    if only:
+        where.append("w.id = %s")
     locking = {"": "", "WAIT": " FOR UPDATE OF w", "SKIP LOCKED": " FOR UPDATE OF w SKIP LOCKED"}[lock]
     return (
         f"SELECT w.*, d.trajectory_a_id AS duplicate_a, d.trajectory_b_id AS duplicate_b FROM {item} w "

@@ -64,14 +64,16 @@ export const api = {
 
   // review
   reviewStages: () => get<StageDeclaration[]>("/api/review/stages/"),
-  claimNext: (stage: string) => request<Assignment>("/api/review/next/", { method: "POST", body: { stage } }),
+  /** Claim the next item; `prefer`: the token of the upcoming item fetched ahead (claimed first
+   *  while it is still yours to take). */
+  claimNext: (stage: string, prefer?: string) => request<Assignment>("/api/review/next/", { method: "POST", body: { stage, prefer } }),
   item: (id: number, signal?: AbortSignal) => get<Assignment>(`/api/review/items/${id}/`, signal),
   vote: (id: number, body: VoteInput) => request<OwnVote>(`/api/review/items/${id}/votes/`, { method: "POST", body }),
   /** Vote and claim the next item of the same stage in one request. */
   voteAndNext: (id: number, body: VoteInput) =>
     request<VoteAnswer>(`/api/review/items/${id}/votes/`, { method: "POST", body: { ...body, next: true }, keepPageWhenSignedOut: true }),
-  skip: (id: number, reason: string) =>
-    request<SkipAnswer>(`/api/review/items/${id}/skip/`, { method: "POST", body: { reason }, keepPageWhenSignedOut: true }),
+  skip: (id: number, reason: string, prefer?: string) =>
+    request<SkipAnswer>(`/api/review/items/${id}/skip/`, { method: "POST", body: { reason, prefer }, keepPageWhenSignedOut: true }),
   seats: (filters: { stage?: string; state?: string; item?: number; run?: number; holder?: string; limit?: number; offset?: number }) =>
     get<Page<SeatItem>>(`/api/review/seats/${q(filters)}`),
   seatRelease: (item: number, seat: number, reason: string) =>

@@ -2514,6 +2514,8 @@ export interface components {
         NameEnum: "upper_colour" | "lower_colour" | "speed" | "size" | "position" | "category" | "ground" | "near" | "weather" | "light" | "walks" | "stands" | "enters" | "leaves" | "crosses" | "occluded_by" | "passes_in_front_of";
         NextItemInputRequest: {
             stage?: components["schemas"]["StageEnum"];
+            /** @description the "token" of the upcoming item you were given (and fetched ahead): it is claimed first while you may still take it */
+            prefer?: string;
         };
         NextOutput: {
             /** @description your next item of the same stage; null: no work left */
@@ -3710,6 +3712,8 @@ export interface components {
              * @default
              */
             reason: string;
+            /** @description the "token" of the upcoming item you were given (and fetched ahead): it is claimed first while you may still take it */
+            prefer?: string;
         };
         SnapshotDetailOutput: {
             readonly id: number;
@@ -4223,6 +4227,8 @@ export interface components {
             video: number;
             /** @description the trajectories its target shows (empty for a relation row) */
             trajectories: number[];
+            /** @description send it back as "prefer" with your next claim (or vote with "next") to get this item while it is still claimable by you */
+            token: string;
         };
         VideoListInputRequest: {
             /** Format: binary */
@@ -4315,6 +4321,8 @@ export interface components {
              * @default false
              */
             next: boolean;
+            /** @description the "token" of the upcoming item you were given (and fetched ahead): it is claimed first while you may still take it */
+            prefer?: string;
         };
         VoteOutput: {
             readonly id: number;

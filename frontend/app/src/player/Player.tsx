@@ -2,12 +2,12 @@
 // (plain TypeScript) once per item, binds the player's shortcuts, and shows the controls. All
 // playback logic lives in model.ts / controller.ts.
 
-import { useEffect, useRef, useState, useSyncExternalStore } from "react";
+import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } from "react";
 import { api } from "../api/endpoints";
 import type { Crop, Video } from "../api/types";
 import { ariaKeys, useShortcut } from "../keyboard/useShortcut";
 import { PlayerController } from "./controller";
-import { loadImage } from "./frameCache";
+import { loadFrameImage, takeDecodedAhead } from "./frameCache";
 import { type FrameRange, formatTime, frameAtFraction, frameToTime, SPEEDS, type Track } from "./model";
 import { FrameView, TimelineView, type TrackStyle } from "./view";
 
@@ -45,28 +45,31 @@ export function frameRequestSize(video: Pick<Video, "width" | "height">): number
 }
 
 export function Player(props: PlayerProps) {
-  const { video, range, start, tracks } = props;
-  const [controller, setController] = useState<PlayerController | null>(null);
+  const { video, range, tracks } = props;
+  // One controller per item (video, range and tracks): a new key mounts a new player.
   const key = `${video.id}:${range.start}:${range.end}:${tracks.map((t) => t.track.id).join(",")}`;
-  useEffect(() => {
-    // One controller per item (video, range and tracks); disposing it cancels its downloads.
-    const maxSize = frameRequestSize(video);
-    const c = new PlayerController({
-      range,
-      fps: video.fps,
-      start,
-      loader: (frame, signal) => loadImage(api.frameUrl(video.id, frame, maxSize), signal),
-    });
-    setController(c);
-    return () => c.dispose();
-  }, [key]);
-  if (!controller) return <section className={`player player-${props.layout}`} aria-label={props.label} aria-busy="true" />;
-  return <PlayerUI key={key} {...props} controller={controller} />;
+  return <PlayerUI key={key} {...props} />;
 }
 
-function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFrame, onController, controller }: PlayerProps & {
-  controller: PlayerController;
-}) {
+/** The player's controller, its opening frame taken decoded from what was fetched ahead (when it
+ *  was), so the first paint can show it. */
+function makeController({ video, range, start }: Pick<PlayerProps, "video" | "range" | "start">): PlayerController {
+  const maxSize = frameRequestSize(video);
+  const controller = new PlayerController({
+    range,
+    fps: video.fps,
+    start,
+    loader: (frame, signal) => loadFrameImage(api.frameUrl(video.id, frame, maxSize), signal),
+  });
+  const opening = controller.state.frame;
+  const decoded = takeDecodedAhead(api.frameUrl(video.id, opening, maxSize));
+  if (decoded) controller.seed(opening, decoded);
+  return controller;
+}
+
+function PlayerUI({ video, tracks, range, start, layout, label, crops = true, onFirstFrame, onController }: PlayerProps) {
+  const [controller] = useState(() => makeController({ video, range, start }));
+  useEffect(() => () => controller.dispose(), [controller]); // disposing cancels its downloads
   const main = useRef<HTMLCanvasElement>(null);
   const zoomA = useRef<HTMLCanvasElement>(null);
   const zoomB = useRef<HTMLCanvasElement>(null);
@@ -138,7 +141,8 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
     applyPan();
   };
 
-  useEffect(() => {
+  // Attached before the first paint, and drawn at once when the opening frame is already decoded.
+  useLayoutEffect(() => {
     const t = tracks.map((p) => p.track);
     const styles = tracks.map((p) => p.style);
     const image = { width: video.width, height: video.height };
@@ -157,6 +161,7 @@ function PlayerUI({ video, tracks, range, layout, label, crops = true, onFirstFr
       firstFrame.current?.(f);
     }));
     detach.push(controller.onError((m) => setError(m)));
+    controller.flush();
     onController?.(controller);
     return () => {
       for (const d of detach) d();

@@ -40,6 +40,27 @@ function setup(range = { start: 0, end: 99 }, fps = 10) {
 }
 
 describe("PlayerController", () => {
+  it("draws a seeded opening frame at once on flush, in the same task, before any download", () => {
+    const s = setup({ start: 10, end: 99 });
+    const first: number[] = [];
+    s.c.onFirstFrame((f) => first.push(f));
+    s.c.seed(10, { width: 64, height: 36, frame: 10 } as Pic & CanvasImageSource);
+    s.c.attach(s.view);
+    s.c.flush(); // no animation frame, no await
+    expect(s.drawn).toEqual([[10, 10]]);
+    expect(first).toEqual([10]);
+    expect(s.requested).not.toContain(10); // the seeded frame is never fetched again
+    expect(s.requested.slice(0, 3)).toEqual([11, 12, 13]); // the window around it starts at once
+  });
+
+  it("flushes nothing after it is disposed", () => {
+    const s = setup();
+    s.c.attach(s.view);
+    s.c.dispose();
+    s.c.flush();
+    expect(s.drawn).toEqual([]);
+  });
+
   it("draws a placeholder, then the frame when it arrives, and reports the first frame once", async () => {
     const s = setup();
     const first: number[] = [];

@@ -155,6 +155,19 @@ export class PlayerController<T extends Picture = HTMLImageElement> {
     this.invalidate();
   }
 
+  /** Hand the controller a frame decoded elsewhere (the opening frame fetched ahead). */
+  seed(frame: number, picture: T): void {
+    this.cache.put(frame, picture);
+  }
+
+  /** Draw now instead of at the next animation frame: the views just attached show a frame that
+   *  is already decoded in the same paint as the page around them, not one paint later. */
+  flush(): void {
+    if (this.disposed) return;
+    if (this.handle !== null) this.cancel(this.handle);
+    this.frame();
+  }
+
   // -- drawing -------------------------------------------------------------------------------
   private dirty = true; // the views must be redrawn (state changed, or the shown frame loaded)
   private timelineDirty = true; // only the timeline changed (another frame loaded)

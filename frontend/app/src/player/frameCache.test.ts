@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { FrameCache } from "./frameCache";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { FrameCache, loadAhead, loadFrameImage, takeDecodedAhead } from "./frameCache";
 
 /** A loader whose downloads finish when the test says so. */
 function manualLoader() {
@@ -85,5 +85,79 @@ describe("FrameCache", () => {
 
   it("rejects a useless configuration", () => {
     expect(() => new FrameCache(async () => 1, { capacity: 0, maxInFlight: 1 })).toThrow(/capacity/);
+  });
+});
+
+/** A stand-in for the browser's Image: loading starts when `src` is set and ends when the test
+ *  says so; every image made is listed. */
+class FakeImage {
+  static made: FakeImage[] = [];
+  decoding = "";
+  onload: (() => void) | null = null;
+  onerror: (() => void) | null = null;
+  private source = "";
+  constructor() {
+    FakeImage.made.push(this);
+  }
+  set src(url: string) {
+    this.source = url;
+  }
+  get src() {
+    return this.source;
+  }
+  decode() {
+    return Promise.resolve();
+  }
+}
+
+const settle = async () => {
+  for (let i = 0; i < 4; i++) await Promise.resolve();
+};
+
+describe("frames loaded ahead of their player", () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    FakeImage.made = [];
+  });
+
+  it("hands a decoded frame over once, and joins a download still under way instead of repeating it", async () => {
+    vi.stubGlobal("Image", FakeImage);
+    void loadAhead("/f/1.jpg");
+    void loadAhead("/f/1.jpg"); // once per address
+    expect(FakeImage.made).toHaveLength(1);
+    expect(takeDecodedAhead("/f/1.jpg")).toBeNull(); // not loaded yet
+    FakeImage.made[0].onload?.();
+    await settle();
+    expect(takeDecodedAhead("/f/1.jpg")).toBe(FakeImage.made[0]);
+    expect(takeDecodedAhead("/f/1.jpg")).toBeNull(); // handed over once
+
+    void loadAhead("/f/2.jpg");
+    const joined = loadFrameImage("/f/2.jpg", new AbortController().signal);
+    expect(FakeImage.made).toHaveLength(2); // the player's request joined the one under way
+    FakeImage.made[1].onload?.();
+    await expect(joined).resolves.toBe(FakeImage.made[1]);
+    void loadFrameImage("/f/3.jpg", new AbortController().signal);
+    expect(FakeImage.made).toHaveLength(3); // nothing ahead: a plain load
+  });
+
+  it("forgets a frame whose download failed, so it can be tried again", async () => {
+    vi.stubGlobal("Image", FakeImage);
+    void loadAhead("/f/9.jpg").catch(() => undefined);
+    FakeImage.made[0].onerror?.();
+    await settle();
+    expect(takeDecodedAhead("/f/9.jpg")).toBeNull();
+    void loadAhead("/f/9.jpg");
+    expect(FakeImage.made).toHaveLength(2);
+  });
+});
+
+describe("FrameCache.put", () => {
+  it("adds a frame decoded elsewhere, so the window does not fetch it", () => {
+    const m = manualLoader();
+    const cache = new FrameCache(m.loader, { capacity: 10, maxInFlight: 2 });
+    cache.put(5, "seeded5");
+    cache.prefetch([5, 6]);
+    expect(cache.get(5)).toBe("seeded5");
+    expect(m.calls.map((c) => c.frame)).toEqual([6]);
   });
 });

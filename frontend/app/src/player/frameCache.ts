@@ -120,6 +120,13 @@ export class FrameCache<T> {
     }
   }
 
+  /** Add a frame decoded elsewhere (the opening frame fetched ahead of its player). */
+  put(frame: number, value: T): void {
+    if (this.disposed) return;
+    this.failed.delete(frame);
+    this.store(frame, value);
+  }
+
   private store(frame: number, value: T): void {
     this.loaded.set(frame, value);
     while (this.loaded.size > this.opts.capacity) {
@@ -148,4 +155,45 @@ export function loadImage(url: string, signal: AbortSignal): Promise<HTMLImageEl
     img.onerror = () => reject(new Error(`could not load ${url}`));
     img.src = url;
   });
+}
+
+// Frames loaded ahead of the player that will show them (the next review item's opening frame,
+// review/prefetch.ts), by address. The player takes its opening frame from here already decoded,
+// so it draws it on its first paint; a download still under way is joined, not repeated.
+const AHEAD_KEPT = 8;
+const ahead = new Map<string, { image: Promise<HTMLImageElement>; decoded: HTMLImageElement | null }>();
+
+/** Start loading and decoding `url` for a player that does not exist yet (once per address). */
+export function loadAhead(url: string): Promise<HTMLImageElement> {
+  const known = ahead.get(url);
+  if (known) return known.image;
+  const entry: { image: Promise<HTMLImageElement>; decoded: HTMLImageElement | null } = {
+    image: loadImage(url, new AbortController().signal),
+    decoded: null,
+  };
+  entry.image.then(
+    (img) => {
+      entry.decoded = img;
+    },
+    () => ahead.get(url) === entry && ahead.delete(url),
+  );
+  ahead.set(url, entry);
+  while (ahead.size > AHEAD_KEPT) ahead.delete(ahead.keys().next().value as string);
+  return entry.image;
+}
+
+/** The image at `url` if it was loaded ahead and is decoded, handed over once; null otherwise. */
+export function takeDecodedAhead(url: string): HTMLImageElement | null {
+  const entry = ahead.get(url);
+  if (!entry?.decoded) return null;
+  ahead.delete(url);
+  return entry.decoded;
+}
+
+/** `loadImage`, joining a download of the same address started ahead. */
+export function loadFrameImage(url: string, signal: AbortSignal): Promise<HTMLImageElement> {
+  const entry = ahead.get(url);
+  if (!entry) return loadImage(url, signal);
+  ahead.delete(url);
+  return entry.image;
 }

@@ -81,9 +81,10 @@ export function ReviewClaim({ spec }: { spec: StagePresentation }) {
 /** A vote, then a claim of the next item: two requests where `api.voteAndNext` makes one (for
  *  measuring the two against each other, `perf.voteRoundTrips`). */
 async function voteThenClaim(itemId: number, stage: string, body: VoteInput): Promise<VoteAnswer> {
-  const mine = await api.vote(itemId, body);
+  const { prefer, ...vote } = body;
+  const mine = await api.vote(itemId, vote);
   if (!mine) throw new Error("The server answered the vote without a body.");
-  return { ...mine, next: await api.claimNext(stage) };
+  return { ...mine, next: await api.claimNext(stage, prefer) };
 }
 
 /** How long a vote waits before it is sent, so a stray key can be taken back (Ctrl+Z). */
@@ -146,7 +147,8 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
     setVoteError(null);
     try {
       markVoteSent(itemId);
-      const body = { ...vote, time_spent_ms: spentMs, client_request_id: rid.current };
+      // `prefer`: the item fetched ahead comes next while it is still ours to take.
+      const body = { ...vote, time_spent_ms: spentMs, client_request_id: rid.current, prefer: seat.upcoming?.token };
       const cast = voteRoundTrips() === 2 ? await voteThenClaim(itemId, spec.stage, body) : await api.voteAndNext(itemId, body);
       if (!cast) throw new Error("The server answered the vote without a body.");
       const { next: following, ...mine } = cast;
@@ -194,7 +196,7 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
     setBusy(true);
     setVoteError(null);
     try {
-      const answer = await api.skip(itemId, reason);
+      const answer = await api.skip(itemId, reason, seat?.upcoming?.token);
       open(answer?.next ?? null);
     } catch (e) {
       setVoteError(e);

@@ -1,10 +1,10 @@
 // Fetching the next item ahead: while one item is reviewed, the item a claim would likely give
-// next (the claim's `upcoming`) has its video, trajectories and opening frame loaded, so its
-// first frame comes from the browser's cache when it opens.
+// next (the claim's `upcoming`) has its video, trajectories and opening frame loaded and decoded,
+// so the item's first paint shows its first frame.
 
 import { api } from "../api/endpoints";
 import type { Upcoming } from "../api/types";
-import { loadImage } from "../player/frameCache";
+import { loadAhead } from "../player/frameCache";
 import { frameRequestSize } from "../player/Player";
 import { openingFrame, toTrack, trajectoryAhead, videoOnce } from "./targets";
 
@@ -19,7 +19,7 @@ export function prefetchUpcoming(upcoming: Upcoming): void {
     .then(([video, trajectories]) => {
       if (trajectories.length === 0) return null; // a relation row: its video is what can be fetched ahead
       const frame = openingFrame(trajectories.map(toTrack));
-      return loadImage(api.frameUrl(video.id, frame, frameRequestSize(video)), new AbortController().signal);
+      return loadAhead(api.frameUrl(video.id, frame, frameRequestSize(video)));
     })
     .catch(() => undefined);
 }

@@ -22,29 +22,39 @@ export function trajectoryOnly(video: number, trajectory: number): Target {
 export const COLORS = { single: "#ffd166", a: "#ff9f1c", b: "#2ec4b6" } as const;
 
 // Videos never change once imported: keep them for the session so the next item of the same
-// video needs one request less before its first frame.
+// video needs one request less before its first frame (and, once known, none to wait for).
 const videos = new Map<number, Promise<Video>>();
+const videosKnown = new Map<number, Video>();
 
 export function videoOnce(id: number): Promise<Video> {
   let p = videos.get(id);
   if (!p) {
     p = api.video(id);
     videos.set(id, p);
-    p.catch(() => videos.delete(id));
+    p.then((v) => videosKnown.set(id, v), () => videos.delete(id));
   }
   return p;
 }
 
 // Trajectories fetched ahead for the next item (review/prefetch.ts), kept until their item opens.
 const fetchedAhead = new Map<number, Promise<TrajectoryDetail>>();
+const arrivedAhead = new Map<number, TrajectoryDetail>();
 
 export function trajectoryAhead(id: number): Promise<TrajectoryDetail> {
   let p = fetchedAhead.get(id);
   if (!p) {
-    p = api.trajectory(id);
-    fetchedAhead.set(id, p);
-    p.catch(() => fetchedAhead.delete(id));
-    while (fetchedAhead.size > 20) fetchedAhead.delete(fetchedAhead.keys().next().value as number);
+    const mine = api.trajectory(id);
+    p = mine;
+    fetchedAhead.set(id, mine);
+    mine.then(
+      (t) => fetchedAhead.get(id) === mine && arrivedAhead.set(id, t),
+      () => fetchedAhead.get(id) === mine && fetchedAhead.delete(id),
+    );
+    while (fetchedAhead.size > 20) {
+      const oldest = fetchedAhead.keys().next().value as number;
+      fetchedAhead.delete(oldest);
+      arrivedAhead.delete(oldest);
+    }
   }
   return p;
 }
@@ -53,7 +63,21 @@ function trajectoryFor(id: number, signal: AbortSignal): Promise<TrajectoryDetai
   const ahead = fetchedAhead.get(id);
   if (!ahead) return api.trajectory(id, signal);
   fetchedAhead.delete(id);
+  arrivedAhead.delete(id);
   return ahead.catch(() => api.trajectory(id, signal));
+}
+
+/** The video and trajectories, when every one of them has already arrived (the item was fetched
+ *  ahead): the item then renders its player at once, with nothing to wait for. Handed over once. */
+function arrived(videoId: number, trajectoryIds: number[]): { video: Video; trajectories: TrajectoryDetail[] } | null {
+  const video = videosKnown.get(videoId);
+  if (!video || !trajectoryIds.every((id) => arrivedAhead.has(id))) return null;
+  const trajectories = trajectoryIds.map((id) => arrivedAhead.get(id) as TrajectoryDetail);
+  for (const id of trajectoryIds) {
+    fetchedAhead.delete(id);
+    arrivedAhead.delete(id);
+  }
+  return { video, trajectories };
 }
 
 /** The first frame on which both tracks are seen; null when they never are together. */
@@ -71,10 +95,14 @@ export function openingFrame(tracks: readonly Track[]): number {
 }
 
 export function useTargetData(videoId: number, trajectoryIds: number[]) {
-  const [state, setState] = useState<{ video?: Video; trajectories?: TrajectoryDetail[]; error?: unknown }>({});
-  const [attempt, setAttempt] = useState(0);
   const key = trajectoryIds.join(",");
+  const [state, setState] = useState<{ video?: Video; trajectories?: TrajectoryDetail[]; error?: unknown; key?: string }>(() => {
+    const known = trajectoryIds.length > 0 ? arrived(videoId, trajectoryIds) : null;
+    return known ? { ...known, key: `${videoId}:${key}` } : {};
+  });
+  const [attempt, setAttempt] = useState(0);
   useEffect(() => {
+    if (attempt === 0 && state.key === `${videoId}:${key}`) return undefined; // arrived ahead
     const ctrl = new AbortController();
     setState({});
     Promise.all([videoOnce(videoId), Promise.all(trajectoryIds.map((id) => trajectoryFor(id, ctrl.signal)))]).then(
