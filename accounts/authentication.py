@@ -6,6 +6,7 @@ imports neither that nor anything that does.
 """
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from django.conf import settings
@@ -29,7 +30,33 @@ def token_expired(*, token) -> bool:
 
 class ExpiringTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
-        user, token = super().authenticate_credentials(key)
-        if token_expired(token=token):
+        """DRF's token check (unknown key, inactive user) and the lifetime, with the user and its
+        roles read in one query."""
+        from django.contrib.auth import get_user_model
+        from django.db import connection
+
+        from accounts.roles import keep_roles
+
+        cutoff = timezone.now() - timedelta(hours=settings.TRAJLAB_TOKEN_LIFETIME_HOURS)
+        rows = get_user_model()._default_manager.raw(_token_user_sql(self.get_model()),
+                                                     [connection.ops.adapt_datetimefield_value(cutoff), key])
+        user = next(iter(rows), None)
+        if user is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
+        if user.trajlab_token_expired:
             raise TokenExpired()
-        return user, token
+        keep_roles(user, user)
+        return user, self.get_model()(key=key, user=user)
+
+
+@functools.cache
+def _token_user_sql(token_model) -> str:
+    from django.contrib.auth import get_user_model
+
+    from accounts.roles import role_flags_sql
+
+    return (f"SELECT u.*, t.created <= %s AS trajlab_token_expired, {role_flags_sql()} "
+            f"FROM {token_model._meta.db_table} t JOIN {get_user_model()._meta.db_table} u ON u.id = t.user_id "
+            f"WHERE t.key = %s")

@@ -5,6 +5,7 @@ an adjudicator). Superusers hold every role.
 """
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 
 from rest_framework.permissions import BasePermission
@@ -15,6 +16,28 @@ class Role(StrEnum):
     ADJUDICATOR = "adjudicator"
     AUDITOR = "auditor"
     MANAGER = "manager"
+
+
+@functools.cache
+def role_flags_sql(user_alias: str = "u") -> str:
+    """One ``EXISTS`` column per role (``trajlab_role_<role>``) of the user row ``user_alias``: a
+    request's user is read with its roles in one query, and in SQL because the ORM takes longer to
+    build that query than the database takes to answer it (:func:`keep_roles`)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    through, group = get_user_model().groups.through._meta.db_table, Group._meta.db_table
+    return ", ".join(f"EXISTS (SELECT 1 FROM {through} ug JOIN {group} g ON g.id = ug.group_id "
+                     f"WHERE ug.user_id = {user_alias}.id AND g.name = '{r.value}') AS {_flag(r)}" for r in Role)
+
+
+def keep_roles(user, row) -> None:
+    """Remember on ``user`` the roles ``row`` was read with (:func:`role_flags_sql`)."""
+    user._trajlab_roles = {r.value for r in Role if getattr(row, _flag(r))}
+
+
+def _flag(role: Role) -> str:
+    return f"trajlab_role_{role.value}"
 
 
 def user_roles(user) -> set[str]:

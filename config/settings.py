@@ -159,6 +159,8 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media")).resolve()
 MEDIA_URL = "/media/"
 
 LOGIN_URL = "/accounts/login/"
+# Django's sign-in, with each request's user read together with its roles (one query, not two).
+AUTHENTICATION_BACKENDS = ["accounts.backends.RoleAwareModelBackend"]
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

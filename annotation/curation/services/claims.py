@@ -63,7 +63,8 @@ def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: 
     ``prefer`` (an item named by an ``upcoming`` the annotator was given, :func:`upcoming_token`)
     is claimed first when it is still claimable by the same rule: its lock is waited for, not
     skipped, so a client gets the item it fetched ahead even while another claim holds it for a
-    moment. Otherwise the claim goes on in queue order.
+    moment (one query more: the item after it is read apart). Otherwise the claim goes on in
+    queue order.
     """
     if not user_has_role(annotator, Role.ANNOTATOR):
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
@@ -93,13 +94,15 @@ def _claim(annotator, stage: str | None, last_video_id: int | None, prefer: int 
             last_video_id = last_video
         tried: list[int] = []
         if prefer is not None:
+            # The item fetched ahead, before any other item is locked: waiting for its lock while
+            # holding another item's could deadlock with a claim that holds it and wants that one.
             preferred = _preferred_candidate(annotator, stage, prefer)
             if preferred is not None:
                 tried.append(preferred.pk)
                 claimed = _take_free_seat(preferred, annotator, lease_seconds) or _take_seat(preferred, annotator,
                                                                                               lease_seconds)
                 if claimed is not None:
-                    after = _next_candidates(annotator, stage, last_video_id, tried, skip_locked=True, lock=False, want=1)
+                    after = _next_candidates(annotator, stage, last_video_id, tried, skip_locked=True, lock=False)
                     claimed.upcoming = upcoming_of(after[0]) if after else None
                     return claimed
         for skip_locked in (True, False):
@@ -155,8 +158,8 @@ def _active_seat(annotator, stage: str | None) -> Assignment | None:
 
 
 def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tried: list[int], *,
-                     skip_locked: bool, lock: bool = True, want: int = 2) -> list[WorkItem]:
-    """The best ``want`` (two) open items, except ``tried``, on which the annotator may take a free seat
+                     skip_locked: bool, lock: bool = True) -> list[WorkItem]:
+    """The best two open items, except ``tried``, on which the annotator may take a free seat
     (``selectors.claimable_items``, the reference this query is tested against); with ``lock``
     the first one is locked (with ``skip_locked``, rows other claims hold are passed over). Items of
     ``last_video_id`` first, then video order; each part is one limited query in index order,
@@ -175,9 +178,9 @@ def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tr
                               lock="SKIP LOCKED" if locking and skip_locked else "WAIT" if locking else "")
         params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
                   WorkItem.State.OPEN.value, *([stage] if stage is not None else []),
-                  *([video] if video is not None else []), *skip, want - len(found)]
+                  *([video] if video is not None else []), *skip, 2 - len(found)]
         found += WorkItem.objects.raw(sql, params)
-        if len(found) == want:
+        if len(found) == 2:
             break
     return found
 
