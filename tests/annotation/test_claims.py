@@ -6,6 +6,7 @@ import random
 import threading
 import time
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.db import connection, transaction
@@ -280,34 +281,37 @@ def test_a_preferred_upcoming_item_is_claimed_even_while_another_claim_holds_it(
     api = client_for(annotators[0])
     first = api.post("/api/review/next/", {"stage": "usability"}, format="json").json()
     upcoming = first["upcoming"]
-    holding, held = threading.Event(), threading.Event()
+    holding = threading.Event()
+    hold_s = 0.5
 
-    def hold_the_upcoming_item():  # another annotator's claim, mid-transaction on that row
+    def hold_the_upcoming_item():  # another request, mid-transaction on that row for a moment
         with transaction.atomic():
             WorkItem.objects.select_for_update().get(pk=upcoming["item"])
             holding.set()
-            held.wait(timeout=10)
-            time.sleep(0.3)
+            time.sleep(hold_s)
 
     def vote(body):
         holding.wait(timeout=10)
-        answers.append(api.post(f"/api/review/items/{first['item']}/votes/", body, format="json"))
-        held.set()
+        started = time.monotonic()
+        answers.append((api.post(f"/api/review/items/{first['item']}/votes/", body, format="json"),
+                        time.monotonic() - started))
 
     answers = []
     run_threads(lambda job: job(), [(hold_the_upcoming_item,),
                                     (lambda: vote({"label": "usable", "next": True, "prefer": upcoming["token"]}),)])
-    (answer,) = answers
+    ((answer, waited),) = answers
     assert answer.status_code == 201, answer.content
     assert answer.json()["next"]["item"] == upcoming["item"]
-    # without prefer, a claim made while the row is held passes over it
-    second = answer.json()["next"]
-    holding.clear(), held.clear()
-    upcoming = second["upcoming"]
+    assert waited >= hold_s * 0.8, waited  # it waited for the row instead of passing it over
+    # without prefer, a claim made while the row is held passes over it at once
+    first = answer.json()["next"]
+    upcoming = first["upcoming"]
+    holding.clear()
     answers.clear()
-    first = second
     run_threads(lambda job: job(), [(hold_the_upcoming_item,), (lambda: vote({"label": "usable", "next": True}),)])
-    assert answers[0].status_code == 201 and answers[0].json()["next"]["item"] != upcoming["item"]
+    ((answer, waited),) = answers
+    assert answer.status_code == 201 and answer.json()["next"]["item"] != upcoming["item"]
+    assert waited < hold_s, waited
 
 
 @pytest.mark.django_db
@@ -325,6 +329,11 @@ def test_prefer_names_only_an_item_this_server_proposed_to_this_annotator(review
         assert not Vote.objects.filter(annotator=annotators[0]).exists()  # nothing half-written
         response = mine.post("/api/review/next/", {"stage": "usability", "prefer": token}, format="json")
         assert response.status_code == 400 and response.json()["code"] == "invalid_prefer", response.content
+    # an old hint is no preference any more: the claim goes on in queue order, nothing refused
+    with mock.patch.object(claims, "UPCOMING_TOKEN_MAX_AGE_S", -1):
+        stale = mine.post("/api/review/next/", {"stage": "usability", "prefer": seat["upcoming"]["token"]},
+                          format="json")
+    assert stale.status_code == 200 and stale.json()["item"] == seat["item"]  # the seat it holds
     # a true token: claimed first, in the query budget, by a vote with next and by a claim
     response, both = _count(mine, f"/api/review/items/{seat['item']}/votes/",
                             {"label": "usable", "next": True, "prefer": seat["upcoming"]["token"]})

@@ -195,8 +195,6 @@ def test_vote_to_next_first_frame_one_request_against_two(media_root, people, re
         votes += N_ITEMS
         for path, (user, _) in PATHS.items():
             assert Vote.objects.filter(annotator=people[user]).count() == votes, (scenario, path)
-        for page in pages.values():
-            page.context.close()
 
     out = Path(settings.BASE_DIR) / "var" / "bench"
     out.mkdir(parents=True, exist_ok=True)

@@ -17,27 +17,32 @@ from annotation.models import Assignment, ReviewPolicy, SeatEvent, WorkItem
 from common.errors import ApplicationError
 
 CANDIDATES_PER_TRY = 20  # candidate items tried per pass before reporting no work
+UPCOMING_TOKEN_MAX_AGE_S = 2 * 3600  # an older upcoming hint is no preference any more
 MAX_REASON = 200         # characters of a skip's reason
 
 
 def upcoming_token(*, annotator, item_id: int) -> str:
     """The token a client sends back as ``prefer`` to get the item it was told comes next (and
-    fetched ahead): signed for this annotator, so it names only an item this server proposed to
-    them, never one of their choosing."""
+    fetched ahead): signed and timed for this annotator, so it names only an item this server
+    proposed to them lately, never one of their choosing."""
     return _upcoming_signer(annotator).sign(str(item_id))
 
 
-def upcoming_token_item(*, annotator, token: str) -> int:
-    """The item an ``upcoming_token`` names; 400 for a token this server did not give ``annotator``."""
+def upcoming_token_item(*, annotator, token: str) -> int | None:
+    """The item an ``upcoming_token`` names; ``None`` once it is older than
+    ``UPCOMING_TOKEN_MAX_AGE_S`` (no preference: queue order); 400 for a token this server did not
+    give ``annotator``."""
     try:
-        return int(_upcoming_signer(annotator).unsign(token))
+        return int(_upcoming_signer(annotator).unsign(token, max_age=UPCOMING_TOKEN_MAX_AGE_S))
+    except signing.SignatureExpired:
+        return None
     except (signing.BadSignature, ValueError):
         raise ApplicationError("prefer is not an upcoming token this server gave you; leave it out to claim in "
                                "queue order", code="invalid_prefer") from None
 
 
-def _upcoming_signer(annotator) -> signing.Signer:
-    return signing.Signer(salt=f"annotation.curation.upcoming.{annotator.pk}")
+def _upcoming_signer(annotator) -> signing.TimestampSigner:
+    return signing.TimestampSigner(salt=f"annotation.curation.upcoming.{annotator.pk}")
 
 
 def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: int | None = None,
@@ -62,9 +67,9 @@ def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: 
 
     ``prefer`` (an item named by an ``upcoming`` the annotator was given, :func:`upcoming_token`)
     is claimed first when it is still claimable by the same rule: its lock is waited for, not
-    skipped, so a client gets the item it fetched ahead even while another claim holds it for a
-    moment (one query more: the item after it is read apart). Otherwise the claim goes on in
-    queue order.
+    skipped, so a client gets the item it fetched ahead even while another request holds it for a
+    moment (a claim, or a vote deciding it; one query more: the item after it is read apart).
+    Otherwise the claim goes on in queue order.
     """
     if not user_has_role(annotator, Role.ANNOTATOR):
         raise ApplicationError("only annotators claim review work", code="not_an_annotator", status_code=403)
@@ -102,7 +107,7 @@ def _claim(annotator, stage: str | None, last_video_id: int | None, prefer: int 
                 claimed = _take_free_seat(preferred, annotator, lease_seconds) or _take_seat(preferred, annotator,
                                                                                               lease_seconds)
                 if claimed is not None:
-                    after = _next_candidates(annotator, stage, last_video_id, tried, skip_locked=True, lock=False)
+                    after = _next_candidates(annotator, stage, preferred.video_id, tried, skip_locked=True, lock=False)
                     claimed.upcoming = upcoming_of(after[0]) if after else None
                     return claimed
         for skip_locked in (True, False):
@@ -125,7 +130,11 @@ def _lock_annotator_sql(with_last_video: bool) -> str:
     item, seat = WorkItem._meta.db_table, Assignment._meta.db_table
     last_video = (f", (SELECT w.video_id FROM {seat} a JOIN {item} w ON w.id = a.item_id WHERE a.annotator_id = u.id "
                   f"ORDER BY a.claimed_at DESC, a.id DESC LIMIT 1)" if with_last_video else ", NULL")
-    lock = " FOR UPDATE OF u" if connection.features.has_select_for_update else ""
+    # NO KEY UPDATE: it serialises one annotator's claims but not the foreign-key checks of rows
+    # that name the annotator (a seat event written by a manager's reassignment under an item lock
+    # this claim may be waiting for), which FOR UPDATE would turn into a lock cycle.
+    lock = (" FOR NO KEY UPDATE OF u" if connection.features.has_select_for_no_key_update
+            else " FOR UPDATE OF u" if connection.features.has_select_for_update else "")
     return (f"SELECT (SELECT p.lease_seconds FROM {policy} p WHERE p.name = %s){last_video} "
             f"FROM {user} u WHERE u.id = %s{lock}")
 

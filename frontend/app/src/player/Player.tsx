@@ -39,7 +39,7 @@ const MAIN_WIDTH = 960;
 const ZOOM_WIDTH = 360;
 
 /** The size (longest side) the player asks the server for its frames: the prefetch of the next
- *  item asks for the same, so the browser's cache answers when the item opens. */
+ *  item asks for the same address, so the player finds that frame decoded when the item opens. */
 export function frameRequestSize(video: Pick<Video, "width" | "height">): number {
   return Math.min(Math.max(video.width, video.height), MAIN_WIDTH);
 }
@@ -68,8 +68,13 @@ function makeController({ video, range, start }: Pick<PlayerProps, "video" | "ra
 }
 
 function PlayerUI({ video, tracks, range, start, layout, label, crops = true, onFirstFrame, onController }: PlayerProps) {
-  const [controller] = useState(() => makeController({ video, range, start }));
-  useEffect(() => () => controller.dispose(), [controller]); // disposing cancels its downloads
+  const [controller, setController] = useState(() => makeController({ video, range, start }));
+  useEffect(() => {
+    // An effect run again on the same state (a hot reload in development) finds the controller
+    // disposed by the cleanup before it: it gets a new one.
+    if (controller.isDisposed) setController(makeController({ video, range, start }));
+    return () => controller.dispose(); // disposing cancels its downloads
+  }, [controller]);
   const main = useRef<HTMLCanvasElement>(null);
   const zoomA = useRef<HTMLCanvasElement>(null);
   const zoomB = useRef<HTMLCanvasElement>(null);

@@ -155,6 +155,11 @@ export class PlayerController<T extends Picture = HTMLImageElement> {
     this.invalidate();
   }
 
+  /** Whether `dispose` ran (the player then needs a new controller). */
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
   /** Hand the controller a frame decoded elsewhere (the opening frame fetched ahead). */
   seed(frame: number, picture: T): void {
     this.cache.put(frame, picture);

@@ -133,9 +133,11 @@ describe("frames loaded ahead of their player", () => {
 
     void loadAhead("/f/2.jpg");
     const joined = loadFrameImage("/f/2.jpg", new AbortController().signal);
-    expect(FakeImage.made).toHaveLength(2); // the player's request joined the one under way
+    expect(FakeImage.made).toHaveLength(2); // the current player's request joined the one under way
     FakeImage.made[1].onload?.();
     await expect(joined).resolves.toBe(FakeImage.made[1]);
+    await settle();
+    expect(takeDecodedAhead("/f/2.jpg")).toBe(FakeImage.made[1]); // still there for the next item's player
     void loadFrameImage("/f/3.jpg", new AbortController().signal);
     expect(FakeImage.made).toHaveLength(3); // nothing ahead: a plain load
   });

@@ -190,10 +190,10 @@ export function takeDecodedAhead(url: string): HTMLImageElement | null {
   return entry.decoded;
 }
 
-/** `loadImage`, joining a download of the same address started ahead. */
+/** `loadImage`, joining a download of the same address started ahead. The entry stays for the
+ *  player it was loaded for (the current item's player may show the next item's opening frame
+ *  too: both then draw the same decoded image, which nothing changes). */
 export function loadFrameImage(url: string, signal: AbortSignal): Promise<HTMLImageElement> {
   const entry = ahead.get(url);
-  if (!entry) return loadImage(url, signal);
-  ahead.delete(url);
-  return entry.image;
+  return entry ? entry.image : loadImage(url, signal);
 }
