@@ -17,7 +17,8 @@ MAX_LIMIT = 1000
 
 class Page(LimitOffsetPagination):
     """``limit`` 1 to ``MAX_LIMIT`` (default ``PAGE_SIZE``), ``offset`` 0 to the id range; a
-    ``limit`` or ``offset`` that is not such a number is a 400 ``invalid_page``."""
+    ``limit`` or ``offset`` that is not such a number, an empty one included (leave it out for the
+    default), is a 400 ``invalid_page``."""
 
     max_limit = MAX_LIMIT
 
@@ -30,7 +31,7 @@ class Page(LimitOffsetPagination):
     @staticmethod
     def _bounded(request, name: str, low: int, high: int, default: int) -> int:
         raw = request.query_params.get(name)
-        if raw is None or raw == "":
+        if raw is None:
             return default
         try:
             value = int(raw)

@@ -46,9 +46,10 @@ def seed_field(**kwargs) -> serializers.IntegerField:
 
 def int_param(request, name: str, default=None, *, min_value: int = -ID_MAX - 1, max_value: int = ID_MAX):
     """An optional integer query parameter within ``[min_value, max_value]`` (by default the
-    database's bigint range); anything else is a 400 naming the parameter."""
+    database's bigint range); anything else, an empty one included (leave it out for the
+    default), is a 400 naming the parameter."""
     raw = request.query_params.get(name)
-    if raw in (None, ""):
+    if raw is None:
         return default
     try:
         value = int(raw)

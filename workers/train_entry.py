@@ -36,8 +36,7 @@ import signal
 import sys
 from pathlib import Path
 
-import torch.distributed as dist
-
+from models.training.distributed import close_process_group
 from models.training.snapshot import RelationSnapshotData
 from models.training.trainer import train
 
@@ -115,15 +114,15 @@ def main(argv: list[str] | None = None) -> int:
             progress.flush()
 
     stop_file = Path(args.stop_file) if args.stop_file else None
+    finished = False
     try:
         result = train(snapshot, args.model, config, args.out_dir, eval_snapshot=eval_snapshot, on_step=on_step,
                        should_stop=(lambda: stop_file.exists()) if stop_file else None)
+        finished = True
     finally:
         if progress is not None:
             progress.close()
-
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
+        close_process_group(finished=finished)
     if int(os.environ.get("RANK", "0")) == 0:
         print(f"training {result['status']} at step {result['step']}/{result['steps']}", flush=True)
     return 0

@@ -71,3 +71,15 @@ def gather_with_grad(x: torch.Tensor, rank: int = 0, world_size: int = 1) -> tor
         raise ValueError(f"rank/world_size {rank}/{world_size} do not match the process group "
                          f"({dist.get_rank()}/{dist.get_world_size()})")
     return _GatherWithGrad.apply(x, rank, world_size)
+
+
+def close_process_group(*, finished: bool) -> None:
+    """Leave the default process group, if one is initialised. After a run that ``finished`` on
+    every rank, the ranks meet at a barrier first: a rank that tears gloo down while another still
+    talks to it aborts that process (``terminate called without an active exception``). After an
+    error there is no barrier, which another rank that failed elsewhere would never reach."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if finished and dist.get_world_size() > 1:
+        dist.barrier()
+    dist.destroy_process_group()

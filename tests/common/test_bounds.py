@@ -152,3 +152,11 @@ def test_mining_config_integers_are_bounded(manager_client, config):
     assert_error(response, 400)
     assert not MiningRun.objects.exists()
 
+
+
+@pytest.mark.parametrize("url, name", [("/api/videos/", "offset"), ("/api/videos/", "limit"),
+                                       ("/api/pools/", "video"), ("/api/trajectories/", "run")])
+def test_an_empty_number_in_the_query_string_is_a_400_not_the_default(manager_client, url, name):
+    # ``?offset=`` is not a number (the schema says integer); leaving it out is how to get the default
+    assert_error(manager_client.get(f"{url}?{name}="), 400)
+    assert manager_client.get(url).status_code == 200

@@ -18,6 +18,7 @@ import torch.multiprocessing as mp
 
 from models.demo.benchmark import build_demo_benchmark
 from models.training.batching import BatchingConfig, TrainingPlan
+from models.training.distributed import close_process_group
 from models.training.evaluation import evaluate, random_baseline
 from models.training.losses import mask_guided_loss
 from models.training.metrics import evaluate_t2traj
@@ -248,11 +249,13 @@ def _worker(rank: int, world: int, port: int, runs: list[tuple[str, dict]]) -> N
                        "RANK": str(rank), "LOCAL_RANK": str(rank)})
     torch.set_num_threads(1)
     MODEL_KINDS["toy"] = ToyRetriever
+    finished = False
     try:
         for out_dir, cfg in runs:
             train(toy_snapshot(), "toy", cfg, out_dir)
+        finished = True
     finally:
-        torch.distributed.destroy_process_group()
+        close_process_group(finished=finished)
 
 
 def _free_port() -> int:
