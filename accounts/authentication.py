@@ -36,10 +36,11 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         from django.db import connection
 
         from accounts.roles import keep_roles
+        from common.sql import model_rows
 
         cutoff = timezone.now() - timedelta(hours=settings.TRAJLAB_TOKEN_LIFETIME_HOURS)
-        rows = get_user_model()._default_manager.raw(_token_user_sql(self.get_model()),
-                                                     [connection.ops.adapt_datetimefield_value(cutoff), key])
+        rows = model_rows(get_user_model(), _token_user_sql(self.get_model()),
+                          [connection.ops.adapt_datetimefield_value(cutoff), key])
         user = next(iter(rows), None)
         if user is None:
             raise exceptions.AuthenticationFailed("Invalid token.")

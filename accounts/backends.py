@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
 from accounts.roles import keep_roles, role_flags_sql
+from common.sql import model_rows
 
 
 @functools.cache
@@ -17,7 +18,7 @@ def _user_sql() -> str:
 
 class RoleAwareModelBackend(ModelBackend):
     def get_user(self, user_id):
-        user = next(iter(get_user_model()._default_manager.raw(_user_sql(), [user_id])), None)
+        user = next(iter(model_rows(get_user_model(), _user_sql(), [user_id])), None)
         if user is None or not self.user_can_authenticate(user):
             return None
         keep_roles(user, user)

@@ -131,6 +131,10 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and DATABASES["default"]["CONN_MAX_AGE"] != 0:
+    # A connection that persists prepares the statements of the request path once
+    # (``common.sql.prepared_cursor``); the ORM's statements are never prepared (client-side binding).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL lets the web server read while the worker writes; the timeout waits out a writer. A
     # transaction takes the write lock when it begins (IMMEDIATE): one that began as a reader could

@@ -84,7 +84,8 @@ class WorkItem(models.Model):
 
     class Meta:
         ordering = ["video_id", "id"]
-        indexes = [models.Index(fields=["stage", "state", "video"], name="work_item_queue")]
+        # queue order (video, id) within a stage and state: a claim walks it and stops at the first items it may take
+        indexes = [models.Index(fields=["stage", "state", "video", "id"], name="work_item_queue")]
         constraints = [
             models.CheckConstraint(
                 condition=(Q(stage="usability", trajectory__isnull=False, duplicate__isnull=True, description__isnull=True,

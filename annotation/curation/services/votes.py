@@ -13,6 +13,7 @@ from annotation.curation.stages import stage_get
 from annotation.curation.stages.base import CLOSED_STATES
 from annotation.models import Assignment, Vote, WorkItem
 from common.errors import ApplicationError, ConflictError, NotFoundError
+from common.sql import model_rows
 
 MAX_REASONS = 10
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
@@ -75,8 +76,8 @@ def _seated_item(item_id: int, annotator, label: str, client_request_id) -> Work
     if not 0 < item_id < 2**63:
         raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
     request_id = Vote._meta.get_field("client_request_id").get_db_prep_value(client_request_id, connection)
-    found = list(WorkItem.objects.raw(_seated_item_sql(connection.features.has_select_for_update),
-                                      [annotator.pk, request_id, annotator.pk, item_id]))
+    found = model_rows(WorkItem, _seated_item_sql(connection.features.has_select_for_update),
+                       [annotator.pk, request_id, annotator.pk, item_id])
     if not found:
         raise NotFoundError(f"work item {item_id} does not exist", code="not_found")
     _check_label(found[0], label)
