@@ -32,8 +32,10 @@ def _prepares() -> bool:
 
 
 @functools.cache
-def _prepared_cursor_class():
-    from django.db.backends.postgresql.base import ServerBindingCursor
+def _prepared_cursor_classes():
+    """The psycopg cursor that prepares, and Django's query-logging wrapper for it."""
+    from django.db.backends.postgresql.base import CursorDebugWrapper, ServerBindingCursor
+    from django.db.backends.utils import CursorWrapper
 
     class PreparedCursor(ServerBindingCursor):
         """Server-side binding; every statement prepared (psycopg keeps the connection's prepared
@@ -42,7 +44,15 @@ def _prepared_cursor_class():
         def execute(self, query, params=None, *, prepare=None, binary=None):
             return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
 
-    return PreparedCursor
+    class PreparedDebugWrapper(CursorDebugWrapper):
+        """Logs a prepared statement with its parameters written in (psycopg keeps no text of a
+        statement it ran prepared, which Django's log would read)."""
+
+        def execute(self, sql, params=None):
+            with self.debug_sql(self.db.ops.compose_sql(sql, params)):
+                return CursorWrapper.execute(self, sql, params)   # not the logging one: logged here
+
+    return PreparedCursor, PreparedDebugWrapper
 
 
 @contextmanager
@@ -56,9 +66,10 @@ def prepared_cursor() -> Iterator:
         with connection.cursor() as cursor:
             yield cursor
         return
+    cursor_class, debug_wrapper = _prepared_cursor_classes()
     with connection.wrap_database_errors:
-        raw = _prepared_cursor_class()(connection.connection)
-    cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+        raw = cursor_class(connection.connection)
+    cursor = debug_wrapper(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
     try:
         yield cursor
     finally:

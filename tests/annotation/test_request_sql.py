@@ -145,3 +145,13 @@ def test_a_claim_commits_without_waiting_for_the_disk_and_only_its_own_transacti
             work_item_claim_next(annotator=annotators[0], stage="usability")
         seen.append(_synchronous_commit())
     assert seen == ["on"] and not any("synchronous_commit" in q["sql"] for q in queries.captured_queries)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_a_prepared_statement_is_logged_once_with_its_parameters():
+    with _preparing(), CaptureQueriesContext(connection) as queries:
+        for n in (1, 2):
+            with prepared_cursor() as cursor:
+                cursor.execute("SELECT %s::int + %s::int", [n, 40])
+                assert cursor.fetchone() == (n + 40,)
+    assert [q["sql"] for q in queries.captured_queries] == ["SELECT 1::int + 40::int", "SELECT 2::int + 40::int"]
