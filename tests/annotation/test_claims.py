@@ -207,6 +207,8 @@ def test_the_claim_query_finds_what_the_claim_rule_allows_in_queue_order(reviewa
                            + [pk for pk, v in expected if v != last_video]) if last_video else [pk for pk, _ in expected]
                 got = claims._next_candidates(user, stage, last_video, tried, skip_locked=True)
                 assert [i.pk for i in got] == [pk for pk in ordered if pk not in tried][:2], (user, stage, last_video)
+                one = claims._next_candidates(user, stage, last_video, tried, skip_locked=True, lock=False, want=1)
+                assert [i.pk for i in one] == [i.pk for i in got][:1], (user, stage, last_video)
                 checked += bool(got)
     assert checked > 10  # the random seats left work to find for most annotators
 

@@ -110,7 +110,8 @@ def _claim(annotator, stage: str | None, last_video_id: int | None, prefer: int 
                 claimed = _take_free_seat(preferred, annotator, lease_seconds) or _take_seat(preferred, annotator,
                                                                                               lease_seconds)
                 if claimed is not None:
-                    after = _next_candidates(annotator, stage, preferred.video_id, tried, skip_locked=True, lock=False)
+                    after = _next_candidates(annotator, stage, preferred.video_id, tried, skip_locked=True, lock=False,
+                                             want=1)
                     claimed.upcoming = upcoming_of(after[0]) if after else None
                     return claimed
         for skip_locked in (True, False):
@@ -176,10 +177,11 @@ def _active_seat(annotator, stage: str | None) -> Assignment | None:
 
 
 def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tried: list[int], *,
-                     skip_locked: bool, lock: bool = True) -> list[WorkItem]:
-    """The best two open items, except ``tried``, on which the annotator may take a free seat
-    (``selectors.claimable_items``, the reference this query is tested against); with ``lock``
-    the first one is locked (with ``skip_locked``, rows other claims hold are passed over). Items of
+                     skip_locked: bool, lock: bool = True, want: int = 2) -> list[WorkItem]:
+    """The best ``want`` (two: the claim's and the upcoming one) open items, except ``tried``, on
+    which the annotator may take a free seat (``selectors.claimable_items``, the reference this
+    query is tested against); with ``lock`` the first one is locked (with ``skip_locked``, rows
+    other claims hold are passed over). Items of
     ``last_video_id`` first, then video order; each part is one limited query in index order,
     so a claim costs the same with ten open items or a million.
 
@@ -196,9 +198,9 @@ def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tr
                               lock="SKIP LOCKED" if locking and skip_locked else "WAIT" if locking else "")
         params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
                   WorkItem.State.OPEN.value, *([stage] if stage is not None else []),
-                  *([video] if video is not None else []), *skip, 2 - len(found)]
+                  *([video] if video is not None else []), *skip, want - len(found)]
         found += model_rows(WorkItem, sql, params)
-        if len(found) == 2:
+        if len(found) == want:
             break
     return found
 
