@@ -57,7 +57,8 @@ def _token_user_sql(token_model) -> str:
     from django.contrib.auth import get_user_model
 
     from accounts.roles import role_flags_sql
+    from common.sql import columns
 
-    return (f"SELECT u.*, t.created <= %s AS trajlab_token_expired, {role_flags_sql()} "
+    return (f"SELECT {columns(get_user_model(), 'u')}, t.created <= %s AS trajlab_token_expired, {role_flags_sql()} "
             f"FROM {token_model._meta.db_table} t JOIN {get_user_model()._meta.db_table} u ON u.id = t.user_id "
             f"WHERE t.key = %s")

@@ -8,12 +8,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
 from accounts.roles import keep_roles, role_flags_sql
-from common.sql import model_rows
+from common.sql import columns, model_rows
 
 
 @functools.cache
 def _user_sql() -> str:
-    return f"SELECT u.*, {role_flags_sql()} FROM {get_user_model()._meta.db_table} u WHERE u.id = %s"
+    user = get_user_model()
+    return f"SELECT {columns(user, 'u')}, {role_flags_sql()} FROM {user._meta.db_table} u WHERE u.id = %s"
 
 
 class RoleAwareModelBackend(ModelBackend):

@@ -12,6 +12,10 @@ the statements go through Django's cursor wrapper: execute wrappers and the quer
 The ORM's own statements stay client-side bound (Django's default), as their SQL is not written
 to be prepared.
 
+Such a statement names its columns (:func:`columns`, not ``alias.*``: a prepared statement's result
+columns are fixed), writes its limits in, and sends integers as ``bigint`` and a list of excluded
+ids as one array, so each statement text is one prepared statement.
+
 :func:`model_rows` reads a cursor's rows as instances of a model (the columns it has, by name,
 through the fields' database converters), with any other column set as an attribute, as
 ``Model.objects.raw`` does, for a fraction of its cost.
@@ -26,9 +30,29 @@ from django.db import connection
 from django.db.models.base import DEFERRED
 
 
+def columns(model, alias: str) -> str:
+    """``model``'s columns, named one by one (``alias.col, ...``), for a statement that reads its
+    rows: a prepared statement fixes its result columns, so ``alias.*`` would fail once a
+    migration run from another process adds one ("cached plan must not change result type")."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+
+
 def _prepares() -> bool:
     """On a PostgreSQL connection (opened by now) whose psycopg connection prepares statements."""
     return connection.vendor == "postgresql" and getattr(connection.connection, "prepare_threshold", None) is not None
+
+
+def _as_int8(value):
+    """Integers (alone or in a list) sent as ``bigint``: psycopg types each by its size (int2, int4
+    or int8), and each typing of a statement would be one more prepared statement."""
+    from psycopg.types.numeric import Int8
+
+    if type(value) is int:
+        return Int8(value)
+    if type(value) is list and value and all(type(v) is int for v in value):
+        return [Int8(v) for v in value]
+    return value
 
 
 @functools.cache
@@ -36,12 +60,17 @@ def _prepared_cursor_classes():
     """The psycopg cursor that prepares, and Django's query-logging wrapper for it."""
     from django.db.backends.postgresql.base import CursorDebugWrapper, ServerBindingCursor
     from django.db.backends.utils import CursorWrapper
+    from psycopg.errors import DataError
 
     class PreparedCursor(ServerBindingCursor):
         """Server-side binding; every statement prepared (psycopg keeps the connection's prepared
         statements, by text and parameter types, and reuses them)."""
 
         def execute(self, query, params=None, *, prepare=None, binary=None):
+            if isinstance(params, dict):
+                params = {k: _as_int8(v) for k, v in params.items()}
+            elif params is not None:
+                params = [_as_int8(v) for v in params]
             return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
 
     class PreparedDebugWrapper(CursorDebugWrapper):
@@ -49,7 +78,11 @@ def _prepared_cursor_classes():
         statement it ran prepared, which Django's log would read)."""
 
         def execute(self, sql, params=None):
-            with self.debug_sql(self.db.ops.compose_sql(sql, params)):
+            try:
+                logged = self.db.ops.compose_sql(sql, params)
+            except DataError:   # a parameter it cannot write out (the statement says why, if it fails)
+                logged = sql
+            with self.debug_sql(logged):
                 return CursorWrapper.execute(self, sql, params)   # not the logging one: logged here
 
     return PreparedCursor, PreparedDebugWrapper
@@ -66,14 +99,28 @@ def prepared_cursor() -> Iterator:
         with connection.cursor() as cursor:
             yield cursor
         return
+    connection.validate_thread_sharing()
     cursor_class, debug_wrapper = _prepared_cursor_classes()
     with connection.wrap_database_errors:
         raw = cursor_class(connection.connection)
+        _same_timezone_as_django(raw)
     cursor = debug_wrapper(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
     try:
         yield cursor
     finally:
         cursor.close()
+
+
+def _same_timezone_as_django(cursor) -> None:
+    """What Django's own ``create_cursor`` does: timestamps read in the connection's time zone
+    when the psycopg connection's loader has another (a setting changed since it connected)."""
+    from django.db.backends.postgresql.base import TIMESTAMPTZ_OID
+    from django.db.backends.postgresql.psycopg_any import register_tzloader
+    from psycopg.pq import Format
+
+    loader = connection.connection.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+    if connection.timezone != loader.timezone:
+        register_tzloader(connection.timezone, cursor)
 
 
 def model_rows(model, sql: str, params: Sequence | dict) -> list:
@@ -111,7 +158,7 @@ def _reader(model, names: tuple[str, ...]):
         if positions[j] is None:
             continue
         col = f.get_col(model._meta.db_table)
-        chain = [*connection.ops.get_db_converters(col), *f.get_db_converters(connection)]
+        chain = [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]
         if chain:
             converters.append((j, functools.partial(_convert, tuple(chain), col)))
     columns = {f.column for f in fields}

@@ -131,9 +131,12 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
     )
 }
-if DATABASES["default"]["ENGINE"].endswith("postgresql") and DATABASES["default"]["CONN_MAX_AGE"] != 0:
+if (DATABASES["default"]["ENGINE"].endswith("postgresql") and DATABASES["default"]["CONN_MAX_AGE"] != 0
+        and env_bool("DATABASE_PREPARED_STATEMENTS", True)):
     # A connection that persists prepares the statements of the request path once
     # (``common.sql.prepared_cursor``); the ORM's statements are never prepared (client-side binding).
+    # Off with DATABASE_PREPARED_STATEMENTS=0: behind a pooler in transaction mode that does not keep
+    # prepared statements (PgBouncer before 1.21, or without max_prepared_statements).
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL lets the web server read while the worker writes; the timeout waits out a writer. A

@@ -85,7 +85,7 @@ class WorkItem(models.Model):
     class Meta:
         ordering = ["video_id", "id"]
         # queue order (video, id) within a stage and state: a claim walks it and stops at the first items it may take
-        indexes = [models.Index(fields=["stage", "state", "video", "id"], name="work_item_queue")]
+        indexes = [models.Index(fields=["stage", "state", "video", "id"], name="work_item_queue_order")]
         constraints = [
             models.CheckConstraint(
                 condition=(Q(stage="usability", trajectory__isnull=False, duplicate__isnull=True, description__isnull=True,

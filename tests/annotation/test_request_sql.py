@@ -155,3 +155,19 @@ def test_a_prepared_statement_is_logged_once_with_its_parameters():
                 cursor.execute("SELECT %s::int + %s::int", [n, 40])
                 assert cursor.fetchone() == (n + 40,)
     assert [q["sql"] for q in queries.captured_queries] == ["SELECT 1::int + 40::int", "SELECT 2::int + 40::int"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_a_claim_query_is_one_prepared_statement_whatever_it_excludes_and_however_large_the_ids(reviewable_run,
+                                                                                                annotators):
+    from annotation.curation.services import claims
+
+    reviewable_run()
+    ids = list(WorkItem.objects.values_list("pk", flat=True))
+    before = _prepared_statements()
+    with _preparing():
+        for tried in ([ids[0]], ids[:3], [*ids[:2], 2**40], [70_000, *ids[:5]]):   # lengths and int sizes vary
+            claims._next_candidates(annotators[0], "usability", None, tried, skip_locked=True, lock=False)
+    made = [s for s in _prepared_statements() - before if "<> ALL" in s]
+    assert len(made) == 1, made
+    assert "LIMIT 2" in made[0] and "LIMIT $" not in made[0]   # the limit written in, for the plan

@@ -15,7 +15,7 @@ from annotation.curation.selectors import upcoming_of
 from annotation.curation.services.items import review_policy_get
 from annotation.models import Assignment, ReviewPolicy, SeatEvent, WorkItem
 from common.errors import ApplicationError
-from common.sql import model_rows, prepared_cursor
+from common.sql import columns, model_rows, prepared_cursor
 
 CANDIDATES_PER_TRY = 20  # candidate items tried per pass before reporting no work
 UPCOMING_TOKEN_MAX_AGE_S = 2 * 3600  # an older upcoming hint is no preference any more
@@ -163,7 +163,7 @@ def _lock_annotator(annotator, *, with_last_video: bool, quick_commit: bool) -> 
 @functools.cache
 def _active_seat_sql(stage: bool) -> str:
     item, seat = WorkItem._meta.db_table, Assignment._meta.db_table
-    return (f"SELECT a.* FROM {seat} a JOIN {item} w ON w.id = a.item_id WHERE a.annotator_id = %s "
+    return (f"SELECT {columns(Assignment, 'a')} FROM {seat} a JOIN {item} w ON w.id = a.item_id WHERE a.annotator_id = %s "
             f"AND a.completed_at IS NULL AND a.lease_expires_at > %s AND w.state = %s"
             f"{' AND w.stage = %s' if stage else ''} ORDER BY a.id LIMIT 1")
 
@@ -195,10 +195,11 @@ def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tr
         skip = [*tried, *(item.pk for item in found)]
         locking = lock and not found and connection.features.has_select_for_update_skip_locked
         sql = _candidates_sql(stage=stage is not None, video=video is not None, skip=len(skip),
-                              lock="SKIP LOCKED" if locking and skip_locked else "WAIT" if locking else "")
+                              lock="SKIP LOCKED" if locking and skip_locked else "WAIT" if locking else "",
+                              limit=want - len(found))
         params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
                   WorkItem.State.OPEN.value, *([stage] if stage is not None else []),
-                  *([video] if video is not None else []), *skip, want - len(found)]
+                  *([video] if video is not None else []), *_skip_params(skip)]
         found += model_rows(WorkItem, sql, params)
         if len(found) == want:
             break
@@ -211,31 +212,42 @@ def _preferred_candidate(annotator, stage: str | None, item_id: int) -> WorkItem
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     cooldown = connection.ops.adapt_datetimefield_value(timezone.now() - selectors.SKIP_COOLDOWN)
     lock = "WAIT" if connection.features.has_select_for_update else ""
-    sql = _candidates_sql(stage=stage is not None, video=False, skip=0, lock=lock, only=True)
+    sql = _candidates_sql(stage=stage is not None, video=False, skip=0, lock=lock, limit=1, only=True)
     params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
-              WorkItem.State.OPEN.value, *([stage] if stage is not None else []), item_id, 1]
+              WorkItem.State.OPEN.value, *([stage] if stage is not None else []), item_id]
     return next(iter(model_rows(WorkItem, sql, params)), None)
 
 
+def _skip_params(skip: list[int]) -> list:
+    """The parameters of :func:`_candidates_sql`'s excluded items: one array on PostgreSQL (one
+    statement text, prepared once, however many there are), one each elsewhere."""
+    if not skip:
+        return []
+    return [list(skip)] if connection.vendor == "postgresql" else list(skip)
+
+
 @functools.cache
-def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, only: bool = False) -> str:
+def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, limit: int, only: bool = False) -> str:
     """The claim rule (``selectors.not_claimable_by``, ``seat_taken``) as one query; ``lock``:
-    "" (none), "WAIT" or "SKIP LOCKED"; ``only``: one given item (its id the last parameter
-    before the limit)."""
+    "" (none), "WAIT" or "SKIP LOCKED"; ``skip`` excluded items (:func:`_skip_params`); ``only``:
+    one given item (its id the last parameter). The limit is written in, not a parameter: a
+    prepared statement's generic plan would take a parameter for a tenth of the rows."""
     item, seat, event = WorkItem._meta.db_table, Assignment._meta.db_table, SeatEvent._meta.db_table
     duplicate = WorkItem._meta.get_field("duplicate").related_model._meta.db_table
     where = ["w.state = %s"] + (["w.stage = %s"] if stage else []) + (["w.video_id = %s"] if video else [])
     if skip:
-        where.append(f"w.id NOT IN ({', '.join(['%s'] * skip)})")
+        where.append("w.id <> ALL(%s)" if connection.vendor == "postgresql"
+                     else f"w.id NOT IN ({', '.join(['%s'] * skip)})")
     if only:
         where.append("w.id = %s")
     locking = {"": "", "WAIT": " FOR UPDATE OF w", "SKIP LOCKED": " FOR UPDATE OF w SKIP LOCKED"}[lock]
-    # The items are walked in queue order (the ``work_item_queue`` index) and each one is checked
+    # The items are walked in queue order (the ``work_item_queue_order`` index) and each one is checked
     # by index probes: the seat and skip checks are counts, not NOT EXISTS, which PostgreSQL would
     # turn into anti-joins whose order it picks from statistics; on a table that grew since its last
     # ANALYZE that was a scan of all the annotator's seats per item (milliseconds, not microseconds).
     return (
-        f"SELECT w.*, d.trajectory_a_id AS duplicate_a, d.trajectory_b_id AS duplicate_b FROM {item} w "
+        f"SELECT {columns(WorkItem, 'w')}, d.trajectory_a_id AS duplicate_a, d.trajectory_b_id AS duplicate_b "
+        f"FROM {item} w "
         f"LEFT JOIN {duplicate} d ON d.id = w.duplicate_id "
         f"WHERE (SELECT COUNT(*) FROM {seat} a WHERE a.item_id = w.id AND a.annotator_id = %s "
         f"AND (a.completed_at IS NOT NULL OR a.lease_expires_at > %s)) = 0 "
@@ -243,7 +255,7 @@ def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, only: boo
         f"AND e.at > %s) = 0 "
         f"AND (SELECT COUNT(*) FROM {seat} t WHERE t.item_id = w.id "
         f"AND (t.completed_at IS NOT NULL OR t.lease_expires_at > %s)) < w.panel_size "
-        f"AND {' AND '.join(where)} ORDER BY w.video_id, w.id LIMIT %s{locking}")
+        f"AND {' AND '.join(where)} ORDER BY w.video_id, w.id LIMIT {int(limit)}{locking}")
 
 
 @functools.cache

@@ -13,7 +13,7 @@ from annotation.curation.stages import stage_get
 from annotation.curation.stages.base import CLOSED_STATES
 from annotation.models import Assignment, Vote, WorkItem
 from common.errors import ApplicationError, ConflictError, NotFoundError
-from common.sql import model_rows
+from common.sql import columns, model_rows
 
 MAX_REASONS = 10
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
@@ -59,7 +59,7 @@ def _seated_item_sql(lock: bool) -> str:
     """The item row (locked), the voter's seat on it and the vote an earlier submission of the
     same request created, in one query: the panel vote's first read."""
     item, seat, vote = WorkItem._meta.db_table, Assignment._meta.db_table, Vote._meta.db_table
-    return (f"SELECT w.*, a.id AS seat_pk, a.completed_at AS seat_completed_at, "
+    return (f"SELECT {columns(WorkItem, 'w')}, a.id AS seat_pk, a.completed_at AS seat_completed_at, "
             f"(SELECT v.id FROM {vote} v WHERE v.annotator_id = %s AND v.client_request_id = %s) AS replay_pk "
             f"FROM {item} w LEFT JOIN {seat} a ON a.item_id = w.id AND a.annotator_id = %s "
             f"WHERE w.id = %s{' FOR UPDATE OF w' if lock else ''}")
