@@ -161,8 +161,8 @@ def _reader(model, names: tuple[str, ...]):
         chain = [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]
         if chain:
             converters.append((j, functools.partial(_convert, tuple(chain), col)))
-    columns = {f.column for f in fields}
-    extras = [(i, name) for i, name in enumerate(names) if name not in columns]
+    own = {f.column for f in fields}
+    extras = [(i, name) for i, name in enumerate(names) if name not in own]
     return positions, converters, extras
 
 
