@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from enum import StrEnum
 
+from rest_framework import serializers
 from rest_framework.permissions import BasePermission
 
 
@@ -88,3 +89,20 @@ def writes_need(write: type[BasePermission], read: type[BasePermission]) -> type
 
 
 ManagerWritesStaffReads = writes_need(IsManager, IsStaffMember)  # managers create; every role reads
+
+
+class ManagerPathsSerializer(serializers.ModelSerializer):
+    """A model serializer whose ``manager_only`` fields (server paths: checkpoints, output
+    folders) are shown to managers and empty for everyone else (and where no request is in the
+    serializer's context)."""
+
+    manager_only: tuple[str, ...] = ()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if request is None or not user_has_role(request.user, Role.MANAGER):
+            for name in self.manager_only:
+                if name in data:
+                    data[name] = ""
+        return data

@@ -1,16 +1,16 @@
-"""What the server may read and call on a user's say-so: files under configured roots, model
-endpoints on an allow-list, and paths shown relative to the folder they live in.
+"""What the server may read on a user's say-so: files under configured roots, and paths shown
+relative to the folder they live in. (Model endpoints and model files that requests use come from
+the operator's registry, ``common.registry``; these roots bound what the command line names.)
 
-``TRAJLAB_MODEL_ROOTS`` (checkpoints, model configs, model folders), ``TRAJLAB_IMPORT_ROOTS``
-(videos imported through the API) and ``TRAJLAB_ENDPOINT_ALLOWLIST`` (hosts of OpenAI-compatible
-endpoints) are settings; a refusal is a 400 that names the value, the reason and what is allowed.
+``TRAJLAB_MODEL_ROOTS`` (checkpoints, model configs, model folders named on the command line) and
+``TRAJLAB_IMPORT_ROOTS`` (videos imported through the API) are settings; a refusal is a 400 that
+names the value, the reason and what is allowed.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from rest_framework import serializers
@@ -53,26 +53,6 @@ def model_file_within(path: str, *, what: str) -> None:
     expanded = Path(path).expanduser()
     if expanded.is_absolute() or expanded.exists():
         path_within(path, roots=model_roots(), what=what)
-
-
-def endpoint_allowed(url: str, *, what: str) -> None:
-    """Refuse (400 ``endpoint_not_allowed``) a model endpoint whose host (or ``host:port``) is not
-    in ``TRAJLAB_ENDPOINT_ALLOWLIST``, or whose scheme is not http(s)."""
-    allowed = [h.strip().lower() for h in settings.TRAJLAB_ENDPOINT_ALLOWLIST if h.strip()]
-    try:
-        parts = urlsplit(url)
-        host, port = (parts.hostname or "").lower(), parts.port
-    except ValueError:
-        host, port, parts = "", None, None
-    if parts is None or parts.scheme not in ("http", "https") or not host:
-        reason = "is not an http(s) URL with a host"
-    elif host in allowed or (port is not None and f"{host}:{port}" in allowed) \
-            or (port is not None and f"[{host}]:{port}" in allowed):
-        return
-    else:
-        reason = f"has a host ({host}) outside the allowed endpoints ({', '.join(allowed) or 'none'})"
-    raise ApplicationError(f"{what} {url!r} {reason}; ask the operator to add it to TRAJLAB_ENDPOINT_ALLOWLIST",
-                           code="endpoint_not_allowed", extra={"url": url, "allowed": allowed})
 
 
 def relative_path(path: str | os.PathLike) -> str:

@@ -6,10 +6,12 @@ and ``CELERY_BROKER_URL`` to Redis or RabbitMQ, and run workers on as many machi
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -35,8 +37,6 @@ TRAJLAB_EMBEDDED_SECRET_KEY = "trajlab-embedded-insecure-key"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not EMBEDDED:
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DATABASE_URL points at a server database")
     SECRET_KEY = TRAJLAB_EMBEDDED_SECRET_KEY  # embedded (demo) mode only; `serve` keeps it on loopback
 # Tests add "testserver" themselves (Django's test environment does).
@@ -253,13 +253,29 @@ def env_paths(name: str, default: list[Path]) -> list[str]:
         [p for p in value.split(os.pathsep) if p]
 
 
-# What the server reads and calls on a manager's say-so (common/reach.py): model files and folders
-# (checkpoints, model configs, model_path) only under these roots, videos imported through the API
-# only under these (and MEDIA_ROOT, where uploads are staged), OpenAI-compatible endpoints only on these hosts (or host:port).
+# What the server reads on a manager's say-so (common/reach.py): model files named on the command
+# line only under these roots, videos imported through the API only under these (and MEDIA_ROOT,
+# where uploads are staged).
 TRAJLAB_MODEL_ROOTS = env_paths("TRAJLAB_MODEL_ROOTS", [VAR_DIR / "models", TRAJLAB_SHARED_DATA])
 TRAJLAB_IMPORT_ROOTS = env_paths("TRAJLAB_IMPORT_ROOTS", [TRAJLAB_SHARED_DATA])
-TRAJLAB_ENDPOINT_ALLOWLIST = [h.strip() for h in os.environ.get(
-    "TRAJLAB_ENDPOINT_ALLOWLIST", "127.0.0.1,localhost,::1").split(",") if h.strip()]
+
+# The model backends requests may name (common/registry.py): endpoints, model files and folders
+# are set here by the operator, never by a request.
+def _backends_json() -> dict:
+    text, source = os.environ.get("TRAJLAB_BACKENDS", "").strip(), "TRAJLAB_BACKENDS"
+    if not text and os.environ.get("TRAJLAB_BACKENDS_FILE"):
+        source = os.environ["TRAJLAB_BACKENDS_FILE"]
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ImproperlyConfigured(f"TRAJLAB_BACKENDS_FILE {source!r} cannot be read: {exc}") from None
+    try:
+        return json.loads(text) if text else {}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{source} is not valid JSON: {exc}") from None
+
+
+TRAJLAB_BACKENDS = _backends_json()
 
 for _d in (VAR_DIR, MEDIA_ROOT, MEDIA_ROOT / "tmp"):
     _d.mkdir(parents=True, exist_ok=True)

@@ -10,10 +10,11 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
+from accounts.roles import IsManager, IsStaffMember, ManagerPathsSerializer
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
 from common.params import flag_field, int_param, seed_field
+from common.registry import refuse_locations
 from common.schema import ERROR, PlainChoiceField
 from models.backends.tracking import BACKENDS
 from trajectories import selectors
@@ -194,7 +195,9 @@ class VideoFrameApi(APIView):
 
 
 # -- proposal configs and runs ---------------------------------------------------------------------
-class ProposalConfigOutputSerializer(serializers.ModelSerializer):
+class ProposalConfigOutputSerializer(ManagerPathsSerializer):
+    manager_only = ("checkpoint_path", "model_config_path")
+
     class Meta:
         model = ProposalConfig
         fields = ["id", "name", "version", "backend", "checkpoint_path", "checkpoint_sha256", "model_config_path",
@@ -210,10 +213,11 @@ class ProposalConfigListApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
-        backend = serializers.ChoiceField(choices=list(BACKENDS))
+        backend = serializers.CharField(max_length=64, help_text=(
+            f"a tracker that needs no files ({', '.join(BACKENDS)}; SAM 2 and SAM 3 without a checkpoint run "
+            "random weights) or a tracker the operator registered (GET /api/backends/): checkpoints and model "
+            "configs come from the registry, never from a request"))
         categories = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1)
-        checkpoint_path = serializers.CharField(required=False, allow_blank=True, default="")
-        model_config_path = serializers.CharField(required=False, allow_blank=True, default="")
         anchor_policy = serializers.DictField(required=False, default=dict)
         detector_settings = serializers.DictField(required=False, default=dict)
         tracker_settings = serializers.DictField(required=False, default=dict)
@@ -225,10 +229,12 @@ class ProposalConfigListApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: ProposalConfigOutputSerializer},
                    summary="Create a versioned proposal configuration (identical settings return the existing one)")
     def post(self, request):
+        refuse_locations(request.data, field="")  # checkpoint_path, model_config_path, *.bpe_path, ...
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         config = proposal_config_create(created_by=request.user, **data.validated_data)
-        return Response(ProposalConfigOutputSerializer(config).data, status=status.HTTP_201_CREATED)
+        return Response(ProposalConfigOutputSerializer(config, context={"request": request}).data,
+                        status=status.HTTP_201_CREATED)
 
 
 class ProposalRunOutputSerializer(serializers.ModelSerializer):

@@ -4,7 +4,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
+from accounts.roles import IsManager, IsStaffMember, ManagerPathsSerializer, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
@@ -44,7 +44,8 @@ ALLOW_TRAIN_SPLIT_HELP = ("evaluate on training data anyway (a train-split snaps
 ALLOW_INCOMPLETE_HELP = "evaluate on an incomplete dev/test snapshot anyway; the figures are stamped incomplete"
 
 
-class TrainingRunOutputSerializer(serializers.ModelSerializer):
+class TrainingRunOutputSerializer(ManagerPathsSerializer):
+    manager_only = ("out_dir",)
     status = serializers.CharField(help_text=f"One of: {RUN_STATUSES}.")
     job = JobSummaryOutputSerializer(allow_null=True)
     progress = serializers.SerializerMethodField(help_text="steps done / steps in all")
@@ -119,7 +120,8 @@ class TrainingRunListApi(ManagerWritesApi):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         run = training_run_create(created_by=request.user, **data.validated_data)
-        return Response(TrainingRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return Response(TrainingRunOutputSerializer(run, context={"request": request}).data,
+                        status=status.HTTP_202_ACCEPTED)
 
 
 class TrainingRunDetailApi(APIView):
@@ -131,7 +133,7 @@ class TrainingRunDetailApi(APIView):
     def get(self, request, run_id: int):
         after = int_param(request, "after", 0)
         run = training_run_get(run_id=run_id)
-        return Response(TrainingRunDetailOutputSerializer(run, context={"after": max(after, 0)}).data)
+        return Response(TrainingRunDetailOutputSerializer(run, context={"after": max(after, 0), "request": request}).data)
 
 
 class TrainingRunCancelApi(APIView):
@@ -141,7 +143,7 @@ class TrainingRunCancelApi(APIView):
                    summary="Cancel a training run (a running one stops after a checkpoint)")
     def post(self, request, run_id: int):
         run = training_run_cancel(run=training_run_get(run_id=run_id), user=request.user)
-        return Response(TrainingRunOutputSerializer(run).data)
+        return Response(TrainingRunOutputSerializer(run, context={"request": request}).data)
 
 
 class EvaluationRunOutputSerializer(serializers.ModelSerializer):

@@ -26,10 +26,12 @@ from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, RunReporter, run_enqueue, run_execute
 from common.jobs.services import job_create
 from common.models import TERMINAL
-from models.retrievers.pipeline import PipelineSetup, RetrievalPipeline
+from common.registry import folders_resolve, refuse_locations
+from models.retrievers.pipeline import PipelineSetup
 from models.training.evaluation import evaluate_rows, random_baseline
 from models.training.trainer import build_model, load_model
 from workers.models import EvaluationRun, RunStatus, TrainingRun
+from workers.pipelines import pipeline_resolve, pipeline_sha256
 from workers.training import (
     evaluation_stamps,
     feature_cache_dir,
@@ -112,17 +114,12 @@ def evaluation_pipeline_validate(pipeline: dict | None, *, kind: str = Evaluatio
         return {}, ""
     if kind == EvaluationRun.Kind.RANDOM:
         raise ApplicationError("the random baseline takes no pipeline", code="invalid_pipeline")
-    if not isinstance(pipeline, dict):
-        raise ApplicationError("pipeline must be a JSON object", code="invalid_pipeline")
-    try:
-        p = RetrievalPipeline.from_dict(pipeline)
-    except (ValueError, TypeError) as exc:
-        raise ApplicationError(f"invalid pipeline: {exc}", code="invalid_pipeline") from None
+    p, record = pipeline_resolve(pipeline)
     found = dict(TrainingRun.objects.filter(pk__in=p.fuse_runs).values_list("pk", "status"))
     bad = [pk for pk in p.fuse_runs if found.get(pk) != RunStatus.SUCCEEDED]
     if bad:
         raise ApplicationError(f"pipeline.fuse_runs {bad} are not succeeded training runs", code="invalid_pipeline")
-    return p.as_dict(), p.sha256()
+    return record, pipeline_sha256(record)
 
 
 def fused_run_stamps(snapshot, fuse_runs, *, allow_train_split: bool = False, allow_incomplete: bool = False
@@ -146,7 +143,7 @@ def fused_run_stamps(snapshot, fuse_runs, *, allow_train_split: bool = False, al
 def _pipeline_setup(run: EvaluationRun, device: str) -> PipelineSetup | None:
     if not run.pipeline:
         return None
-    p = RetrievalPipeline.from_dict(run.pipeline)
+    p, _ = pipeline_resolve(run.pipeline)
     fused = []
     for pk in p.fuse_runs:
         model, _ = load_model(TrainingRun.objects.get(pk=pk).out_dir, device=device)
@@ -159,6 +156,7 @@ def _untrained_config(model_kind: str | None, config: dict | None) -> dict:
         raise ApplicationError("an untrained evaluation needs model_kind", code="invalid_model_kind")
     if config is not None and not isinstance(config, dict):
         raise ApplicationError("config must be a JSON object", code="invalid_config")
+    refuse_locations(config or {}, field="config", folders=True)
     data = dict(config or {})
     unknown = sorted(set(data) - {"model", "seed", "device"})
     if unknown:
@@ -200,7 +198,7 @@ def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
             model, _ = load_model(run.training_run.out_dir, device=device)
         else:
             torch.manual_seed(int(run.config.get("seed", 0)))
-            model = build_model(run.model_kind, run.config.get("model") or {})
+            model = build_model(run.model_kind, folders_resolve(run.config.get("model") or {}))
             model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
         reporter(0.3, "model loaded; embedding the snapshot")
         metrics, rows = evaluate_rows(model, data, cache_dir=feature_cache_dir(), pipeline=_pipeline_setup(run, device))

@@ -48,9 +48,9 @@ from models.experiments.table import (
     request_counts,
     table_csv,
 )
-from models.retrievers.pipeline import RetrievalPipeline
 from workers.evaluation import evaluation_pipeline_validate, evaluation_run_create, fused_run_stamps
 from workers.models import EvaluationRun, Experiment, ExperimentCell, RunStatus, TrainingRun
+from workers.pipelines import pipeline_resolve
 from workers.training import (
     evaluation_stamps,
     json_safe,
@@ -135,7 +135,7 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
                     queue=queue, experiment=experiment, variant=variant)
             ExperimentCell.objects.create(
                 experiment=experiment, variant=variant, seed=seed, training_run=trainings[key],
-                pipeline=RetrievalPipeline.from_dict(pipeline).as_dict() if through_pipeline else {})
+                pipeline=pipeline_resolve(pipeline)[1] if through_pipeline else {})
     return experiment
 
 
@@ -146,7 +146,7 @@ def _effective(pipeline: dict) -> bool:
     pipeline executor, so the differences compare pipelines on one code path."""
     if not pipeline:
         return False
-    p = RetrievalPipeline.from_dict(pipeline)
+    p, _ = pipeline_resolve(pipeline)
     return not (tuple(p.retrievers) == ("dense",) and not p.fuse_runs and p.reranker == "none")
 
 

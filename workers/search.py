@@ -67,6 +67,7 @@ from models.training.evaluation import embed_snapshot
 from models.training.index import IndexConfig, TrajectoryIndex
 from models.training.trainer import CheckpointIncompatible, load_model
 from workers.models import RunStatus, TrainingRun
+from workers.pipelines import pipeline_resolve
 
 LEVELS = ("trajectory", "video")
 MODES = ("retrieval", "catalogue")               # leak-free default; browse the approved catalogue
@@ -261,16 +262,11 @@ def search_pipeline(*, fuse_with: list[TrainingRun], rerank: bool) -> dict:
                            "tie_margin": RERANK_TIE_MARGIN}}
 
 
-def _pipeline(pipeline: dict | None, fuse_with: list[TrainingRun], rerank: bool) -> RetrievalPipeline:
+def _pipeline(pipeline: dict | None, fuse_with: list[TrainingRun], rerank: bool) -> tuple[RetrievalPipeline, dict]:
+    """The pipeline to run and its record (``workers.pipelines``)."""
     if pipeline is not None and (fuse_with or rerank):
         raise ApplicationError("give either a pipeline or fuse_with / rerank, not both", code="invalid_pipeline")
-    if pipeline is not None and not isinstance(pipeline, dict):
-        raise ApplicationError("pipeline must be a JSON object", code="invalid_pipeline")
-    try:
-        return RetrievalPipeline.from_dict(pipeline if pipeline is not None else search_pipeline(
-            fuse_with=fuse_with, rerank=rerank))
-    except (ValueError, TypeError) as exc:
-        raise ApplicationError(f"invalid pipeline: {exc}", code="invalid_pipeline") from None
+    return pipeline_resolve(pipeline if pipeline is not None else search_pipeline(fuse_with=fuse_with, rerank=rerank))
 
 
 def _fused_runs(p: RetrievalPipeline, run: TrainingRun, given: list[TrainingRun]) -> list[TrainingRun]:
@@ -331,7 +327,7 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
         raise ApplicationError(f"at most {MAX_FUSED} runs can be fused", code="invalid_fuse_with")
     if len({r.pk for r in fuse_with} | {run.pk}) != len(fuse_with) + 1:
         raise ApplicationError("fuse_with must name other runs, each once", code="invalid_fuse_with")
-    p = _pipeline(pipeline, fuse_with, bool(rerank) and mode == "retrieval")
+    p, record = _pipeline(pipeline, fuse_with, bool(rerank) and mode == "retrieval")
     if mode == "catalogue" and p.reranker != "none":
         raise ApplicationError("the catalogue mode reranks by approved descriptions; its pipeline takes no reranker",
                                code="invalid_pipeline")
@@ -385,7 +381,7 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
     return {"run": run.pk, "snapshot": snapshot.pk, "level": level, "k": k, "text": text, "mode": mode,
             "fused_runs": [r.pk for r in fuse_with], "score": {"none": "cosine"}.get(p.fusion, p.fusion),
             "reranked": p.reranker != "none" or mode == "catalogue", "comparator_calls": calls,
-            "pipeline": p.as_dict(), "report": {k_: v for k_, v in result.report.items() if k_ != "pipeline"},
+            "pipeline": record, "report": {k_: v for k_, v in result.report.items() if k_ != "pipeline"},
             "results": results, "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
 
 

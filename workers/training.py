@@ -63,6 +63,7 @@ from common.jobs.runs import (
 )
 from common.jobs.services import JobReporter, job_create
 from common.models import TERMINAL
+from common.registry import folders_resolve, refuse_locations
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS
 from models.training.trainer import TrainConfig, epoch_steps, train
@@ -137,8 +138,10 @@ def training_config_validate(*, model_kind: str, config: dict | None) -> tuple[d
     ``model``, ...) and optionally the launch keys ``nproc_per_node`` and ``launcher``. The model
     kind must be registered in ``models.retrievers.registry.RETRIEVERS``; its ``model`` dict is checked by
     the kind's config class, and the nested encoder and feature dicts by theirs. Local weight
-    paths are checked by the worker that loads them (they may exist only there).
+    folders are named by registered folder entries (``common.registry``): a request carries no
+    path, and the worker that loads them resolves the name (the folder may exist only there).
     """
+    refuse_locations(config, field="config", folders=True)
 
     if model_kind not in RETRIEVERS:
         raise ApplicationError(f"unknown model kind {model_kind!r}; known: {', '.join(sorted(RETRIEVERS))}",
@@ -409,7 +412,7 @@ def _prepare_search(run: TrainingRun) -> None:
 
 
 def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
-    config = {**run.config, "cache_dir": run.config.get("cache_dir") or feature_cache_dir()}
+    config = {**folders_resolve(run.config), "cache_dir": feature_cache_dir()}  # registered folders, this host's cache
     launch = LaunchConfig.from_dict(run.launch)
     recorder = _StepRecorder(run, attempt, reporter, config.get("checkpoint_every", 1))
     stop = _CancelPoll(run.pk)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from workers import alignment_apis, apis, experiment_apis
+from workers import alignment_apis, apis, backend_apis, experiment_apis
 
 urlpatterns = [
     path("training-runs/", apis.TrainingRunListApi.as_view(), name="training-run-list"),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("training-runs/<int:run_id>/cancel/", apis.TrainingRunCancelApi.as_view(), name="training-run-cancel"),
     path("evaluation-runs/", apis.EvaluationRunListApi.as_view(), name="evaluation-run-list"),
     path("evaluation-runs/<int:run_id>/", apis.EvaluationRunDetailApi.as_view(), name="evaluation-run-detail"),
+    path("backends/", backend_apis.BackendListApi.as_view(), name="backend-list"),
     path("search/", apis.SearchApi.as_view(), name="search"),
     path("experiments/", experiment_apis.ExperimentListApi.as_view(), name="experiment-list"),
     path("experiments/presets/", experiment_apis.ExperimentPresetListApi.as_view(), name="experiment-presets"),

@@ -1,10 +1,12 @@
 """The model backends as the annotation services use them: a describer (VLM) and a query writer
 (LLM), built from a run's recorded settings. Bad settings are a 400 ``invalid_backend``.
 
-``backend`` settings are ``{"name": "heuristic" | "transformers" | "openai", ...backend fields}``
-for the describer and ``{"name": "template" | "transformers" | "openai", ...}`` for the writer;
-the embedded defaults (``heuristic``, ``template``) need nothing else. A run records the resolved
-settings (every default filled in) and, from its first result, the prompt version and hash.
+``backend`` settings are ``{"name": ..., ...backend fields}``: the describer's name is
+``heuristic`` or a backend the operator registered (``common.registry``: a ``transformers`` or
+``openai`` one), the writer's ``template`` or a registered one; the embedded defaults need nothing
+else. A request never carries an endpoint or a path. A run records the name and the resolved
+settings without their locations (every default filled in) and, from its first result, the
+prompt version and hash; the name is resolved again whenever the backend is built.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.errors import ApplicationError
-from common.reach import endpoint_allowed, model_file_within
+from common.registry import backend_resolve, without_locations
 from models.backends.llm import build_llm, resolve_llm_settings
 from models.backends.llm.base import GenerationBudget
 from models.backends.llm.openai_chat import EndpointError
@@ -45,18 +47,18 @@ def _endpoint_errors(call):
         raise ApplicationError(f"the model endpoint failed: {exc}", code="backend_unavailable", status_code=503) from None
 
 
-def _split(backend: dict | None, default: dict) -> tuple[str, dict]:
-    """The backend's name and settings; a model folder outside ``TRAJLAB_MODEL_ROOTS`` or an
-    endpoint off ``TRAJLAB_ENDPOINT_ALLOWLIST`` is refused here, before anything is read or called."""
+def _split(backend: dict | None, default: dict) -> tuple[str, str, dict]:
+    """The backend's name, its implementation and its complete settings (``common.registry``): a
+    location in the request, or an unregistered backend that reaches out, is refused here, before
+    anything is read or called."""
+    if backend is not None and not isinstance(backend, dict):
+        raise ApplicationError("backend must be a JSON object with a 'name'", code="invalid_backend")
     backend = dict(backend or default)
     name = backend.pop("name", None)
     if not isinstance(name, str) or not name:
         raise ApplicationError("backend settings need a 'name'", code="invalid_backend")
-    if isinstance(backend.get("model_path"), str):
-        model_file_within(backend["model_path"], what="model_path")
-    if isinstance(backend.get("base_url"), str):
-        endpoint_allowed(backend["base_url"], what="base_url")
-    return name, backend
+    implementation, settings = backend_resolve(name, backend, field="backend", settings_field="backend")
+    return name, implementation, settings
 
 
 # -- describer ------------------------------------------------------------------------------------
@@ -94,17 +96,17 @@ class DescriberAdapter:
 def describer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
     """Check that the describer can be built and its budget is valid; the run's record."""
     adapter = build_describer(backend, budget)
-    name, settings = _split(backend, DEFAULT_DESCRIBER)
-
-    return RunSettings(backend={"name": name, **resolve_describer_settings(name, settings)},
+    name, implementation, settings = _split(backend, DEFAULT_DESCRIBER)
+    resolved = without_locations(resolve_describer_settings(implementation, settings))
+    return RunSettings(backend={"name": name, **resolved},
                        budget=adapter.budget.to_dict(), prompt_version="", prompt_sha256="")
 
 
 def build_describer(backend: dict | None, budget: dict | None) -> DescriberAdapter:
 
-    name, settings = _split(backend, DEFAULT_DESCRIBER)
+    name, implementation, settings = _split(backend, DEFAULT_DESCRIBER)
     try:
-        return DescriberAdapter(build(name, settings), DescribeBudget.from_dict(budget))
+        return DescriberAdapter(build(implementation, settings), DescribeBudget.from_dict(budget))
     except (ValueError, TypeError, AttributeError) as exc:  # wrong values or wrong types in the settings
         raise ApplicationError(f"describer {name!r}: {exc}", code="invalid_backend") from None
 
@@ -141,16 +143,16 @@ class WriterAdapter:
 
 def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
 
-    name, settings = _split(backend, DEFAULT_WRITER)
+    name, implementation, settings = _split(backend, DEFAULT_WRITER)
     try:
-        return WriterAdapter(build_llm(name, settings), GenerationBudget.from_dict(budget))
+        return WriterAdapter(build_llm(implementation, settings), GenerationBudget.from_dict(budget))
     except (ValueError, TypeError, AttributeError) as exc:  # wrong values or wrong types in the settings
         raise ApplicationError(f"query writer {name!r}: {exc}", code="invalid_backend") from None
 
 
 def writer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
     adapter = build_writer(backend, budget)
-    name, settings = _split(backend, DEFAULT_WRITER)
-
-    return RunSettings(backend={"name": name, **resolve_llm_settings(name, settings)}, budget=adapter.budget.to_dict(),
+    name, implementation, settings = _split(backend, DEFAULT_WRITER)
+    resolved = without_locations(resolve_llm_settings(implementation, settings))
+    return RunSettings(backend={"name": name, **resolved}, budget=adapter.budget.to_dict(),
                        prompt_version="", prompt_sha256="")

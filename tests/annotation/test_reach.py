@@ -1,7 +1,8 @@
-"""Server-side reach of the model backends (issue 16, finding 7): an OpenAI-compatible
-``base_url`` off ``TRAJLAB_ENDPOINT_ALLOWLIST`` (default: loopback hosts) and a ``model_path``
-outside ``TRAJLAB_MODEL_ROOTS`` are refused with 400 and the reason, through the service and the
-API, before a run is recorded or anything is called or read."""
+"""Server-side reach of the describer and the query writer (issue 16, finding 7; issue 27,
+finding 1): a request never carries an endpoint, a model folder or a credential, and names an
+implementation that reaches out only through the operator's registry (``TRAJLAB_BACKENDS``).
+Refusals are 400s that name the field, before a run is recorded or anything is called or read;
+runs record the registered name, never what it stands for."""
 from __future__ import annotations
 
 import pytest
@@ -17,44 +18,52 @@ from common.errors import ApplicationError
 from tests.annotation.conftest import frozen_pool
 
 pytestmark = pytest.mark.django_db
+BUILDERS = (build_describer, build_writer, describer_settings, writer_settings)
 
 
-@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data", "https://api.example.com/v1",
-                                 "http://10.0.0.5:8000/v1", "file:///etc/passwd", "http://127.0.0.1.example.com/v1"])
-def test_an_endpoint_off_the_allow_list_is_refused(url):
-    for build in (build_describer, build_writer, describer_settings, writer_settings):
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data", "http://127.0.0.2:8000/v1",
+                                 "http://127.0.0.1:8000/v1", "file:///etc/passwd"])
+def test_an_endpoint_in_a_request_is_refused_whatever_its_host(url):
+    for build in BUILDERS:
         with pytest.raises(ApplicationError) as refused:
             build({"name": "openai", "base_url": url, "model": "m"}, None)
-        assert refused.value.code == "endpoint_not_allowed" and refused.value.status_code == 400
-        assert url in refused.value.message and "TRAJLAB_ENDPOINT_ALLOWLIST" in refused.value.message
+        assert refused.value.code == "location_in_request" and refused.value.status_code == 400
+        assert refused.value.extra["field"] == "backend.base_url" and "GET /api/backends/" in refused.value.message
 
 
-def test_loopback_and_listed_endpoints_are_allowed(settings):
-    for url in ("http://127.0.0.1:8000/v1", "http://localhost:9/v1", "http://[::1]:8000/v1"):
-        assert build_writer({"name": "openai", "base_url": url, "model": "m"}, None).writer is not None
-    settings.TRAJLAB_ENDPOINT_ALLOWLIST = ["vllm.internal:8000"]
-    assert build_describer({"name": "openai", "base_url": "http://vllm.internal:8000/v1", "model": "m"}, None)
-    for url in ("http://vllm.internal:9000/v1", "http://127.0.0.1:8000/v1"):
-        with pytest.raises(ApplicationError, match="outside the allowed endpoints"):
-            build_describer({"name": "openai", "base_url": url, "model": "m"}, None)
+def test_reaching_backends_need_an_entry_and_credentials_stay_with_the_operator():
+    for build in BUILDERS:
+        for backend, code in (({"name": "openai", "model": "m"}, "backend_not_registered"),
+                              ({"name": "transformers"}, "backend_not_registered"),
+                              ({"name": "transformers", "model_path": "/etc"}, "location_in_request"),
+                              ({"name": "heuristic", "api_key_env": "DJANGO_SECRET_KEY"}, "location_in_request")):
+            with pytest.raises(ApplicationError) as refused:
+                build(backend, None)
+            assert refused.value.code == code, (build.__name__, backend)
 
 
-def test_a_model_folder_outside_the_model_roots_is_refused(settings, tmp_path):
-    settings.TRAJLAB_MODEL_ROOTS = [str(tmp_path)]
-    for build in (build_describer, build_writer):
-        with pytest.raises(ApplicationError) as refused:
-            build({"name": "transformers", "model_path": "/etc"}, None)
-        assert refused.value.code == "path_outside_roots" and "model_path" in refused.value.message
+def test_a_registered_backend_is_built_from_its_entry_and_recorded_by_name(settings):
+    settings.TRAJLAB_BACKENDS = {"lab-llm": {"backend": "openai", "settings": {
+        "base_url": "http://vllm.internal:8000/v1", "model": "Qwen2.5-7B-Instruct", "api_key_env": "LAB_KEY"}}}
+    adapter = build_writer({"name": "lab-llm", "temperature": 0.5}, None)
+    assert adapter.writer.config.base_url == "http://vllm.internal:8000/v1"
+    record = writer_settings({"name": "lab-llm", "temperature": 0.5}, None).backend
+    assert record["name"] == "lab-llm" and record["temperature"] == 0.5 and record["model"] == "Qwen2.5-7B-Instruct"
+    assert "base_url" not in record and "api_key_env" not in record
+    assert build_writer(record, None).writer is not None  # a run rebuilds its backend from its record
+    with pytest.raises(ApplicationError) as refused:  # the name cannot be pointed elsewhere
+        build_writer({"name": "lab-llm", "base_url": "http://127.0.0.2:9/v1"}, None)
+    assert refused.value.code == "location_in_request"
 
 
 def test_the_api_refuses_runs_that_reach_out(reviewable_run, annotators, manager_client):
     pool = frozen_pool(reviewable_run, annotators, "dev")
     for url, model in (("description-runs", DescriptionRun), ("generation-runs", GenerationRun)):
-        r = manager_client.post(f"/api/{url}/", {"pools": [pool.pk], "backend": {
-            "name": "openai", "base_url": "http://169.254.169.254/v1", "model": "m"}}, format="json")
-        assert r.status_code == 400, r.content
-        assert r.json()["code"] == "endpoint_not_allowed" and "169.254.169.254" in r.json()["message"]
-        r = manager_client.post(f"/api/{url}/", {"pools": [pool.pk], "backend": {
-            "name": "transformers", "model_path": "/etc"}}, format="json")
-        assert r.status_code == 400 and r.json()["code"] == "path_outside_roots", r.content
+        for backend, code in (({"name": "openai", "base_url": "http://169.254.169.254/v1", "model": "m"},
+                               "location_in_request"),
+                              ({"name": "transformers", "model_path": "/etc"}, "location_in_request"),
+                              ({"name": "openai", "model": "m"}, "backend_not_registered")):
+            r = manager_client.post(f"/api/{url}/", {"pools": [pool.pk], "backend": backend}, format="json")
+            assert r.status_code == 400, r.content
+            assert r.json()["code"] == code, r.content
         assert model.objects.count() == 0

@@ -132,5 +132,8 @@ def test_wrongly_typed_backend_settings_are_a_clear_400(db, make_user):
         build_describer({"name": "heuristic"}, {"max_crops": "abc"})
     assert bad.value.code == "invalid_backend"
     with pytest.raises(ApplicationError) as bad:
-        build_writer({"name": "openai", "base_url": 5}, None)
+        build_writer({"name": "template", "synonym_threshold": "high"}, None)
     assert bad.value.code == "invalid_backend"
+    with pytest.raises(ApplicationError) as bad:
+        build_writer({"name": "openai", "base_url": 5}, None)
+    assert bad.value.code == "location_in_request"

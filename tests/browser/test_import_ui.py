@@ -61,32 +61,27 @@ def test_import_form_refuses_a_bad_file_then_imports_mot_ground_truth(people, sc
     shot(page, "import-tracks")
 
 
-def test_proposal_run_form_shows_each_trackers_files_refuses_bad_settings_and_queues_a_run(
+def test_proposal_run_form_offers_registered_trackers_refuses_bad_settings_and_queues_a_run(
         people, scene_video, open_page, settings, tmp_path):
-    settings.TRAJLAB_MODEL_ROOTS = [str(tmp_path / "models")]
+    settings.TRAJLAB_BACKENDS = {"sam3-lab": {"backend": "sam3", "label": "SAM 3 of the lab",
+                                              "settings": {"checkpoint": str(tmp_path / "elsewhere" / "sam3.pt")}}}
     page = open_page("boss")
     page.goto("/manage/runs")
     form = page.get_by_role("form", name="New proposal run")
     form.get_by_label("Video", exact=True).select_option(str(scene_video.pk))
     queue = form.get_by_role("button", name="Queue run")
 
-    # SAM 3: a checkpoint and no model config; nothing to send until the checkpoint is named
-    form.get_by_label("Tracker", exact=True).select_option("sam3")
+    # a registered tracker brings its checkpoint: the form asks for no path at all
+    form.get_by_label("Tracker", exact=True).select_option("sam3-lab")
+    expect(form.get_by_label("Checkpoint", exact=True)).to_have_count(0)
     expect(form.get_by_label("Model config", exact=True)).to_have_count(0)
-    expect(form).to_contain_text("huggingface.co/facebook/sam3")
-    expect(queue).to_be_disabled()
-    form.get_by_label("Checkpoint", exact=True).fill(str(tmp_path / "elsewhere" / "sam3.pt"))
+    expect(form).to_contain_text("Registered by the operator")
     queue.click()
     alert = form.get_by_role("alert")
     expect(alert).to_contain_text("No run was queued")
     expect(alert).to_contain_text("SAM 3 checkpoint not found")
     assert not ProposalConfig.objects.exists() and not ProposalRun.objects.exists()
-
-    # SAM 2 asks for its model config too; the CPU tracker for neither
-    form.get_by_label("Tracker", exact=True).select_option("sam2")
-    expect(form.get_by_label("Model config", exact=True)).to_be_visible()
     form.get_by_label("Tracker", exact=True).select_option("hog-bytetrack")
-    expect(form.get_by_label("Checkpoint", exact=True)).to_have_count(0)
 
     # an unknown category is the server's 400, shown; then a good one queues a run
     form.get_by_label("Categories", exact=True).fill("person, flying saucer")

@@ -109,14 +109,19 @@ def test_sam2_run_with_a_tiny_model_through_the_real_loader(media_root, tmp_path
         assert (boxes[:, 0] >= 0).all() and (boxes[:, 2] <= 160).all() and (boxes[:, 3] <= 120).all()
 
 
-def test_missing_sam2_checkpoint_is_refused_before_anything_is_stored(media_root, tmp_path, manager_client):
+def test_missing_sam2_checkpoint_is_refused_before_anything_is_stored(media_root, tmp_path, manager_client, settings):
     with pytest.raises(ApplicationError) as err:
         proposal_config_create(name="sam2", backend="sam2", categories=["person"],
                                checkpoint_path=str(tmp_path / "nope.pt"))
     assert err.value.code == "checkpoint_missing" and "nope.pt" in err.value.message
+    settings.TRAJLAB_BACKENDS = {"sam2-large": {"backend": "sam2",
+                                                "settings": {"checkpoint": "/models/sam2.1_hiera_large.pt"}}}
+    r = manager_client.post("/api/proposal-configs/", {"name": "sam2", "backend": "sam2-large",
+                                                        "categories": ["person"]}, format="json")
+    assert r.status_code == 400 and "sam2.1_hiera_large.pt" in r.json()["message"]
     r = manager_client.post("/api/proposal-configs/", {"name": "sam2", "backend": "sam2", "categories": ["person"],
                                                         "checkpoint_path": "/models/sam2.1_hiera_large.pt"}, format="json")
-    assert r.status_code == 400 and "sam2.1_hiera_large.pt" in r.json()["message"]
+    assert r.status_code == 400 and r.json()["code"] == "location_in_request"
     assert ProposalConfig.objects.count() == 0
 
 
@@ -322,22 +327,28 @@ def test_sam3_that_finds_nothing_is_an_empty_run_and_bad_configurations_are_refu
     assert run.status == ProposalRun.Status.SUCCEEDED and run.trajectory_count == 0
     assert not Trajectory.objects.filter(run=run).exists()
 
+    settings.TRAJLAB_BACKENDS = {  # the operator's entries: the API names them, never a path
+        "sam3-missing": {"backend": "sam3", "settings": {"checkpoint": str(checkpoint.parent / "sam3.pt")}},
+        "sam3-local": {"backend": "sam3", "settings": {"checkpoint": str(checkpoint)}},
+        "sam3-configured": {"backend": "sam3", "settings": {"checkpoint": str(checkpoint),
+                                                            "model_config": str(checkpoint)}}}
+
     def refused(body: dict) -> dict:
-        r = manager_client.post("/api/proposal-configs/", {"name": "sam3", "backend": "sam3", **body}, format="json")
+        r = manager_client.post("/api/proposal-configs/", {"name": "sam3", "backend": "sam3-local", **body},
+                                format="json")
         assert r.status_code == 400, r.content
         return r.json()
 
-    missing = refused({"categories": ["person"], "checkpoint_path": str(checkpoint.parent / "sam3.pt")})
+    missing = refused({"categories": ["person"], "backend": "sam3-missing"})
     assert missing["code"] == "checkpoint_missing" and "sam3.pt" in missing["message"]
     assert "huggingface.co/facebook/sam3" in missing["message"]
-    empty = refused({"categories": [], "checkpoint_path": str(checkpoint)})
+    empty = refused({"categories": []})
     assert empty["code"] == "invalid" and "categories" in str(empty)
-    assert "unknown category" in refused({"categories": ["flying saucer"], "checkpoint_path": str(checkpoint)})["message"]
-    assert "must be empty" in refused({"categories": ["person"], "checkpoint_path": str(checkpoint),
-                                       "model_config_path": str(checkpoint)})["message"]
-    outside = refused({"categories": ["person"], "checkpoint_path": str(checkpoint),
-                       "tracker_settings": {"bpe_path": "/etc/hostname"}})
-    assert outside["code"] == "path_outside_roots"
+    assert "unknown category" in refused({"categories": ["flying saucer"]})["message"]
+    assert "must be empty" in refused({"categories": ["person"], "backend": "sam3-configured"})["message"]
+    for location in ({"checkpoint_path": str(checkpoint)}, {"tracker_settings": {"bpe_path": "/etc/hostname"}}):
+        outside = refused({"categories": ["person"], **location})
+        assert outside["code"] == "location_in_request"
     # a corrupt checkpoint is hashed and stored; the run that loads it fails with the reason
     corrupt = checkpoint.parent / "corrupt.pt"
     corrupt.write_bytes(b"\0" * 1024)

@@ -192,10 +192,13 @@ def test_cancelling(snapshots, var_dir, monkeypatch, manager):
     assert run.job.status == "failed" and "cancelled at step 2/20" in run.job.error
 
 
-def test_a_failing_run_is_recorded_not_raised(snapshots, var_dir):
+def test_a_failing_run_is_recorded_not_raised(snapshots, var_dir, settings):
+    # a registered model folder that is not there: the worker resolves the name and fails with it
+    settings.TRAJLAB_BACKENDS = {"missing-clip": {"path": "/nonexistent"}}
     run = training_run_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], model_kind="vtrajembed",
                               queue=False, config=tiny_config(model={**TINY_VTRAJEMBED, "text": {"kind": "clip",
-                                                                                     "path": "/nonexistent"}}))
+                                                                                     "path": "missing-clip"}}))
+    assert run.config["model"]["text"]["path"] == "missing-clip"
     run = training_run_execute(run=run)
     assert run.status == "failed" and "nonexistent" in run.error
     run.job.refresh_from_db()

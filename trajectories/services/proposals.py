@@ -17,6 +17,7 @@ from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, run_enqueue, run_execute, run_fail
 from common.jobs.services import job_create
 from common.reach import model_file_within
+from common.registry import backend_resolve, is_registered
 from models.backends.tracking import (
     BACKENDS,
     FILE_SETTINGS,
@@ -84,9 +85,21 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
     digests, the categories and the software versions; the path of a file is not part of it.
     Hashing (checkpoints can be gigabytes) happens before the transaction; the insert takes the
     next version of ``name`` and retries if a concurrent create took it first.
+
+    ``backend`` is a tracker or a tracker the operator registered (``common.registry``), whose
+    checkpoint, model config and settings it brings; the API gives no paths, the command line may
+    (under ``TRAJLAB_MODEL_ROOTS``).
     """
+    registered = is_registered(backend)
+    if registered:
+        backend, entry = backend_resolve(backend, {}, field="backend")
+        entry = dict(entry)
+        checkpoint_path = entry.pop("checkpoint", "") or checkpoint_path
+        model_config_path = entry.pop("model_config", "") or model_config_path
+        tracker_settings = {**(tracker_settings or {}), **entry}
     if backend not in BACKENDS:
-        raise ApplicationError(f"unknown backend {backend!r}; use one of {list(BACKENDS)}", code="unknown_backend")
+        raise ApplicationError(f"unknown backend {backend!r}; use one of {list(BACKENDS)} or a registered tracker",
+                               code="unknown_backend")
     name = name.strip()
     if not name or len(name) > 100:
         raise ApplicationError("a configuration name of 1 to 100 characters is required", code="invalid_name")
@@ -98,7 +111,8 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
             anchor_policy=anchor_policy, detector_settings=detector_settings, tracker_settings=tracker_settings)
         for key, what in (("checkpoint", "checkpoint_path"), ("model_config", "model_config_path"),
                           ("bpe_path", "tracker_settings.bpe_path")):
-            model_file_within(str(resolved.get(key) or ""), what=what)  # nothing outside the roots is hashed
+            if not registered:                   # the operator's own entry may point anywhere
+                model_file_within(str(resolved.get(key) or ""), what=what)  # nothing outside the roots is hashed
         digests = _file_digests(resolved)
     except TrackerConfigError as exc:
         code = "checkpoint_missing" if "not found" in str(exc) else "invalid_tracker_settings"

@@ -49,6 +49,7 @@ from annotation.models import (
 from common.errors import ApplicationError
 from common.jobs.runs import run_enqueue
 from common.jobs.services import JobReporter, job_create
+from common.registry import folders_resolve, refuse_locations
 from models.backends.encoders.text import build_text_encoder
 from models.curation.compatibility import Compatibility
 from models.curation.mining import MiningConfig
@@ -77,6 +78,7 @@ def mining_run_create(*, split: str, config: dict | None = None, writer: dict | 
 
     if split not in SPLITS:
         raise ApplicationError(f"split must be one of {SPLITS}", code="invalid_split")
+    refuse_locations(config or {}, field="config", folders=True)  # text_encoder.path names a registered folder
     config = {**DEFAULT_MINING, **(config or {})}
     rate = config.pop("easy_review_rate", 0.2)
     if not isinstance(rate, int | float) or not 0 <= rate <= 1:
@@ -136,7 +138,7 @@ def mining_run_execute(*, run: MiningRun, reporter: JobReporter | None = None) -
         run.log = {"note": "no admitted queries or benchmark trajectories in this split"}
         run.save(update_fields=["log"])
         return run.log
-    encoder = build_text_encoder(run.config.get("text_encoder") or None)
+    encoder = build_text_encoder(folders_resolve(run.config.get("text_encoder")) or None)
     traj_texts, facts_by_traj = _trajectory_texts(members)
     q_emb = encoder.encode([q.text for q in queries]).pooled
     t_emb = encoder.encode(traj_texts).pooled

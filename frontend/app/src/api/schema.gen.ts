@@ -196,6 +196,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/backends/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The model backends requests may name
+         * @description Endpoints, checkpoints and model folders are set by the operator in TRAJLAB_BACKENDS; a request names an entry (or an embedded implementation) and never carries a URL or a path. Settings and folders are shown to managers only.
+         */
+        get: operations["backends_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/completeness/": {
         parameters: {
             query?: never;
@@ -1961,6 +1981,22 @@ export interface components {
             /** @description what an error on this kind may be */
             error_types: string[];
         };
+        /**
+         * @description * `hog-bytetrack` - Hog Bytetrack
+         *     * `dnn-bytetrack` - Dnn Bytetrack
+         *     * `sam2` - Sam2
+         *     * `sam3` - Sam3
+         *     * `imported` - Imported
+         * @enum {string}
+         */
+        BackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "sam3" | "imported";
+        BackendListOutput: {
+            registered: components["schemas"]["RegisteredBackend"][];
+            /** @description per use, the implementations that need no entry */
+            embedded: {
+                [key: string]: string[];
+            };
+        };
         /** @enum {unknown} */
         BlankEnum: "";
         CompletenessOutput: {
@@ -3118,22 +3154,11 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /**
-         * @description * `hog-bytetrack` - hog-bytetrack
-         *     * `dnn-bytetrack` - dnn-bytetrack
-         *     * `sam2` - sam2
-         *     * `sam3` - sam3
-         * @enum {string}
-         */
-        ProposalConfigListInputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "sam3";
         ProposalConfigListInputRequest: {
             name: string;
-            backend: components["schemas"]["ProposalConfigListInputBackendEnum"];
+            /** @description a tracker that needs no files (hog-bytetrack, dnn-bytetrack, sam2, sam3; SAM 2 and SAM 3 without a checkpoint run random weights) or a tracker the operator registered (GET /api/backends/): checkpoints and model configs come from the registry, never from a request */
+            backend: string;
             categories: string[];
-            /** @default  */
-            checkpoint_path: string;
-            /** @default  */
-            model_config_path: string;
             anchor_policy?: {
                 [key: string]: unknown;
             };
@@ -3144,12 +3169,17 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description A model serializer whose ``manager_only`` fields (server paths: checkpoints, output
+         *     folders) are shown to managers and empty for everyone else (and where no request is in the
+         *     serializer's context).
+         */
         ProposalConfigOutput: {
             readonly id: number;
             name: string;
             /** Format: int64 */
             version: number;
-            backend: components["schemas"]["ProposalConfigOutputBackendEnum"];
+            backend: components["schemas"]["BackendEnum"];
             checkpoint_path?: string;
             checkpoint_sha256?: string;
             model_config_path?: string;
@@ -3164,15 +3194,6 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
-        /**
-         * @description * `hog-bytetrack` - Hog Bytetrack
-         *     * `dnn-bytetrack` - Dnn Bytetrack
-         *     * `sam2` - Sam2
-         *     * `sam3` - Sam3
-         *     * `imported` - Imported
-         * @enum {string}
-         */
-        ProposalConfigOutputBackendEnum: "hog-bytetrack" | "dnn-bytetrack" | "sam2" | "sam3" | "imported";
         ProposalRunListInputRequest: {
             video: number;
             config: number;
@@ -3350,6 +3371,21 @@ export interface components {
         QueueOutputKindEnum: "review" | "adjudication";
         QueuesOutput: {
             queues: components["schemas"]["QueueOutput"][];
+        };
+        RegisteredBackend: {
+            /** @description what requests name it by */
+            name: string;
+            /** @description its implementation (openai, transformers, sam2, ...); empty for a folder */
+            backend: string;
+            label: string;
+            /** @description tracker, describer, scorer (pipeline scorers and comparators), writer (query writing, rewrites) or folder (a model config's folder field) */
+            uses: string[];
+            /** @description managers only: the entry's settings */
+            settings?: {
+                [key: string]: unknown;
+            };
+            /** @description managers only: a folder entry's folder */
+            path?: string;
         };
         /**
          * @description A verified relation; an auditor reads it without its source, stratum, review item and
@@ -3992,6 +4028,11 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        /**
+         * @description A model serializer whose ``manager_only`` fields (server paths: checkpoints, output
+         *     folders) are shown to managers and empty for everyone else (and where no request is in the
+         *     serializer's context).
+         */
         TrainingRunDetailOutput: {
             readonly id: number;
             snapshot: number;
@@ -4062,6 +4103,11 @@ export interface components {
              */
             allow_incomplete: boolean;
         };
+        /**
+         * @description A model serializer whose ``manager_only`` fields (server paths: checkpoints, output
+         *     folders) are shown to managers and empty for everyone else (and where no request is in the
+         *     serializer's context).
+         */
         TrainingRunOutput: {
             readonly id: number;
             snapshot: number;
@@ -5080,6 +5126,34 @@ export interface operations {
             };
             /** @description Too many attempts: try again after Retry-After seconds */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    backends_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackendListOutput"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

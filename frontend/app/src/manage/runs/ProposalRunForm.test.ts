@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BACKEND_CHOICES, parseCategories } from "./ProposalRunForm";
+import { BACKEND_CHOICES, parseCategories, trackerChoices } from "./ProposalRunForm";
 
 describe("parseCategories", () => {
   it("splits on commas, trims, drops empties and repeats, keeps the order", () => {
@@ -8,13 +8,18 @@ describe("parseCategories", () => {
   });
 });
 
-describe("BACKEND_CHOICES", () => {
-  it("lists every tracker the API accepts, with the files each needs", () => {
-    const byName = Object.fromEntries(BACKEND_CHOICES.map((c) => [c.value, c]));
-    expect(Object.keys(byName).sort()).toEqual(["dnn-bytetrack", "hog-bytetrack", "sam2", "sam3"]);
-    expect(byName.sam3.checkpoint).toBe("required");
-    expect(byName.sam3.modelConfig).toBe(false);
-    expect(byName.sam2.modelConfig).toBe(true);
-    expect(byName["hog-bytetrack"].checkpoint).toBe("none");
+describe("trackerChoices", () => {
+  it("lists the registered trackers first, then the embedded ones the server accepts, never a path", () => {
+    expect(BACKEND_CHOICES.map((c) => c.value).sort()).toEqual(["dnn-bytetrack", "hog-bytetrack", "sam2", "sam3"]);
+    const choices = trackerChoices({
+      registered: [
+        { name: "sam2-large", backend: "sam2", label: "SAM 2.1 large", uses: ["tracker"] },
+        { name: "lab-vlm", backend: "openai", label: "", uses: ["describer", "scorer", "writer"] },
+      ],
+      embedded: { tracker: ["hog-bytetrack", "dnn-bytetrack"], describer: ["heuristic"] },
+    });
+    expect(choices.map((c) => c.value)).toEqual(["sam2-large", "hog-bytetrack", "dnn-bytetrack"]);
+    expect(choices[0].label).toContain("SAM 2.1 large");
+    expect(trackerChoices(undefined).map((c) => c.value)).toEqual(BACKEND_CHOICES.map((c) => c.value));
   });
 });
