@@ -40,7 +40,7 @@ export function HelpOverlay({ onClose }: { onClose: () => void }) {
         onClick={(e) => e.stopPropagation()}
       >
         <h2 id="help-title">Keyboard shortcuts</h2>
-        <p className="muted">Shortcuts are off while you type in a text field. Press Esc or ? to close.</p>
+        <p className="muted">Shortcuts are off while you type in a text field; Esc leaves the field. Press Esc or ? to close.</p>
         {scopes.map((scope) => (
           <section key={scope}>
             <h3>{SCOPE_TITLES[scope]}</h3>

@@ -89,6 +89,29 @@ describe("ShortcutRegistry", () => {
     expect(calls).toEqual(["submit", "vote"]);
   });
 
+  it("Escape leaves a text field when nothing bound takes it, and a vote key typed there stays text", () => {
+    // issue 27, finding 10: Esc did not leave the "Other reason" field
+    const r = new ShortcutRegistry(defs);
+    const calls: string[] = [];
+    r.bind("vote", () => calls.push("vote"));
+    let blurred = 0;
+    const field = { tagName: "INPUT", type: "text", blur: () => { blurred += 1; } };
+    expect(r.handle(key("2", { code: "Digit2", target: field }))).toBe(false);
+    expect(r.handle(key("1", { code: "Digit1", target: field }))).toBe(false);
+    expect(r.handle(key("Escape", { code: "Escape", target: field }))).toBe(true);
+    expect(blurred).toBe(1);
+    expect(calls).toEqual([]);
+    // outside a field Escape is nobody's unless bound
+    expect(r.handle(key("Escape", { code: "Escape", target: { tagName: "BUTTON", blur: () => { blurred += 1; } } }))).toBe(false);
+    expect(blurred).toBe(1);
+    // a bound Escape for text fields (a dialog's close) goes first and the field keeps the focus
+    const dialog = new ShortcutRegistry([...defs, { id: "close", description: "close", keys: ["escape"], scope: "global", allowInInput: true }]);
+    dialog.bind("close", () => calls.push("close"));
+    expect(dialog.handle(key("Escape", { code: "Escape", target: field }))).toBe(true);
+    expect(calls).toEqual(["close"]);
+    expect(blurred).toBe(1);
+  });
+
   it("ignores held-down repeats unless the shortcut repeats", () => {
     const r = new ShortcutRegistry(defs);
     const calls: string[] = [];

@@ -90,6 +90,14 @@ export function isTypingTarget(target: unknown): boolean {
   return false;
 }
 
+/** Take the focus out of a text field (Escape's default on every field). */
+function leaveField(target: unknown): boolean {
+  const blur = (target as { blur?: () => void }).blur;
+  if (typeof blur !== "function") return false;
+  blur.call(target);
+  return true;
+}
+
 export type Handler = () => void;
 
 interface Binding {
@@ -156,7 +164,10 @@ export class ShortcutRegistry {
   }
 
   /** Run the shortcut an event stands for. Returns true when one ran (the caller then prevents
-   *  the browser's default action, e.g. scrolling on Space). */
+   *  the browser's default action, e.g. scrolling on Space).
+   *
+   *  Escape in a text field that no bound shortcut takes leaves the field (the focus goes back to
+   *  the page, and with it the screen's shortcuts): no field is a keyboard trap. */
   handle(e: KeyLike): boolean {
     if (e.isComposing) return false;
     const combo = comboFromEvent(e);
@@ -170,6 +181,7 @@ export class ShortcutRegistry {
       stack[stack.length - 1].handler();
       return true;
     }
+    if (typing && combo === "escape") return leaveField(e.target);
     return false;
   }
 

@@ -31,6 +31,7 @@ export const SHORTCUTS: readonly ShortcutDef[] = [
   { id: "review.reason4", description: "Toggle reason 4", keys: ["shift+4"], scope: "review" },
   { id: "review.reason5", description: "Toggle reason 5", keys: ["shift+5"], scope: "review" },
   { id: "review.reason6", description: "Toggle reason 6", keys: ["shift+6"], scope: "review" },
+  { id: "review.otherReason", description: "Type another reason (Enter keeps it, Esc leaves the field; then vote)", keys: ["o"], scope: "review" },
   { id: "review.previous", description: "Previous item (your earlier votes)", keys: ["p", "["], scope: "review" },
   { id: "review.next", description: "Next item", keys: ["n", "]"], scope: "review" },
   { id: "review.undo", description: "Withdraw the vote you just made, before it is sent", keys: ["mod+z"], scope: "review" },

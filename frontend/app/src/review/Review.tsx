@@ -2,7 +2,7 @@
 // target, vote with one key, move on. Votes are blind (only your own is ever shown), and the
 // previous / next keys walk back through the items you voted on in this session.
 
-import { type ReactNode, useEffect, useRef, useState } from "react";
+import { type KeyboardEvent, type ReactNode, useEffect, useRef, useState } from "react";
 import { ApiError, holdSignedOutRedirect, isSignedOut } from "../api/client";
 import { api, requestId } from "../api/endpoints";
 import type { Assignment, OwnVote, VoteAnswer, VoteInput } from "../api/types";
@@ -286,8 +286,8 @@ export function ReviewItem({ spec, itemId }: { spec: StagePresentation; itemId: 
     return <Screen spec={declared.spec} seat={seat} itemId={itemId} voted={voted} busy={inert} submit={submit} say={setStatus}
       onFirstFrame={onFirstFrame} footer={footer} />;
   }
-  return <LabelReview spec={declared.spec} seat={seat} voted={voted} busy={inert} submit={submit} onFirstFrame={onFirstFrame}
-    footer={footer} />;
+  return <LabelReview spec={declared.spec} seat={seat} voted={voted} busy={inert} submit={submit} say={setStatus}
+    onFirstFrame={onFirstFrame} footer={footer} />;
 }
 
 function UndoBar({ label, secondsLeft, onUndo, onSendNow }: { label: string; secondsLeft: number; onUndo: () => void; onSendNow: () => void }) {
@@ -386,34 +386,46 @@ function SessionProgress({ stage, done, position, voted, load }: { stage: string
 }
 
 /** The stages whose vote is one label (usability, duplicates, cross-video pairs): the target,
- *  the label buttons (1, 2, 3) and the optional reasons (Shift+1, …). */
-function LabelReview({ spec, seat, voted, busy, submit, onFirstFrame, footer }: {
+ *  the label buttons (1, 2, 3), the optional reasons (Shift+1, …) and another reason in words (O).
+ *
+ *  The vote panel comes first in the tab order (it sits beside the target): the labels, the
+ *  reasons, then the "Other reason" field. While the field has the focus, keys type text and
+ *  never vote; Enter keeps the reason and Esc leaves the field, and the label keys vote again. */
+function LabelReview({ spec, seat, voted, busy, submit, say, onFirstFrame, footer }: {
   spec: ReviewStageSpec;
   seat: Assignment;
   voted: OwnVote | null;
   busy: boolean;
   submit: (vote: VoteParts) => Promise<void>;
+  say: (status: string) => void;
   onFirstFrame: () => void;
   footer: ReactNode;
 }) {
   const [reasons, setReasons] = useState<string[]>([]);
   const [other, setOther] = useState("");
+  const [typing, setTyping] = useState(false);
+  const otherField = useRef<HTMLInputElement>(null);
   const cast = (label: string) => {
     const all = other.trim() ? [...reasons, other.trim()] : reasons;
     void submit({ label, reasons: all });
   };
   const toggleReason = (r: string) => setReasons((rs) => (rs.includes(r) ? rs.filter((x) => x !== r) : [...rs, r]));
   const open = !voted;
+  const keys = `1–${spec.labels.length}`;
   useShortcutList([
     ...spec.labels.map((l, i) => ({ id: `review.label${i + 1}`, handler: () => cast(l.value), detail: l.text, enabled: open })),
     ...spec.reasons.slice(0, 6).map((r, i) => ({ id: `review.reason${i + 1}`, handler: () => toggleReason(r), detail: r, enabled: open })),
+    { id: "review.otherReason", handler: () => otherField.current?.focus(), enabled: open },
   ]);
+  const onOtherKey = (e: KeyboardEvent<HTMLInputElement>) => {
+    if (e.key !== "Enter" || e.ctrlKey || e.metaKey || e.altKey || e.shiftKey || e.nativeEvent.isComposing) return;
+    e.preventDefault(); // Enter keeps the reason: nothing is sent, the label keys vote again
+    e.currentTarget.blur();
+    say(other.trim() ? `Reason kept: “${other.trim()}”. Vote with ${keys}.` : `Vote with ${keys}.`);
+  };
   const Target = spec.Target;
   return (
     <div className="review">
-      <div className="review-main">
-        <Target target={seat.target} onFirstFrame={onFirstFrame} />
-      </div>
       <aside className="vote-panel" aria-label="Your vote">
         <p className="question">{spec.question}</p>
         {voted ? (
@@ -438,14 +450,23 @@ function LabelReview({ spec, seat, voted, busy, submit, onFirstFrame, footer }: 
                 </label>
               ))}
               <label className="other">
-                Other reason
-                <input type="text" value={other} maxLength={200} onChange={(e) => setOther(e.target.value)} />
+                <span><kbd>O</kbd> Other reason</span>
+                <input ref={otherField} type="text" value={other} maxLength={200} aria-keyshortcuts={ariaKeys("review.otherReason")}
+                  aria-describedby="other-reason-keys" onChange={(e) => setOther(e.target.value)} onKeyDown={onOtherKey}
+                  onFocus={() => setTyping(true)} onBlur={() => setTyping(false)} />
               </label>
+              <p id="other-reason-keys" className={`small ${typing ? "typing-hint" : "muted"}`}>
+                {typing ? <>Typing: keys are text here. <kbd>Enter</kbd> keeps the reason, <kbd>Esc</kbd> leaves the field; then vote with {keys}.</>
+                  : <>Enter keeps it, Esc leaves the field.</>}
+              </p>
             </fieldset>
           </>
         )}
         {footer}
       </aside>
+      <div className="review-main">
+        <Target target={seat.target} onFirstFrame={onFirstFrame} />
+      </div>
     </div>
   );
 }
