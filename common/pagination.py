@@ -59,4 +59,6 @@ def paginate(queryset, serializer_class, request, view):
         raise ImproperlyConfigured(f"{type(view).__name__} answers pages: declare pagination_class = Page")
     paginator = pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response(serializer_class(page, many=True, context={"request": request}).data)
+    serializer = serializer_class(page, many=True)
+    serializer.context.setdefault("request", request)  # besides what a partial's context says
+    return paginator.get_paginated_response(serializer.data)

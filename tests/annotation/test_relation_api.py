@@ -21,6 +21,7 @@ from annotation.models import (
     Query,
     Relation,
     RelationSnapshot,
+    Vote,
     WorkItem,
 )
 from tests.annotation.conftest import (
@@ -184,6 +185,14 @@ def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotat
     assert outside.json()["extra"]["trajectories"] == [world.b[0]]
     unrated = first.post(vote_url, {"label": "reviewed", "judgments": labels}, format="json")
     assert unrated.status_code == 400 and unrated.json()["code"] == "ratings_required"
+    # the first review's payload is exactly its ratings (issue 27, finding 5)
+    for payload, code, field in (({"faithful": True, "natural": 9}, "ratings_required", "natural"),
+                                 ({"faithful": "yes", "natural": 4}, "ratings_required", "faithful"),
+                                 ({"faithful": True, "natural": "4"}, "ratings_required", "natural"),
+                                 ({"faithful": True, "natural": 4, "note": "x"}, "unexpected_fields", "note")):
+        bad = first.post(vote_url, {"label": "reviewed", "judgments": labels, "payload": payload}, format="json")
+        assert bad.status_code == 400 and bad.json()["code"] == code, (payload, bad.content)
+        assert field in bad.json()["message"] and field in str(bad.json()["extra"]["fields"])
     voted = first.post(vote_url, {"label": "reviewed", "judgments": labels,
                                   "payload": {"faithful": True, "natural": 4}}, format="json")
     assert voted.status_code == 201, voted.content
@@ -206,6 +215,12 @@ def test_relation_row_review_with_a_second_review_of_the_disputed(world, annotat
     assert second.get(f"/api/queries/{world.qa.pk}/").json()["row"][0]["label"] is None   # nothing recorded yet
     extra = second.post(vote_url, {"label": "reviewed", "judgments": {str(t4): 0, str(t1): 1}}, format="json")
     assert extra.status_code == 400 and extra.json()["code"] == "not_disputed"
+    # the second review rates nothing: any payload is refused, not kept (issue 27, finding 5)
+    for payload in ({"natural": 9}, {"faithful": True, "natural": 4}):
+        rated = second.post(vote_url, {"label": "reviewed", "judgments": {str(t4): 0}, "payload": payload},
+                            format="json")
+        assert rated.status_code == 400 and rated.json()["code"] == "unexpected_fields", rated.content
+    assert Vote.objects.filter(item_id=item_id).count() == 1
     assert second.post(vote_url, {"label": "reviewed", "judgments": {str(t4): 0}}, format="json").status_code == 201
     detail = manager_client.get(f"/api/queries/{world.qa.pk}/").json()
     assert detail["status"] == "accepted" and detail["ratings"] == {"faithful": True, "natural": 4}

@@ -134,6 +134,9 @@ def test_bad_votes_are_refused_and_change_nothing(reviewable_run, annotators, ma
     with pytest.raises(ApplicationError) as err:
         vote_cast(item_id=item_id, annotator=b, label="usable")  # b holds no seat on it
     assert err.value.code == "not_assigned"
+    with pytest.raises(ApplicationError) as err:  # a usability vote declares no payload
+        vote_cast(item_id=item_id, annotator=a, label="usable", payload={"natural": 9})
+    assert err.value.code == "unexpected_fields" and err.value.extra["fields"] == ["natural"]
     request = uuid.uuid4()
     first, created = vote_cast(item_id=item_id, annotator=a, label="usable", client_request_id=request)
     again, created_again = vote_cast(item_id=item_id, annotator=a, label="usable", client_request_id=request)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from annotation.curation.stages import stage_get
-from annotation.curation.stages.base import CLOSED_STATES
+from annotation.curation.stages.base import CLOSED_STATES, payload_checked
 from annotation.models import Assignment, Vote, WorkItem
 from common.errors import ApplicationError, ConflictError, NotFoundError
 from common.sql import columns, model_rows
@@ -134,6 +134,7 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
             if item.state != WorkItem.State.OPEN:
                 raise ConflictError(f"this item is {item.state}; it takes no more panel votes", code="item_closed")
             stage = stage_get(item.stage)
+            payload = payload_checked(stage, item, payload)
             extra = stage.check(item=item, annotator=annotator, label=label, correction=correction,
                                 payload=payload, judgments=judgments)
             vote = Vote.objects.create(item=item, annotator=annotator, label=label, reasons=reasons,

@@ -3,8 +3,12 @@
 A stage is one :class:`ReviewStage` value in its own module. Every hook runs inside the vote's
 transaction with the item row locked (``annotation.curation.services.votes``):
 
+- ``payload(item)`` declares what the item's next panel vote may carry as its payload (a
+  :class:`Payload`, or ``None``: nothing), and :func:`payload_checked` holds every vote to it
+  before ``check`` runs;
 - ``check(item=, annotator=, label=, correction=, payload=, judgments=)`` validates what a vote
-  carries besides its label and returns the extra ``Vote`` fields (raises ``ApplicationError``);
+  carries besides its label (``payload`` already checked) and returns the extra ``Vote`` fields
+  (raises ``ApplicationError``);
 - ``after_vote(item=, vote=, judgments=)`` stores rows that belong to the vote (an adjudication's
   too, when it carries judgments);
 - ``adjudication_check(item=, judgments=)``, where a stage has one, validates the judgments an
@@ -120,6 +124,42 @@ def query_family(query_ids: Iterable[int]) -> frozenset[int]:
     return frozenset(pk for pk in root if find(pk) in families)
 
 
+@dataclass(frozen=True)
+class Payload:
+    """What a vote's payload holds: the fields of ``serializer`` (each required) and nothing
+    else; a payload that does not fit is refused with ``code`` and ``message``."""
+
+    serializer: type[serializers.Serializer]
+    code: str = "invalid_payload"
+    message: str = "the payload does not fit this vote"
+
+
+def no_payload(item: WorkItem) -> Payload | None:
+    return None
+
+
+def payload_checked(stage: ReviewStage, item: WorkItem, payload) -> dict:
+    """``payload`` as the stage declares it for the item's next panel vote (``stage.payload``):
+    400 ``unexpected_fields`` naming keys it does not declare (any key, where it declares none),
+    400 with the declaration's code naming the fields whose values do not fit."""
+    payload = payload or {}
+    declared = stage.payload(item)
+    fields = {} if declared is None else declared.serializer().fields
+    unknown = sorted(str(k) for k in set(payload) - set(fields))
+    if unknown:
+        what = f"only {', '.join(fields)}" if fields else "no payload"
+        raise ApplicationError(f"this {stage.name} vote carries {what}; not {', '.join(unknown)}",
+                               code="unexpected_fields", extra={"fields": unknown})
+    if declared is None:
+        return {}
+    checked = declared.serializer(data=payload)
+    if not checked.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(map(str, errors))}" for name, errors in checked.errors.items())
+        raise ApplicationError(f"{declared.message} ({problems})", code=declared.code,
+                               extra={"fields": {k: [str(e) for e in v] for k, v in checked.errors.items()}})
+    return dict(checked.validated_data)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReviewStage:
     name: str
@@ -146,6 +186,7 @@ class ReviewStage:
     majority_rule: bool = False              # decided by ``annotation.rules.decide`` (bulk audit applies)
     blinds: Callable[[QuerySet[WorkItem]], Blind] | None = None  # what its seated reviewers may not read
     adjudication_check: Callable[..., dict] | None = None  # validates an adjudication's judgments
+    payload: Callable[[WorkItem], Payload | None] = no_payload  # what the item's next panel vote's payload holds
 
     def __post_init__(self) -> None:
         # A stage whose votes are labels counts agreement over them, one unit per item.

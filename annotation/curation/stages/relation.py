@@ -32,6 +32,7 @@ from annotation.curation.stages.base import (
     Blind,
     Label,
     ModelProposalSerializer,
+    Payload,
     PredicateSerializer,
     ReviewStage,
     model_proposal,
@@ -90,13 +91,40 @@ def _check_row(*, item: WorkItem, annotator, label: str, correction, payload, ju
     if extra:
         raise ApplicationError(f"the second review labels only the disputed candidates; {extra} are not disputed",
                                code="not_disputed", extra={"trajectories": extra})
-    ratings = dict(payload or {})
-    if first:
-        faithful, natural = ratings.get("faithful"), ratings.get("natural")
-        if not isinstance(faithful, bool) or not isinstance(natural, int) or not 1 <= natural <= 5:
-            raise ApplicationError("rate the query: faithful (true/false) and natural (1-5)", code="ratings_required")
-        ratings = {"faithful": faithful, "natural": natural}
-    return {"payload": ratings}
+    return {"payload": payload}
+
+
+class StrictBoolean(serializers.BooleanField):
+    """true or false, nothing that merely reads as one ("yes", 1)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictInteger(serializers.IntegerField):
+    """A JSON integer, not a string or a boolean that reads as one."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class RowRatings(serializers.Serializer):
+    """The first review's ratings of the query (the second review rates nothing)."""
+
+    faithful = StrictBoolean(help_text="whether the query is faithful to its target")
+    natural = StrictInteger(min_value=1, max_value=5, help_text="how natural the query reads, 1-5")
+
+
+RATINGS = Payload(RowRatings, code="ratings_required", message="rate the query: faithful (true/false) and natural (1-5)")
+
+
+def _payload(item: WorkItem) -> Payload | None:
+    """The first review rates the query; the second review and later votes carry no payload."""
+    return None if Vote.objects.filter(item=item).exists() else RATINGS
 
 
 def _store_judgments(*, item: WorkItem, vote: Vote, judgments) -> None:
@@ -317,7 +345,7 @@ def blinds(items: QuerySet[WorkItem]) -> Blind:
 
 STAGE = ReviewStage(
     name="relation", labels=LABELS, decisive=DECISIVE, reasons=(), panel=1, required=1, widened_panel=2,
-    check=_check_row, after_vote=_store_judgments, adjudication_check=_check_adjudication, rule=_row_rule, on_closed=_on_row_closed,
+    check=_check_row, payload=_payload, after_vote=_store_judgments, adjudication_check=_check_adjudication, rule=_row_rule, on_closed=_on_row_closed,
     read_target=read_target, target_key="relation_row", target_serializer=RelationRowTargetSerializer,
     agreement_rows=agreement_rows, categories=CATEGORIES, agreement_panel=2,
     accepted=(REVIEWED,), accepted_where=Q(query__status=Query.Status.ACCEPTED), blinds=blinds)
