@@ -317,6 +317,9 @@ def mining_run_get(*, run_id: int) -> MiningRun:
     return _get(mining_run_list(), run_id, "mining run")
 
 
+MINED_FIELDS = ("stratum", "strata", "provenance", "similarity")
+
+
 def cross_pair_list(*, viewer, query_id: int | None = None, stratum: str | None = None,
                     review: str | None = None, trajectory_id: int | None = None) -> QuerySet[CrossPair]:
     """Mined pairs with their final label (``label``: the recorded relation, ``None`` while
@@ -333,15 +336,24 @@ def cross_pair_list(*, viewer, query_id: int | None = None, stratum: str | None 
     hidden = [When(Exists(second_review), then=Value(None, output_field=JSONField()))]
     label = Subquery(final.values("label")[:1])
     blind = seated_blind(viewer)
+    # what the mining says of a pair (its strata, why its predicates conflict, how similar it is)
+    # tells its label as well: hidden with it from a reader seated on the pair's family
+    mined = {name: F(name) for name in MINED_FIELDS}
     if blind:
         hidden.insert(0, When(blind.relation_filter(), then=Value(None, output_field=JSONField())))
         label = Case(When(blind.relation_filter(), then=Value(None)), default=label, output_field=IntegerField())
+        mined = {name: Case(When(blind.relation_filter(), then=Value(None)), default=F(name),
+                            output_field=CrossPair._meta.get_field(name).__class__())
+                 for name in MINED_FIELDS}
     qs = CrossPair.objects.annotate(
         label=label,
         visible_proposal=Case(*hidden, default=F("proposal"), output_field=JSONField()),
+        **{f"visible_{name}": value for name, value in mined.items()},
     ).order_by("query_id", "trajectory_id")
     if query_id is not None:
         qs = qs.filter(query_id=query_id)
+    if (stratum or review) and blind:
+        qs = qs.exclude(blind.relation_filter())  # a filter on what is hidden would tell it
     if stratum:
         qs = qs.filter(stratum=stratum)
     if review:

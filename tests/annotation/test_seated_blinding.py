@@ -1,7 +1,8 @@
 """Blinding as a rule over people and items (DESIGN 1, 2.8-2.9): a person seated on an open relation
 row or pair reads, through no GET endpoint of the schema, a pre-label, proposal, vote, rating or
-label of that row or pair or of any record of its family (the query's parents, revisions and the
-queries of the same target with the same predicates).
+label of that row or pair or of any record of its family (the query's parents and revisions, and
+the queries of the same target whose predicates contain or are contained in theirs), nor what the
+mining says of a family pair (its strata, provenance and similarity).
 
 The proof is an invariance: every GET endpoint of the schema, with every path id and filter the
 family's records have, answers the seated reviewer the same before and after every hidden record is
@@ -88,7 +89,8 @@ def rewrite_hidden(queries: list[int], pairs: list[tuple[int, int]]) -> None:
         Query.objects.filter(pk__in=queries).update(ratings={"faithful": False, "natural": 2})
         for query_id, trajectory_id in pairs:
             CrossPair.objects.filter(query_id=query_id, trajectory_id=trajectory_id).update(
-                proposal={"label": 1, "predicates": ["rewritten"], "evidence": ["z"]})
+                proposal={"label": 1, "predicates": ["rewritten"], "evidence": ["z"]}, stratum="easy_negative",
+                strata=["easy_negative"], provenance=[{"conflicts": ["rewritten"]}], similarity=0.01)
             WorkItem.objects.filter(pair__query_id=query_id, pair__trajectory_id=trajectory_id).update(
                 prelabels={"proposal": {"label": 1, "predicates": ["rewritten"], "evidence": ["z"]}})
             Vote.objects.filter(item__pair__query_id=query_id, item__pair__trajectory_id=trajectory_id) \
@@ -107,6 +109,11 @@ def family(world, annotators, client_for, manager_client):
     t1, t2, t3, t4 = world.a
     qa = review_row(world.qa, annotators[0], {t1: 1, t2: 0, t3: 0, t4: 0})
     qs = review_row(propose_query(world.pool_a, t1, "red"), annotators[0], {t1: 1, t2: 0, t3: 0, t4: 0})
+    # a query of the same target that asks more (it entails qa's predicates): family by implication
+    qx = propose_query(world.pool_a, t1, "red")
+    Query.objects.filter(pk=qx.pk).update(predicates=[*qx.predicates, {"name": "direction", "value": "left",
+                                                                       "fact_ids": ["f2"]}])
+    review_row(Query.objects.get(pk=qx.pk), annotators[0], {t1: 1, t2: 0, t3: 0, t4: 0})
     pair_a = reviewed_pair(qa, world.b[0], 0)
     CrossPair.objects.filter(pk=pair_a.pk).update(proposal={"label": 0, "predicates": ["upper_colour"],
                                                             "evidence": ["f1"]})
@@ -148,10 +155,16 @@ def candidate_ids(world, queries, items) -> dict[str, list[int]]:
     }
 
 
-def test_the_family_is_revisions_parents_and_siblings_with_the_same_predicates(family, world):
+def test_the_family_is_revisions_parents_and_queries_that_entail_or_are_entailed(family, world):
     _, qa, qs, q2, _, _ = family
     other = propose_query(world.pool_a, world.a[1], "blue")            # another target
-    assert query_family([q2.pk]) == {qa.pk, qs.pk, q2.pk} == query_family([qs.pk])
+    (qx,) = Query.objects.filter(target_id=world.a[0], predicates__1__name="direction")
+    apart = propose_query(world.pool_a, world.a[0], "red")             # the same target, a different ask
+    Query.objects.filter(pk=apart.pk).update(predicates=[{"name": "direction", "value": "left", "fact_ids": []}])
+    assert query_family([q2.pk]) == {qa.pk, qs.pk, q2.pk, qx.pk} == query_family([qs.pk])
+    # qx entails q2's predicates and the one-predicate query; those two do not imply each other
+    assert query_family([apart.pk]) == {apart.pk, qx.pk}
+    assert query_family([qx.pk]) == {qa.pk, qs.pk, q2.pk, qx.pk, apart.pk}
     assert other.pk not in query_family([q2.pk]) and query_family([other.pk]) == {other.pk}
 
 

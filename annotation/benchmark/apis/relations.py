@@ -123,6 +123,15 @@ class CrossPairOutputSerializer(BlindableOutputMixin, serializers.ModelSerialize
 
     blind_record = "cross_pair"
     label = serializers.IntegerField(allow_null=True, help_text="the final label; null while not reviewed")
+    stratum = serializers.CharField(source="visible_stratum", allow_null=True, required=False,
+                                    help_text="its highest-priority stratum; null for a reader seated on its family")
+    strata = serializers.JSONField(source="visible_strata", allow_null=True, required=False,
+                                   help_text="every stratum it was mined into; null for a reader seated on its family")
+    provenance = serializers.JSONField(source="visible_provenance", allow_null=True, required=False,
+                                       help_text="[{run, stratum, similarity, encoder, ...}] per mining; null for a "
+                                                 "reader seated on its family")
+    similarity = serializers.FloatField(source="visible_similarity", allow_null=True, required=False,
+                                        help_text="the mining similarity; null for a reader seated on its family")
     proposal = serializers.JSONField(source="visible_proposal", allow_null=True, required=False,
                                      help_text="the writer's proposal; null while the pair waits for its second "
                                                "review (not shown to auditors)")
@@ -131,7 +140,6 @@ class CrossPairOutputSerializer(BlindableOutputMixin, serializers.ModelSerialize
         model = CrossPair
         fields = ["id", "query", "trajectory", "stratum", "strata", "provenance", "similarity", "review", "label",
                   "created_at", "proposal"]
-        extra_kwargs = {name: {"required": False} for name in ("stratum", "strata", "provenance", "similarity")}
 
 
 class CrossPairListApi(APIView):

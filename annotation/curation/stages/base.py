@@ -98,9 +98,11 @@ def predicate_key(predicates) -> tuple[tuple[str, str], ...]:
 
 
 def query_family(query_ids: Iterable[int]) -> frozenset[int]:
-    """The queries that share a target and predicates with any of ``query_ids``, themselves
-    included: their revisions and parents, and the queries of the same target with the same
-    predicates, closed under both (a sibling's revisions are family too)."""
+    """The queries whose labels would tell those of any of ``query_ids``, themselves included:
+    their revision trees (parents and revisions), and every query of the same target whose
+    required predicates contain or are contained in those of a member of such a tree (a query
+    that entails another, or is entailed by it, labels a candidate 1 or 0 the way the other's
+    label implies; equal predicates included)."""
     ids = set(query_ids)
     if not ids:
         return frozenset()
@@ -114,14 +116,15 @@ def query_family(query_ids: Iterable[int]) -> frozenset[int]:
             x = root[x]
         return x
 
-    first_of_key: dict[tuple, int] = {}
-    for pk, parent_id, target_id, predicates in rows:
+    for pk, parent_id, _, _ in rows:
         if parent_id in root:
             root[find(pk)] = find(parent_id)
-        key = (target_id, predicate_key(predicates))
-        root[find(pk)] = find(first_of_key.setdefault(key, pk))
-    families = {find(pk) for pk in ids if pk in root}
-    return frozenset(pk for pk in root if find(pk) in families)
+    trees = {find(pk) for pk in ids if pk in root}
+    members = [(target_id, frozenset(predicate_key(predicates))) for pk, _, target_id, predicates in rows
+               if find(pk) in trees]
+    return frozenset(pk for pk, _, target_id, predicates in rows if find(pk) in trees or any(
+        target_id == target and (key <= required or required <= key)
+        for key in [frozenset(predicate_key(predicates))] for target, required in members))
 
 
 @dataclass(frozen=True)
