@@ -6,9 +6,11 @@ PostgreSQL and SQLite are the supported databases (production and embedded mode)
 is refused when migrating.
 
 Row triggers miss two writes: PostgreSQL's ``TRUNCATE`` fires no row trigger, so every protected
-table also gets :func:`truncate_refused`; SQLite's ``INSERT OR REPLACE`` deletes the row it
-replaces without firing delete triggers unless the connection sets ``PRAGMA recursive_triggers``,
-which ``config/settings.py`` sets on every connection (then the delete triggers refuse it).
+table also gets :func:`truncate_refused`; SQLite's ``INSERT OR REPLACE`` (and ``UPDATE OR
+REPLACE``) deletes the row it replaces without firing delete triggers unless the connection sets
+``PRAGMA recursive_triggers``. ``config/settings.py`` sets it on Django's connections, but any other
+connection (the ``sqlite3`` shell, a script) does not, so every protected table also gets
+:func:`replace_refused`, which refuses the write before it replaces anything, on any connection.
 """
 from __future__ import annotations
 
@@ -155,3 +157,38 @@ def truncate_refused(table: str, *, name: str, message: str, protected: str = "T
                                                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"],
                 "sqlite": []},
         drop={"postgresql": _pg_drop(fn, table), "sqlite": []})
+
+
+def parent_sealed(parent: str, fk: str, flag: str = "sealed_at") -> str:
+    """An SQL condition over a row ``t``: its parent (``t.{fk}`` into ``parent``) is sealed."""
+    return f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = t.{fk} AND p.{flag} IS NOT NULL)"
+
+
+def replace_refused(table: str, *, name: str, keys: list[tuple[str, ...]], message: str,
+                    protected: str = "TRUE") -> Triggers:
+    """SQLite's ``INSERT OR REPLACE`` and ``UPDATE OR REPLACE`` of a row of ``table`` that matches
+    ``protected`` (an SQL condition over the existing row ``t``; every row by default) are refused,
+    on any connection.
+
+    ``keys`` are the table's unique keys besides ``id`` (column tuples): every key a ``REPLACE`` can
+    meet a row by. The ``BEFORE INSERT`` trigger aborts when a protected row has the new row's id
+    or any of its keys, the ``BEFORE UPDATE`` one when a protected row other than the updated one
+    does. A plain write they refuse would fail on a unique constraint anyway, so they cost ordinary
+    writes only index probes; a write that would pass over the row (``INSERT OR IGNORE``,
+    ``ON CONFLICT DO NOTHING``) is refused too.
+    PostgreSQL has no ``REPLACE``; its ``INSERT ... ON CONFLICT DO UPDATE`` fires update triggers.
+    """
+
+    def hits(*, update: bool) -> str:
+        other = " AND t.id <> OLD.id" if update else ""
+        return "\n      OR ".join(
+            f"EXISTS (SELECT 1 FROM {table} t WHERE {' AND '.join(f't.{c} = NEW.{c}' for c in key)}{other}"
+            f" AND ({protected}))" for key in [("id",), *keys])
+
+    replaced = f"{message} (a REPLACE would overwrite it)"
+    return Triggers(
+        create={"postgresql": [],
+                "sqlite": [_sqlite(f"{name}_no_replace", "INSERT", table, replaced, hits(update=False)),
+                           _sqlite(f"{name}_no_update_replace", "UPDATE", table, replaced, hits(update=True))]},
+        drop={"postgresql": [], "sqlite": [f"DROP TRIGGER IF EXISTS {name}_no_replace",
+                                           f"DROP TRIGGER IF EXISTS {name}_no_update_replace"]})

@@ -6,12 +6,7 @@ by the delete triggers, which ``PRAGMA recursive_triggers`` in the settings make
 """
 from django.db import migrations
 
-from common.db_triggers import truncate_refused
-
-
-def _sealed_parent(parent: str, fk: str, flag: str) -> str:
-    return f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = t.{fk} AND p.{flag} IS NOT NULL)"
-
+from common.db_triggers import parent_sealed, truncate_refused
 
 TRIGGERS = (
     truncate_refused("annotation_vote", name="annotation_vote", message="votes are never deleted")
@@ -22,17 +17,17 @@ TRIGGERS = (
     + truncate_refused("annotation_candidatepool", name="annotation_pool", protected="t.frozen_at IS NOT NULL",
                        message="a frozen candidate pool cannot change")
     + truncate_refused("annotation_poolmember", name="annotation_pool_member",
-                       protected=_sealed_parent("annotation_candidatepool", "pool_id", "frozen_at"),
+                       protected=parent_sealed("annotation_candidatepool", "pool_id", "frozen_at"),
                        message="a frozen candidate pool cannot change")
     + truncate_refused("annotation_relationsnapshot", name="annotation_snapshot", protected="t.sealed_at IS NOT NULL",
                        message="a sealed relation snapshot cannot change")
     + truncate_refused("annotation_snapshotrelation", name="annotation_snapshot_relation",
-                       protected=_sealed_parent("annotation_relationsnapshot", "snapshot_id", "sealed_at"),
+                       protected=parent_sealed("annotation_relationsnapshot", "snapshot_id", "sealed_at"),
                        message="a sealed relation snapshot cannot change")
     + truncate_refused("annotation_release", name="annotation_release", protected="t.sealed_at IS NOT NULL",
                        message="a published release cannot change")
     + truncate_refused("annotation_releasefile", name="annotation_release_file",
-                       protected=_sealed_parent("annotation_release", "release_id", "sealed_at"),
+                       protected=parent_sealed("annotation_release", "release_id", "sealed_at"),
                        message="a published release cannot change")
     + truncate_refused("annotation_pseudolabelrule", name="annotation_pseudo_rule",
                        protected="t.calibrated_at IS NOT NULL", message="a calibrated pseudo-label rule cannot change")

@@ -5,6 +5,8 @@ Used in-process on PostgreSQL and in a ``manage.py shell`` on SQLite (tests/comm
 """
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
@@ -25,6 +27,8 @@ from annotation.models import (
     RelationSnapshot,
     Release,
     ReleaseFile,
+    ReviewerPseudonym,
+    SeatEvent,
     SnapshotRelation,
     Vote,
     WorkItem,
@@ -48,6 +52,8 @@ CHANGES = {
     "annotation_pseudolabelrule": {"declared_bound": "0.5"},
     "trajectories_splitgroup": {"split": "'test'"},
     "annotation_descriptiondissent": {"created_at": "'2000-01-01 00:00:00'"},
+    "annotation_seatevent": {"reason": "'replaced'"},
+    "annotation_reviewerpseudonym": {"created_at": "'2000-01-01 00:00:00'"},
 }
 TABLES = list(CHANGES)
 
@@ -59,11 +65,12 @@ def build() -> dict[str, int]:
     trajectories_store(run=run, proposals=[proposal(1, 0, 10)])
     item = WorkItem.objects.get(stage="usability", trajectory__run=run)
     user = User.objects.create(username="protected-rows")
-    vote = Vote.objects.create(item=item, annotator=user, label="usable")
+    vote = Vote.objects.create(item=item, annotator=user, label="usable", client_request_id=uuid.uuid4())
     pool = CandidatePool.objects.create(video=run.video, run=run, version=1)
     member = PoolMember.objects.create(pool=pool, trajectory=item.trajectory, role="single", n_obs=1,
                                        frames=b"\0" * 4, boxes=b"\0" * 16)
-    CandidatePool.objects.filter(pk=pool.pk).update(frozen_at=now)
+    successor = CandidatePool.objects.create(video=run.video, run=run, version=2, supersedes=pool)
+    CandidatePool.objects.filter(pk__in=[pool.pk, successor.pk]).update(frozen_at=now)
     SplitGroup.objects.filter(pk=run.video.split_group_id).update(locked_at=now)
 
     describer = DescriptionRun.objects.create(backend={"name": "fixture"}, prompt_version="fixture",
@@ -99,12 +106,16 @@ def build() -> dict[str, int]:
     sample = AuditSample.objects.create(audit=audit, position=0, stratum="random", kind="query", query=query,
                                         recorded={})
     audit_judgment = AuditJudgment.objects.create(sample=sample, auditor=user, verdict="correct")
+    seat_event = SeatEvent.objects.create(item=item, seat=0, kind=SeatEvent.Kind.SKIPPED, holder=user,
+                                          held_since=now, reason="unclear")
+    pseudonym = ReviewerPseudonym.objects.create(user=user, number=1)
     return {"annotation_vote": vote.pk, "annotation_relationjudgment": judgment.pk,
-            "annotation_auditjudgment": audit_judgment.pk, "annotation_candidatepool": pool.pk,
+            "annotation_auditjudgment": audit_judgment.pk, "annotation_candidatepool": successor.pk,
             "annotation_poolmember": member.pk, "annotation_relationsnapshot": snapshot.pk,
             "annotation_snapshotrelation": relation.pk, "annotation_release": release.pk,
             "annotation_releasefile": release_file.pk, "annotation_pseudolabelrule": rule.pk,
-            "trajectories_splitgroup": run.video.split_group_id, "annotation_descriptiondissent": dissent.pk}
+            "trajectories_splitgroup": run.video.split_group_id, "annotation_descriptiondissent": dissent.pk,
+            "annotation_seatevent": seat_event.pk, "annotation_reviewerpseudonym": pseudonym.pk}
 
 
 def contents() -> dict[str, list]:
