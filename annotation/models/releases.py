@@ -190,7 +190,7 @@ class ReleaseFile(models.Model):
 
 class ReviewerPseudonym(models.Model):
     """The name a person carries in every release: given the first time a release names them
-    (newcomers numbered in account-id order after everyone named before) and never changed, so two
+    (a free number drawn at random, ``annotation.releases.services.pseudonyms``) and never changed, so two
     releases of the same records name the same people the same way. Never edited or deleted (the
     database refuses it)."""
 
@@ -208,5 +208,5 @@ class ReviewerPseudonym(models.Model):
 
 
 def pseudonym_of(number: int) -> str:
-    """``reviewer-0001`` for 1: the one spelling of a pseudonym."""
+    """``reviewer-0001`` for 1: the one spelling of a pseudonym (four digits at least)."""
     return f"reviewer-{number:04d}"

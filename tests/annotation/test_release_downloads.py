@@ -134,6 +134,22 @@ def test_a_release_downloads_as_a_tar_that_matches_its_checksums(db, train, clie
     assert "README.md" in refused.json()["message"]
 
 
+def test_pseudonym_numbers_are_drawn_and_tell_nothing_of_the_accounts(db, make_user):
+    """Pseudonyms do not follow account ids (issue 27, finding 9): twenty accounts created in
+    order get numbers in no order (the chance of a sorted draw is 1/20!), every number once, and
+    a second assignment changes nobody's."""
+    from annotation.releases.services.pseudonyms import reviewer_pseudonyms_assign
+
+    people = [make_user("annotator").pk for _ in range(20)]
+    first = reviewer_pseudonyms_assign(people=people)
+    numbers = [ReviewerPseudonym.objects.get(user_id=pk).number for pk in people]
+    assert len(set(numbers)) == 20 and numbers != sorted(numbers) and numbers != sorted(numbers, reverse=True)
+    assert max(numbers) > 100                   # drawn from the whole space, not handed out in turn
+    newcomer = make_user("annotator").pk
+    again = reviewer_pseudonyms_assign(people=[*people, newcomer])
+    assert {pk: again[pk] for pk in people} == first and again[newcomer] not in first.values()
+
+
 def test_unchanged_records_diff_empty_and_a_newcomer_renumbers_nobody(db, train, client_for):
     manager, latecomer = train["manager"], train["latecomer"]
     first = release_create(name="stable", version="1.0.0", splits=["train"], created_by=manager)
@@ -145,14 +161,15 @@ def test_unchanged_records_diff_empty_and_a_newcomer_renumbers_nobody(db, train,
     diff = client.get(f"/api/releases/{first.pk}/diff/{same.pk}/").json()
     assert diff["total"] == 0 and diff["records"] == [], diff["records"][:5]
     assert all(c == {"added": 0, "removed": 0, "changed": 0} for c in same.changes.values())
-    # the latecomer (the oldest account) audits: ranking accounts would make them reviewer-0001 and
-    # renumber every vote; the stored mapping gives them the next number and changes nothing else
+    # the latecomer (the oldest account) audits: ranking accounts would renumber every vote; the
+    # stored mapping gives them a number of their own and changes nothing else
     audit = audit_create(split="train", n_random=2, n_difficult=0, seed=2, kinds=["relation"], created_by=manager)
     _audit_all(audit, latecomer)
     third = release_create(name="stable", version="1.1.0", splits=["train"], created_by=manager)
     reviewers = list(iter_records(Path(third.path), "reviewers"))
-    assert {r["pseudonym"] for r in reviewers} - names == {f"reviewer-{len(names) + 1:04d}"}
-    assert [r["id"] for r in reviewers] == list(range(1, len(names) + 2))
+    mine = ReviewerPseudonym.objects.get(user=latecomer)
+    assert {r["pseudonym"] for r in reviewers} - names == {mine.pseudonym}
+    assert sorted(r["id"] for r in reviewers) == sorted(ReviewerPseudonym.objects.values_list("number", flat=True))
     diff = client.get(f"/api/releases/{same.pk}/diff/{third.pk}/?limit=1000").json()
     changed = {t: c for t, c in diff["tables"].items() if any(c.values())}
     assert changed == {"reviewers": {"added": 1, "removed": 0, "changed": 0},

@@ -13,7 +13,7 @@ every status, relations (``⊥`` and pseudo-labels included, tagged), mined pair
 provenance, the review items and votes of all of these, the split's mining runs, the pseudo-label
 rules, and the split's audits. Only decided work is published: an item still open keeps its votes,
 pre-labels, disputed candidates and its pair's proposal out (counted in the statistics as withheld).
-People appear under pseudonyms (``reviewer-0001``), the same in every release
+People appear under pseudonyms (``reviewer-48213``, a number drawn at random), the same in every release
 (:mod:`annotation.releases.services.pseudonyms`). Left out: account details, job
 rows, claims (seats), appearance descriptors (recomputable from the video and the boxes), client
 request ids.
