@@ -57,6 +57,12 @@ def user_has_role(user, *roles: Role | str) -> bool:
     return bool(user_roles(user) & {str(r) for r in roles})
 
 
+def user_holds_role(user, role: Role | str) -> bool:
+    """Whether an active ``user`` was given ``role`` (its group), a superuser's implied roles
+    not counted: what a seat on a review panel needs."""
+    return bool(user and user.is_active) and user.groups.filter(name=str(role)).exists()
+
+
 def roles_required(*roles: Role) -> type[BasePermission]:
     """A permission class that admits authenticated users holding any of ``roles``."""
     names = sorted(str(r) for r in roles)

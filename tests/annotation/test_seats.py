@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -124,6 +125,10 @@ def test_seat_changes_are_refused_where_they_would_rewrite_the_record(reviewable
     reviewable_run()
     held = _identity_item_waiting_for_third(annotators)
     voted = Assignment.objects.get(item_id=held.item_id, annotator=annotators[0])
+    superuser = get_user_model().objects.create_superuser("root", password="x")
+    inactive = make_user("annotator")
+    inactive.is_active = False
+    inactive.save(update_fields=["is_active"])
     cases = [
         (lambda: seat_release(item_id=held.item_id, seat=voted.seat, manager=manager), "already_voted"),
         (lambda: seat_release(item_id=held.item_id, seat=7, manager=manager), "seat_free"),
@@ -135,6 +140,11 @@ def test_seat_changes_are_refused_where_they_would_rewrite_the_record(reviewable
         (lambda: seat_reassign(item_id=held.item_id, seat=held.seat, manager=manager, to=make_user("auditor").username),
          "not_an_annotator"),
         (lambda: seat_reassign(item_id=held.item_id, seat=held.seat, manager=manager, to="nobody"),
+         "not_an_annotator"),
+        # a superuser holds every role implicitly but was never given a panel seat's role
+        (lambda: seat_reassign(item_id=held.item_id, seat=held.seat, manager=manager, to=superuser),
+         "not_an_annotator"),
+        (lambda: seat_reassign(item_id=held.item_id, seat=held.seat, manager=manager, to=inactive),
          "not_an_annotator"),
     ]
     for call, code in cases:

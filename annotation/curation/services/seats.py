@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.roles import Role, user_has_role
+from accounts.roles import Role, user_has_role, user_holds_role
 from annotation.curation.services.claims import MAX_REASON
 from annotation.curation.services.items import review_policy_get
 from annotation.models import Assignment, SeatEvent, WorkItem
@@ -52,14 +52,15 @@ def seat_release(*, item_id: int, seat: int, manager, reason: str = "") -> SeatE
 def seat_reassign(*, item_id: int, seat: int, manager, to, reason: str = "") -> SeatEvent:
     """Give an unvoted seat of an open item to annotator ``to`` under a fresh lease; it is their
     current item when they next ask for work. Refused as ``seat_release`` is, and when ``to`` is
-    not an annotator (400) or already holds a seat on the item, voted or under lease (409). A
+    an inactive account or not one given the annotator role (400: a superuser's implied roles do
+    not seat them on a panel) or already holds a seat on the item, voted or under lease (409). A
     lapsed, unvoted seat of ``to`` on the item is taken back first (recorded as expired). Locks
     the item row and the seat."""
     user_model = get_user_model()
     if not isinstance(to, user_model):
         to = user_model.objects.filter(username=to).first() if isinstance(to, str) else None
-    if to is None or not user_has_role(to, Role.ANNOTATOR):
-        raise ApplicationError("a seat goes to an annotator", code="not_an_annotator")
+    if to is None or not user_holds_role(to, Role.ANNOTATOR):
+        raise ApplicationError("a seat goes to an active account given the annotator role", code="not_an_annotator")
     with transaction.atomic():
         item, held, reason = _open_seat(item_id, seat, manager, reason)
         if held.annotator_id == to.pk:
