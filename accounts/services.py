@@ -63,5 +63,5 @@ def token_obtain(*, request, username: str, password: str, rotate: bool = False)
     if user is None:
         login_failure_record(username=username, address=client_address(request))
         raise ApplicationError("wrong username or password", code="bad_credentials", status_code=401)
-    login_success_record(username=username)
+    login_success_record(username=username, address=client_address(request))
     return token_rotate(user=user) if rotate else token_for(user=user)

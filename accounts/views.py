@@ -28,5 +28,5 @@ class LoginView(auth_views.LoginView):
         return super().form_invalid(form)
 
     def form_valid(self, form):
-        login_success_record(username=form.get_user().get_username())
+        login_success_record(username=form.get_user().get_username(), address=client_address(self.request))
         return super().form_valid(form)

@@ -112,7 +112,8 @@ TRAJLAB_CSP = os.environ.get(
 )
 
 # --- Sign-in throttling and API tokens (accounts.throttling, accounts.authentication) -----------
-TRAJLAB_LOGIN_MAX_FAILURES = env_int("TRAJLAB_LOGIN_MAX_FAILURES", 10)
+TRAJLAB_LOGIN_MAX_FAILURES = env_int("TRAJLAB_LOGIN_MAX_FAILURES", 10)          # per (username, address)
+TRAJLAB_LOGIN_ADDRESS_MAX_FAILURES = env_int("TRAJLAB_LOGIN_ADDRESS_MAX_FAILURES", 50)  # per address
 TRAJLAB_LOGIN_FAILURE_WINDOW_S = env_int("TRAJLAB_LOGIN_FAILURE_WINDOW_S", 15 * 60)
 TRAJLAB_LOGIN_LOCKOUT_S = env_int("TRAJLAB_LOGIN_LOCKOUT_S", 15 * 60)
 TRAJLAB_TOKEN_LIFETIME_HOURS = env_int("TRAJLAB_TOKEN_LIFETIME_HOURS", 7 * 24)

@@ -17,6 +17,7 @@ PASSWORD = "pw-for-tests"
 @pytest.fixture
 def limits(settings):
     settings.TRAJLAB_LOGIN_MAX_FAILURES = 3
+    settings.TRAJLAB_LOGIN_ADDRESS_MAX_FAILURES = 5
     settings.TRAJLAB_LOGIN_FAILURE_WINDOW_S = 60
     settings.TRAJLAB_LOGIN_LOCKOUT_S = 120
     return settings
@@ -36,8 +37,9 @@ def test_token_endpoint_locks_a_username_out_after_n_failures(make_user, client,
     assert r.status_code == 429
     assert r.json()["code"] == "throttled" and set(r.json()) == {"code", "message", "extra"}
     assert 0 < int(r["Retry-After"]) <= 120
-    # the lockout holds for the username from another address too
-    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.0.0.9").status_code == 429
+    # the lockout is the pair's: the owner signing in from their own address is not locked out
+    # by what another address tried (issue 27, finding 9)
+    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.0.0.9").status_code == 200
     # when the window has passed, the right password works again
     later = time.time() + 121
     monkeypatch.setattr(time, "time", lambda: later)
@@ -47,7 +49,7 @@ def test_token_endpoint_locks_a_username_out_after_n_failures(make_user, client,
 
 def test_token_endpoint_locks_an_address_out_across_usernames(make_user, client, limits):
     make_user("annotator", username="ann")
-    for name in ("x1", "x2", "x3"):
+    for name in ("x1", "x2", "x3", "x4", "x5"):
         assert _token(client, name, "wrong", REMOTE_ADDR="10.0.0.7").status_code == 401
     assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.0.0.7").status_code == 429
     # another address is not affected; nor is a forged X-Forwarded-For trusted without proxies
@@ -56,13 +58,28 @@ def test_token_endpoint_locks_an_address_out_across_usernames(make_user, client,
                   HTTP_X_FORWARDED_FOR="10.9.9.9").status_code == 429
 
 
-def test_a_right_password_clears_the_username_count(make_user, client, limits):
+def test_a_right_password_clears_the_pairs_count(make_user, client, limits):
     make_user("annotator", username="ann")
     for _ in range(2):
-        assert _token(client, "ann", "wrong", REMOTE_ADDR=f"10.1.0.{_}").status_code == 401
-    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.1.0.5").status_code == 200
-    assert _token(client, "ann", "wrong", REMOTE_ADDR="10.1.0.6").status_code == 401
-    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.1.0.7").status_code == 200
+        assert _token(client, "ann", "wrong", REMOTE_ADDR="10.1.0.1").status_code == 401
+    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.1.0.1").status_code == 200
+    for _ in range(2):   # two more: the count began again at the right password
+        assert _token(client, "ann", "wrong", REMOTE_ADDR="10.1.0.1").status_code == 401
+    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.1.0.1").status_code == 200
+
+
+def test_nobody_locks_an_account_out_from_elsewhere(make_user, client, limits):
+    """Wrong passwords for someone else's account lock out the pair that sent them and, past the
+    address's limit, that address; never the account's owner at their own address."""
+    make_user("annotator", username="ann")
+    for _ in range(10):
+        assert _token(client, "ann", "wrong", REMOTE_ADDR="10.2.0.66").status_code in (401, 429)
+    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.2.0.66").status_code == 429
+    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.2.0.5").status_code == 200
+    # spread over addresses, each pair stays under its limit and nothing locks the owner out
+    for i in range(10):
+        assert _token(client, "ann", "wrong", REMOTE_ADDR=f"10.3.0.{i}").status_code == 401
+    assert _token(client, "ann", PASSWORD, REMOTE_ADDR="10.2.0.5").status_code == 200
 
 
 def test_login_form_locks_out_with_a_readable_message(make_user, client, limits, monkeypatch):
