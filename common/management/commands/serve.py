@@ -1,4 +1,6 @@
-"""Start the web server and one Celery worker together (the embedded mode of ``make demo``)."""
+"""Start the web server and a Celery worker per queue together (the embedded mode of ``make demo``):
+one for the ``cpu`` queue (trackers, imports, curation jobs) and one for the ``gpu`` queue
+(training, evaluation, SAM), so a long training never waits behind a tracker run or the reverse."""
 from __future__ import annotations
 
 import ipaddress
@@ -12,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 DEMO_LOGINS = "manager / annotator1..3 / adjudicator / auditor (password: trajlab-demo)"
+QUEUES = ("cpu", "gpu")                          # one worker each: neither waits behind the other
 
 
 def _interrupt(signum, frame):
@@ -28,12 +31,12 @@ def _is_loopback(host: str) -> bool:
 
 
 class Command(BaseCommand):
-    help = "Serve the web UI and API, and run a worker for the cpu and gpu queues, until Ctrl-C."
+    help = "Serve the web UI and API, and run one worker for the cpu queue and one for the gpu queue, until Ctrl-C."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", default="8000")
-        parser.add_argument("--no-worker", action="store_true", help="do not start a worker")
+        parser.add_argument("--no-worker", action="store_true", help="do not start the workers")
 
     def handle(self, *args, host, port, no_worker, **options):
         if not _is_loopback(host) and settings.SECRET_KEY == settings.TRAJLAB_EMBEDDED_SECRET_KEY:
@@ -41,29 +44,29 @@ class Command(BaseCommand):
                 f"refusing to serve on {host}: the embedded secret key is public, so anyone who can reach "
                 "this address could forge sessions. Set DJANGO_SECRET_KEY to a long random value "
                 "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'), or serve on 127.0.0.1.")
-        worker = None
-        if not no_worker:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-c", "1",
-                 "--loglevel", "INFO", "-n", f"embedded-{os.getpid()}@%h"],
-                env=os.environ.copy(), cwd=settings.BASE_DIR,
-            )
+        workers = {} if no_worker else {queue: subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue, "-c", "1",
+             "--loglevel", "INFO", "-n", f"embedded-{queue}-{os.getpid()}@%h"],
+            env=os.environ.copy(), cwd=settings.BASE_DIR) for queue in QUEUES}
         broker = settings.CELERY_BROKER_URL.split("://")[0]
         db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+        running = ", ".join(f"{queue} pid {w.pid}" for queue, w in workers.items()) or "none"
         self.stdout.write(self.style.SUCCESS(
             f"\nTrajlab is running at http://{host}:{port}/  (API docs: http://{host}:{port}/api/docs/)\n"
             f"  demo logins: {DEMO_LOGINS}\n"
-            f"  database: {db}, broker: {broker}, worker: {f'pid {worker.pid}' if worker else 'none'}\n"
+            f"  database: {db}, broker: {broker}, workers: {running}\n"
             "  stop with Ctrl-C\n"))
         # A SIGTERM (from a process manager, or kill) ends the server like Ctrl-C does, so the
-        # worker below is always stopped with it.
+        # workers below are always stopped with it.
         signal.signal(signal.SIGTERM, _interrupt)
         try:
             # --nostatic: config.urls serves /static/ (common.static), where a traversal is a 404.
             call_command("runserver", f"{host}:{port}", "--nostatic", "--noreload", "--skip-checks")
         finally:
-            if worker is not None and worker.poll() is None:
-                worker.send_signal(signal.SIGTERM)
+            live = [w for w in workers.values() if w.poll() is None]
+            for worker in live:
+                worker.send_signal(signal.SIGTERM)   # warm shutdown: each finishes or requeues its task
+            for worker in live:
                 try:
                     worker.wait(timeout=15)
                 except subprocess.TimeoutExpired:
