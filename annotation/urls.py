@@ -18,8 +18,10 @@ from annotation.releases import apis as releases
 urlpatterns = [
     path("review/items/", curation.ReviewItemsCreateApi.as_view(), name="review-items-create"),
     path("review/items/search/", search.WorkItemSearchApi.as_view(), name="review-item-search"),
+    path("review/run-readiness/", search.RunReadinessApi.as_view(), name="review-run-readiness"),
     path("review/next/", curation.NextItemApi.as_view(), name="review-next"),
     path("review/items/<int:item_id>/", curation.ItemApi.as_view(), name="review-item"),
+    path("review/items/<int:item_id>/overview/", search.WorkItemOverviewApi.as_view(), name="review-item-overview"),
     path("review/items/<int:item_id>/votes/", curation.VoteApi.as_view(), name="review-vote"),
     path("review/items/<int:item_id>/skip/", curation.SkipApi.as_view(), name="review-skip"),
     path("review/seats/", seats.SeatBoardApi.as_view(), name="review-seats"),

@@ -1,18 +1,23 @@
-"""The managers' item search: review items by stage, state, video, split, annotator, decision and
-text (``annotation.curation.item_search``)."""
+"""The managers' reads of review: the item search by stage, state, video, split, annotator, decision
+and text (``annotation.curation.item_search``), one item opened from it, and each proposal run's
+review readiness."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import IsManager
 from annotation.benchmark.services.mining import SPLITS
+from annotation.curation.apis import TargetSerializer
 from annotation.curation.item_search import work_item_search
+from annotation.curation.selectors import run_review_readiness, work_item_for_manager
 from annotation.models import WorkItem
 from common.pagination import Page, paginate
 from common.params import id_field, query_filters
+from trajectories.selectors import proposal_run_list
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 
@@ -54,3 +59,50 @@ class WorkItemSearchApi(APIView):
         qs = work_item_search(stage=f.get("stage"), state=f.get("state"), video_id=f.get("video"),
                               split=f.get("split"), annotator=f.get("annotator"), label=f.get("label"), text=f.get("q"))
         return paginate(qs, WorkItemFoundSerializer, request, self)
+
+
+class WorkItemOverviewSerializer(WorkItemFoundSerializer):
+    """A found item opened on its own: its labels and what it shows its reviewers, still without
+    anybody's vote."""
+
+    labels = serializers.ListField(child=serializers.CharField())
+    target = TargetSerializer(source="*")
+
+    class Meta(WorkItemFoundSerializer.Meta):
+        fields = [*WorkItemFoundSerializer.Meta.fields, "labels", "target"]
+
+
+class WorkItemOverviewApi(APIView):
+    permission_classes = [IsManager]
+
+    @extend_schema(responses={200: WorkItemOverviewSerializer, 403: ERROR, 404: ERROR},
+                   summary="One review item (managers): its stage, state, decision, number of votes and target, "
+                           "no one's label")
+    def get(self, request, item_id: int):
+        return Response(WorkItemOverviewSerializer(work_item_for_manager(item_id=item_id, viewer=request.user)).data)
+
+
+class RunReadinessSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    items = serializers.IntegerField(help_text="its usability and duplicate review items")
+    open = serializers.IntegerField(help_text="items still collecting panel votes")
+    adjudicate = serializers.IntegerField(help_text="items waiting for an adjudicator")
+    decided = serializers.IntegerField()
+    unresolved = serializers.IntegerField(help_text="adjudicated without a majority (decided as far as a freeze goes)")
+    ready = serializers.BooleanField(help_text="review is done: items exist and none is open or in adjudication, "
+                                               "so its pool may be frozen")
+
+
+class RunReadinessApi(APIView):
+    permission_classes = [IsManager]
+    pagination_class = Page
+
+    @extend_schema(responses={200: RunReadinessSerializer(many=True), 400: ERROR, 403: ERROR},
+                   summary="Each proposal run's review readiness (managers), in the proposal runs list's order: "
+                           "items open, in adjudication, decided, and whether its pool may be frozen")
+    def get(self, request):
+        def readiness(runs, many=True, **_):
+            rows = run_review_readiness(run_ids=[r.pk for r in runs])
+            return RunReadinessSerializer([rows[r.pk] for r in runs], many=many)
+
+        return paginate(proposal_run_list().select_related(None).only("id"), readiness, request, self)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
@@ -143,6 +144,45 @@ def review_target(*, item: WorkItem, viewer, audit: bool = False) -> dict:
     return out
 
 
+# -- a proposal run's review and one item, for managers -----------------------------------------------
+def work_item_for_manager(*, item_id: int, viewer) -> WorkItem:
+    """One review item as the managers' search lists it (``n_votes``, no one's label), with what
+    it shows its reviewers attached as ``review_target`` (as ``viewer`` may see it). 404 for an
+    item that does not exist."""
+    item = (WorkItem.objects.select_related("video__split_group", "query", "pair__query", "trajectory", "duplicate")
+            .annotate(n_votes=Count("votes")).filter(pk=item_id).first())
+    if item is None:
+        raise NotFoundError(f"there is no work item {item_id}", code="not_found")
+    item.review_target = review_target(item=item, viewer=viewer)
+    return item
+
+
+# -- a proposal run's review, for managers ------------------------------------------------------------
+def of_runs(run_ids) -> Q:
+    """The review items of proposal runs: their usability and duplicate items (what a pool freeze
+    of a run reads)."""
+    return (Q(stage=WorkItem.Stage.USABILITY, trajectory__run_id__in=run_ids)
+            | Q(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run_id__in=run_ids))
+
+
+def run_review_readiness(*, run_ids: list[int]) -> dict[int, dict]:
+    """Per run of ``run_ids``: how many of its review items (``of_runs``) there are and how many
+    are open, in adjudication, decided and unresolved, and whether review is done (``ready``:
+    items exist and none is open or in adjudication, so ``pool_freeze`` takes the run). One
+    grouped query; a run without items has zeros."""
+    counts = (WorkItem.objects.filter(of_runs(run_ids))
+              .annotate(run=Coalesce("trajectory__run_id", "duplicate__trajectory_a__run_id"))
+              .values("run", "state").annotate(n=Count("id")).order_by())
+    states = [s.value for s in WorkItem.State]
+    out = {run: {"run": run, "items": 0, **dict.fromkeys(states, 0)} for run in run_ids}
+    for row in counts:
+        out[row["run"]][row["state"]] = row["n"]
+        out[row["run"]]["items"] += row["n"]
+    for row in out.values():
+        row["ready"] = row["items"] > 0 and row[WorkItem.State.OPEN] == 0 and row[WorkItem.State.ADJUDICATE] == 0
+    return out
+
+
 # -- seats, for managers -----------------------------------------------------------------------------
 def seat_board(*, stage: str | None = None, item_id: int | None = None, run_id: int | None = None,
                holder: str | None = None, states: tuple[str, ...] = (WorkItem.State.OPEN,)) -> QuerySet[WorkItem]:
@@ -157,8 +197,7 @@ def seat_board(*, stage: str | None = None, item_id: int | None = None, run_id: 
     if stage:
         items = items.filter(stage=stage)
     if run_id is not None:
-        items = items.filter(Q(trajectory__run_id=run_id, stage=WorkItem.Stage.USABILITY)
-                             | Q(duplicate__trajectory_a__run_id=run_id, stage=WorkItem.Stage.IDENTITY))
+        items = items.filter(of_runs([run_id]))
     if holder:
         items = items.filter(Exists(Assignment.objects.filter(item=OuterRef("pk"), annotator__username=holder)))
     return (items.order_by("id")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -124,7 +125,8 @@ def shot():
 
     def take(page, name: str) -> Path:
         page.wait_for_function(  # the crop strips have loaded
-            "() => !document.querySelector('.crops-loading') && [...document.images].every((img) => img.complete)")
+            "() => !document.querySelector('.crops-loading, .media-placeholder[aria-busy=\"true\"]')"
+            " && [...document.images].every((img) => img.complete)")
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path
@@ -216,3 +218,11 @@ def open_item(page, prefix: str, *, after: int | None = None) -> int:
             return /^[0-9]+$/.test(id) && Number(id) !== after;
         }""", arg=[prefix, after if after is not None else -1])
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
+
+
+def nav(page, name: str) -> None:
+    """Go to a screen through the header: open the menu that holds the link ``name``, follow it."""
+    main = page.get_by_role("navigation", name="Main")
+    link = page.locator("a").filter(has_text=re.compile(rf"^{re.escape(name)}$"))
+    main.locator("li.menu").filter(has=link).get_by_role("button").click()
+    main.get_by_role("link", name=name, exact=True).click()

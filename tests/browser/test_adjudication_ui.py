@@ -20,7 +20,7 @@ from annotation.curation.services.pools import pool_freeze
 from annotation.curation.services.votes import vote_cast
 from annotation.models import DescriptionDissent, Query, Relation, WorkItem
 from tests.annotation.conftest import panel_votes
-from tests.browser.conftest import open_item
+from tests.browser.conftest import nav, open_item
 from trajectories.models import SplitGroup
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -71,7 +71,7 @@ def dev_row_in_adjudication(people, scene_video, review_run):
 def test_an_adjudicator_labels_the_candidates_a_dev_row_left_bottom(open_page, people, dev_row_in_adjudication, shot):
     row, other = dev_row_in_adjudication
     page = open_page("adj")
-    page.get_by_role("link", name="Adjudication queue").click()
+    nav(page, "Adjudication queue")
     page.goto(f"/adjudication/{row.pk}")
     assert open_item(page, "adjudication") == row.pk
     bottom = page.get_by_role("group", name="Candidates both reviews left ⊥: label each (the query is admitted or "

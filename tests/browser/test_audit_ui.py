@@ -16,7 +16,7 @@ from annotation.curation.services.claims import work_item_claim_next
 from annotation.curation.services.votes import vote_cast
 from annotation.models import Audit, AuditJudgment, AuditSample, Query, WorkItem
 from annotation.models.releases import AUDIT_ERROR_TYPES
-from tests.browser.conftest import PASSWORD
+from tests.browser.conftest import PASSWORD, nav
 from tests.browser.test_relation_ui import described_pool, relation_rows  # noqa: F401 (fixtures, reused)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,7 +46,7 @@ def test_an_auditor_checks_records_blind(open_page, people, relation_rows, shot)
 
     # A manager samples an audit of the train split.
     boss = open_page("boss")
-    boss.get_by_role("navigation", name="Main").get_by_role("link", name="Audits", exact=True).click()
+    nav(boss, "Audits")
     boss.get_by_label("Split").select_option("train")
     boss.get_by_label("Random records per kind").fill("2")
     boss.get_by_label("Difficult records per kind").fill("1")

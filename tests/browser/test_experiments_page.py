@@ -1,7 +1,7 @@
 """The Experiments screen in real Chromium against a live server on PostgreSQL, as the demo manager:
-the link fits the manager's one-row header at 1280 px; an experiment is declared from the form (a
-server refusal shown by the button and nothing queued; then a Table 3 subset over two seeds queued
-as training runs) and cancelled only after a confirmation; and a finished experiment's result table
+an experiment is declared from the form (a server refusal shown by the button and nothing queued;
+then a Table 3 subset over two seeds queued as training runs) and cancelled only after a
+confirmation; and a finished experiment's result table
 shows each variant's mean ± std and its difference from the reference with the paired-bootstrap
 interval, marked when the interval excludes 0, per task and stratum.
 
@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 from annotation.demo.builders import DEMO_PASSWORD, demo_users_ensure
 from models.demo.benchmark import build_demo_benchmark
 from models.experiments.table import experiment_table
+from tests.browser.conftest import nav
 from tests.workers.factories import TINY_BENCHMARK, register_snapshot
 from workers.models import Experiment, TrainingRun
 from workers.training import json_safe
@@ -45,10 +46,6 @@ def snapshots(transactional_db, tiny_benchmark) -> dict:
     return {split: register_snapshot(tiny_benchmark / "snapshots" / split) for split in ("train", "dev")}
 
 
-def nav(page, name: str) -> None:
-    page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
-
-
 def pct(value: float) -> str:
     """A figure as the page writes it: one decimal, halves rounded up (JavaScript's toFixed), U+2212."""
     text = str(Decimal(abs(value)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
@@ -58,30 +55,6 @@ def pct(value: float) -> str:
 def signed(value: float) -> str:
     text = pct(value)
     return text if text.startswith(MINUS) or float(text) == 0 else f"+{text}"
-
-
-def _header_rows(page) -> tuple[int, int, int]:
-    """At 1280 px: how many rows the navigation's links take, its scroll width and its width."""
-    page.set_viewport_size({"width": 1280, "height": 800})
-    main_nav = page.get_by_role("navigation", name="Main")
-    expect(main_nav.get_by_role("link", name="Experiments", exact=True)).to_be_visible()
-    links = main_nav.get_by_role("link")
-    rows = len({round(links.nth(i).bounding_box()["y"]) for i in range(links.count())})
-    scroll, client = main_nav.evaluate("n => [n.scrollWidth, n.clientWidth]")
-    return rows, scroll, client
-
-
-def test_the_header_with_experiments_fits_one_row_at_1280_px(open_page, snapshots):
-    from accounts.services import user_create
-    from tests.browser.conftest import PASSWORD
-
-    # a manager only: every link on one row, nothing cut off
-    user_create(username="mgr", password=PASSWORD, roles=["manager"])
-    rows, scroll, client = _header_rows(open_page("mgr"))
-    assert rows == 1 and scroll <= client + 1, f"the manager's navigation is cut off at 1280 px: {scroll} > {client}"
-    # the demo manager (a superuser: every role's screens): one row that scrolls sideways
-    rows, _, _ = _header_rows(open_page("manager", DEMO_PASSWORD))
-    assert rows == 1
 
 
 def test_a_manager_declares_an_experiment_and_cancels_it_after_confirming(open_page, snapshots, shot):

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Query, Relation, Vote, WorkItem
+from tests.browser.conftest import nav
 from tests.browser.test_release_ui import BOSS_PASSWORD, train_benchmark  # noqa: F401 (fixture, reused)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -21,7 +22,7 @@ def _caption_count(page) -> int:
 
 def test_items_queries_and_relations_are_found_by_their_filters(train_benchmark, open_page, shot):  # noqa: F811
     page = open_page("boss", BOSS_PASSWORD)
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Find", exact=True).click()
+    nav(page, "Find")
     form = page.get_by_role("form", name="Search filters")
     expect(page.locator("table.data caption")).to_contain_text(f"{WorkItem.objects.count()} review items")
     form.get_by_role("combobox", name="Stage").select_option("usability")

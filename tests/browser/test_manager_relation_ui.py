@@ -28,15 +28,11 @@ from annotation.demo.simulation_relations import simulate_relation_review
 from annotation.models import CrossPair, Query, RelationSnapshot, Release, Vote, WorkItem
 from models.demo.scene import GroundTruth
 from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
-from tests.browser.conftest import open_item, wait_first_frame
+from tests.browser.conftest import nav, open_item, wait_first_frame
 from trajectories.models import SplitGroup
 from workers.models import EvaluationRun, TrainingRun, TrainingStep
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def nav(page, name: str) -> None:
-    page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from annotation.curation.services.pools import pool_freeze
 from annotation.models import Description, DescriptionVersion, Query, Relation, Vote, WorkItem
 from annotation.rules import relation_disputed
 from tests.annotation.conftest import panel_votes
-from tests.browser.conftest import open_item, wait_first_frame
+from tests.browser.conftest import nav, open_item, wait_first_frame
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -147,7 +147,7 @@ def test_an_annotator_corrects_a_description_from_the_keyboard(open_page, people
     panel_votes(last, [people["ann1"], people["ann2"], people["ann3"]], ["usable", "unusable", "uncertain"])
     assert last.state == "adjudicate"
     adj = open_page("adj")
-    adj.get_by_role("link", name="Adjudication queue").click()
+    nav(adj, "Adjudication queue")
     expect(adj.get_by_role("row", name=f"{last.pk} Description review")).to_contain_text("1× unusable")
     adj.keyboard.press("n")
     assert open_item(adj, "adjudication") == last.pk

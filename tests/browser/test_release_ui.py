@@ -9,7 +9,6 @@
 - The training form evaluates on another snapshot by default and refuses the training snapshot
   until told so; the run it starts waits on the jobs screen with its queue position and is
   cancelled and queued again from there; the mining form starts a run that is cancelled from its row.
-- The manager's header fits one row at 1280 px, whatever the roles.
 
 The benchmark (train split, two rendered videos, simulated reviewers) is built by the services.
 Tasks are captured at the broker call (no worker runs here), so queued runs stay queued.
@@ -24,7 +23,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from accounts.services import user_create
 from annotation.benchmark.services.snapshots import relation_snapshot_create
 from annotation.models import MiningRun, Release
 from annotation.releases.services.audits import audit_create
@@ -32,7 +30,6 @@ from annotation.releases.services.releases import release_create
 from common.jobs import runs as runs_module
 from common.models import Job
 from tests.annotation.test_releases import build_rendered_benchmark
-from tests.browser.conftest import PASSWORD
 from workers.models import TrainingRun
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -197,46 +194,3 @@ def test_the_mining_form_starts_a_run_that_its_row_cancels(train_benchmark, open
     expect(row.get_by_role("status")).to_contain_text(f"mining run {run.pk} cancelled")
     run.refresh_from_db()
     assert run.status == "cancelled"
-
-
-def _header_at_1280(chromium, live_server, username: str, path: str):
-    context = chromium.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server.url)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_selector("main h1")
-    page.goto(path)
-    page.wait_for_selector("main h1")
-    header = page.locator("header.top")
-    nav = header.get_by_role("navigation", name="Main")
-    links = nav.get_by_role("link")
-    tops = {round(box["y"]) for box in (links.nth(i).bounding_box() for i in range(links.count()))}
-    fit = nav.evaluate("n => [n.scrollWidth, n.clientWidth, n.innerText.replace(/\\s+/g, ' ')]")
-    return context, page, header, nav, tops, fit
-
-
-def test_the_manager_header_fits_one_row_at_1280_px(transactional_db, chromium, live_server):
-    user_create(username="mgr", password=PASSWORD, roles=["manager"])
-    user_create(username="everyone", password=PASSWORD, roles=["annotator", "adjudicator", "auditor", "manager"])
-    # a manager: every link on one row, nothing cut off
-    context, _page, header, nav, tops, fit = _header_at_1280(chromium, live_server, "mgr", "/manage/jobs")
-    try:
-        assert len(tops) == 1 and nav.get_by_role("link").count() >= 11, sorted(tops)
-        assert fit[0] <= fit[1] + 1, f"the manager's navigation is cut off: {fit}"
-        assert header.bounding_box()["height"] <= 56
-    finally:
-        context.close()
-    # every role: still one row; the navigation scrolls and keeps the current page's link in view
-    context, _page, header, nav, tops, fit = _header_at_1280(chromium, live_server, "everyone", "/manage/releases")
-    try:
-        assert len(tops) == 1, f"the navigation wraps onto several rows: {sorted(tops)}"
-        assert header.bounding_box()["height"] <= 56
-        current = nav.locator("a[aria-current='page']")
-        box, area = current.bounding_box(), nav.bounding_box()
-        assert area["x"] <= box["x"] and box["x"] + box["width"] <= area["x"] + area["width"] + 1, (box, area)
-        user = header.locator(".user").bounding_box()
-        assert user["x"] + user["width"] <= 1280
-    finally:
-        context.close()

@@ -13,14 +13,9 @@ from playwright.sync_api import expect
 from annotation.models import CandidatePool, Vote, WorkItem
 from common.jobs.services import job_create, job_progress, job_start
 from tests.annotation.conftest import panel_votes
-from tests.browser.conftest import open_item, wait_first_frame
+from tests.browser.conftest import nav, open_item, wait_first_frame
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def nav(page, name: str) -> None:
-    """Follow a link of the main navigation."""
-    page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
 
 
 def usability_items(run):
@@ -97,7 +92,7 @@ def test_an_adjudicator_resolves_a_tie(open_page, people, review_run, shot):
     assert item.state == "adjudicate"
     page = open_page("adj")
     expect(page.locator(".queue-card", has_text="Adjudication · Usability review").locator(".count")).to_have_text("1")
-    page.get_by_role("link", name="Adjudication queue").click()
+    nav(page, "Adjudication queue")
     row = page.get_by_role("row", name=f"{item.pk}")
     expect(row).to_contain_text("1× usable, 1× unusable, 1× uncertain")
     page.keyboard.press("n")
@@ -126,7 +121,7 @@ def test_duplicate_review_plays_both_trajectories_in_sync(open_page, people, rev
     pair = WorkItem.objects.filter(stage="identity", duplicate__trajectory_a__run=run).order_by("id").first()
     assert pair is not None, "the overlapping windows should have produced duplicate candidates"
     page = open_page("ann1")
-    page.get_by_role("link", name="Duplicate review").first.click()
+    nav(page, "Duplicate review")
     assert open_item(page, "review/duplicates") == pair.pk
     wait_first_frame(page, pair.pk)
     expect(page.locator(".zoom-view canvas")).to_have_count(2)
@@ -188,8 +183,11 @@ def test_a_manager_freezes_a_pool_and_reads_the_agreement(open_page, people, rev
     expect(page.get_by_role("row", name="Usability review")).to_contain_text("2 of 3 done")
     shot(page, "06-manager-progress")
 
-    # A freeze before review is finished is refused, and the screen says why.
+    # The runs table says where review stands (issue 27, finding 14), and a freeze before review
+    # is finished is refused, and the screen says why.
     nav(page, "Runs")
+    readiness = page.locator("table.runs tbody tr").first.locator(".readiness")
+    expect(readiness).to_have_text("2 of 3 decided · 1 open")
     page.get_by_role("button", name=f"Freeze pool of run {run.pk}").click()
     refusal = page.get_by_role("alert").filter(has_text=f"Run {run.pk} was not frozen")
     expect(refusal).to_contain_text("review of run")
@@ -198,11 +196,14 @@ def test_a_manager_freezes_a_pool_and_reads_the_agreement(open_page, people, rev
     assert not CandidatePool.objects.exists()
 
     panel_votes(items[-1], panel, ["usable", "unusable", "usable"])
+    page.keyboard.press("Shift+R")  # refresh now
+    expect(readiness).to_have_text("ready to freeze · 3 of 3 decided")
     page.get_by_role("button", name=f"Freeze pool of run {run.pk}").click()
     expect(page.get_by_role("status").filter(has_text="Frozen: pool v1")).to_be_visible()
     pool = CandidatePool.objects.get(run=run)
     assert pool.frozen_at is not None and pool.n_members == 3
     expect(page.get_by_text("pool v1 frozen · 3 members")).to_be_visible()
+    expect(readiness).to_have_text("pool frozen · 3 of 3 decided")
     shot(page, "07-manager-runs-frozen")
 
     nav(page, "Agreement")

@@ -6,10 +6,10 @@ import hashlib
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation.benchmark.services.queries import queries_mark_for_reverification
+from annotation.curation.selectors import of_runs
 from annotation.curation.stages.identity import SAME
 from annotation.curation.stages.usability import USABLE
 from annotation.models import CandidatePool, PoolMember, Vote, WorkItem
@@ -23,10 +23,8 @@ OPEN_ITEMS_NAMED = 50  # open items a refused freeze names (the counts cover all
 def _undecided(run: ProposalRun) -> tuple[dict[str, int], list[dict]]:
     """How many usability and duplicate items of ``run`` are open or in adjudication, and the
     first ``OPEN_ITEMS_NAMED`` of them (id, stage, state), so a refusal can name them."""
-    rows = list(WorkItem.objects.filter(
-        Q(stage=WorkItem.Stage.USABILITY, trajectory__run=run)
-        | Q(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run=run),
-        state__in=[WorkItem.State.OPEN, WorkItem.State.ADJUDICATE]).order_by("id").values("id", "stage", "state"))
+    rows = list(WorkItem.objects.filter(of_runs([run.pk]), state__in=[WorkItem.State.OPEN, WorkItem.State.ADJUDICATE])
+                .order_by("id").values("id", "stage", "state"))
     counts = {"usability": sum(r["stage"] == WorkItem.Stage.USABILITY for r in rows),
               "identity": sum(r["stage"] == WorkItem.Stage.IDENTITY for r in rows)}
     return counts, rows[:OPEN_ITEMS_NAMED]

@@ -1,4 +1,4 @@
-// The application frame: header and navigation by role, the current screen, the keyboard
+// The application frame: header and navigation menus by role, the current screen, the keyboard
 // listener and its help overlay, and focus moved to each new screen's heading.
 
 import { useEffect, useRef, useState } from "react";
@@ -9,10 +9,9 @@ import { EmptyState } from "./components/states";
 import { HelpOverlay } from "./keyboard/HelpOverlay";
 import { shortcuts } from "./keyboard/shortcuts";
 import { useShortcut } from "./keyboard/useShortcut";
-import { findRoute, mayOpen, ROUTES, type Section } from "./routes";
+import { MainNav } from "./MainNav";
+import { findRoute, mayOpen } from "./routes";
 import { usePathname } from "./router";
-
-const SECTIONS: Section[] = ["Annotate", "Adjudicate", "Audit", "Manage", "Data"];
 
 export function App({ me }: { me: Me }) {
   const pathname = usePathname();
@@ -34,30 +33,14 @@ export function App({ me }: { me: Me }) {
   useEffect(() => {
     document.title = `${title} · Trajlab`;
     heading.current?.focus({ preventScroll: true });
-    // a navigation wider than the window scrolls sideways: keep the current page's link in view
-    document.querySelector("header.top nav a[aria-current='page']")?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
   }, [pathname, title]);
-
-  const nav = SECTIONS.map((section) => ({
-    section,
-    routes: ROUTES.filter((r) => r.nav?.section === section && mayOpen(r, me)),
-  })).filter((s) => s.routes.length > 0);
 
   return (
     <>
       <a className="skip" href="#main">Skip to content</a>
       <header className="top">
         <Link to="/" className="brand">Trajlab</Link>
-        <nav aria-label="Main">
-          {nav.map(({ section, routes }) => (
-            <div key={section} className="nav-section">
-              <span className="nav-title">{section}</span>
-              {routes.map((r) => (
-                <Link key={r.path} to={r.path} current={pathname.startsWith(r.path)}>{r.nav?.label}</Link>
-              ))}
-            </div>
-          ))}
-        </nav>
+        <MainNav me={me} pathname={pathname} />
         <div className="user">
           <span title={me.roles.join(", ")}>{me.username}</span>
           <button type="button" className="icon" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts" aria-keyshortcuts="?">?</button>

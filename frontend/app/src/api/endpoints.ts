@@ -17,6 +17,7 @@ import type {
   ExperimentDetail,
   ExperimentPreset,
   FoundItem,
+  FoundItemOverview,
   Job,
   JobRun,
   Me,
@@ -31,6 +32,7 @@ import type {
   Query,
   RelationRecord,
   Queues,
+  RunReadiness,
   Release,
   ReleaseDetail,
   ReleaseDiff,
@@ -102,6 +104,8 @@ export const api = {
   cancelJob: (id: number) => request<JobRun>(`/api/jobs/${id}/cancel/`, { method: "POST" }),
   retryJob: (id: number) => request<JobRun>(`/api/jobs/${id}/retry/`, { method: "POST" }),
   runs: (limit = 100, offset = 0) => get<Page<ProposalRun>>(`/api/proposal-runs/${q({ limit, offset })}`),
+  /** Each proposal run's review readiness, in the runs list's order (the same pages). */
+  runReadiness: (limit = 100, offset = 0) => get<Page<RunReadiness>>(`/api/review/run-readiness/${q({ limit, offset })}`),
   openReview: (run: number) =>
     request<{ usability: number; identity: number }>("/api/review/items/", { method: "POST", body: { run } }),
   pools: (limit = 100) => get<Page<Pool>>(`/api/pools/${q({ limit })}`),
@@ -164,6 +168,7 @@ export const api = {
   // search (managers)
   findItems: (params: Record<string, string | number | undefined>, signal?: AbortSignal) =>
     get<Page<FoundItem>>(`/api/review/items/search/${q({ limit: 100, ...params })}`, signal),
+  itemOverview: (id: number, signal?: AbortSignal) => get<FoundItemOverview>(`/api/review/items/${id}/overview/`, signal),
   findQueries: (params: Record<string, string | number | undefined>, signal?: AbortSignal) =>
     get<Page<Query>>(`/api/queries/${q({ limit: 100, ...params })}`, signal),
   findRelations: (params: Record<string, string | number | undefined>, signal?: AbortSignal) =>

@@ -110,6 +110,8 @@ export type JobSummary = Sent<Schemas["JobSummaryOutput"]>;
 /** The run behind a job after a cancel or a retry. */
 export type JobRun = Sent<Schemas["JobRunOutput"]>;
 export type ProposalRun = Json<Sent<Schemas["ProposalRunOutput"]>, { job: JobSummary | null }>;
+/** A proposal run's review: its items by state, and whether its pool may be frozen. */
+export type RunReadiness = Schemas["RunReadiness"];
 
 export type Pool = Sent<Schemas["PoolOutput"]>;
 export type PoolMember = Json<Schemas["PoolMemberOutput"], { boxes: [number, number, number, number][] }>;
@@ -291,6 +293,8 @@ export type Release = Json<Sent<Schemas["ReleaseOutput"]>, ReleaseFields>;
 export type ReleaseDetail = Json<Sent<Schemas["ReleaseDetailOutput"]>, ReleaseFields & { config: Dict; stats: Dict }>;
 /** A review item as the managers' search lists it. */
 export type FoundItem = Sent<Schemas["WorkItemFound"]>;
+/** One found item opened on its own: its labels and what it shows its reviewers, no one's vote. */
+export type FoundItemOverview = Json<Sent<Schemas["WorkItemOverview"]>, { target: Target }>;
 export type RelationRecord = Schemas["RelationOutput"];
 export type ReleasePreflight = Json<Sent<Schemas["ReleasePreflightOutput"]>, { incomplete: Dict<Completeness> }>;
 export type ReleaseVerify = Sent<Schemas["ReleaseVerifyOutput"]>;

@@ -1,4 +1,5 @@
-// The landing screen: the work waiting for you, per task type, and where to start.
+// The landing screen: the work waiting for you, per task type, where to start, and every other
+// screen of your menus.
 
 import { api } from "../api/endpoints";
 import type { Me, QueueCount } from "../api/types";
@@ -6,6 +7,7 @@ import { EmptyState, ErrorState, Loading } from "../components/states";
 import { useAsync } from "../components/useAsync";
 import { REVIEW_STAGES } from "../review/stages";
 import { Link } from "../components/Link";
+import { homeSections } from "../routes";
 
 function queueCard(q: QueueCount) {
   const spec = REVIEW_STAGES.find((s) => s.stage === q.stage);
@@ -40,6 +42,7 @@ function shown(q: QueueCount): boolean {
 
 export function Home({ me }: { me: Me }) {
   const works = me.roles.includes("annotator") || me.roles.includes("adjudicator");
+  const sections = homeSections(me); // every screen of the menus but the queues' own
   const queues = useAsync(() => (works ? api.queues() : Promise.resolve({ queues: [] })), [works], 15000);
   return (
     <>
@@ -47,27 +50,19 @@ export function Home({ me }: { me: Me }) {
         : !queues.data ? <Loading what="your queues" />
         : queues.data.queues.length === 0 ? <EmptyState title="No queues for you" />
         : <ul className="queues" aria-label="Your queues">{queues.data.queues.filter(shown).map(queueCard)}</ul>)}
-      {me.roles.includes("manager") && (
-        <section aria-labelledby="manage-title">
-          <h2 id="manage-title">Manage</h2>
-          <ul className="links">
-            <li><Link to="/manage/progress">Pipeline progress</Link></li>
-            <li><Link to="/manage/agreement">Agreement</Link></li>
-            <li><Link to="/manage/jobs">Jobs</Link></li>
-            <li><Link to="/manage/runs">Proposal runs and pool freezing</Link></li>
-            <li><Link to="/manage/pools">Frozen pools</Link></li>
-            <li><Link to="/manage/model-runs">Describer, query-writer and mining runs</Link></li>
-            <li><Link to="/manage/snapshots">Completeness and snapshots</Link></li>
-            <li><Link to="/manage/training">Training runs</Link></li>
-            <li><Link to="/manage/audits">Audits</Link></li>
-            <li><Link to="/manage/releases">Releases</Link></li>
-          </ul>
-        </section>
-      )}
-      {me.roles.includes("auditor") && (
-        <section aria-labelledby="audit-title">
-          <h2 id="audit-title">Audit</h2>
-          <p>Re-check accepted records of a split, blind to votes and model suggestions: <Link to="/audit">audits to do</Link>.</p>
+      {sections.length > 0 && (
+        <section aria-labelledby="places-title" className="places">
+          <h2 id="places-title">{me.roles.includes("manager") ? "Manage" : "More"}</h2>
+          <div className="place-groups">
+            {sections.map(({ section, routes }) => (
+              <div key={section}>
+                <h3>{section}</h3>
+                <ul className="links">
+                  {routes.map((r) => <li key={r.path}><Link to={r.path}>{r.title({})}</Link></li>)}
+                </ul>
+              </div>
+            ))}
+          </div>
         </section>
       )}
       {!works && !me.roles.includes("manager") && !me.roles.includes("auditor") && (

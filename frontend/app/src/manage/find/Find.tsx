@@ -104,17 +104,18 @@ function Results({ kind, filters }: { kind: Kind; filters: Record<string, string
     return (
       <table className="data">
         <caption>{caption}</caption>
-        <thead><tr><th scope="col">item</th><th scope="col">stage</th><th scope="col">state</th><th scope="col">decision</th><th scope="col">votes</th><th scope="col">video</th><th scope="col">query</th></tr></thead>
+        <thead><tr><th scope="col">item</th><th scope="col">stage</th><th scope="col">state</th><th scope="col">decision</th><th scope="col">votes</th><th scope="col">video</th><th scope="col">query</th><th scope="col">seats</th></tr></thead>
         <tbody>
           {d.page.results.map((i) => (
             <tr key={i.id}>
-              <td><Link to={`/manage/seats?item=${i.id}`}>{i.id}</Link></td>
+              <td><Link to={`/manage/items/${i.id}`}>{i.id}</Link></td>
               <td>{i.stage}</td>
               <td><span className={`badge status-${i.state}`}>{i.state}</span></td>
               <td>{i.decision || "–"}</td>
               <td>{i.n_votes} of {i.panel_size}</td>
               <td>{i.video_name} <span className="muted small">({i.split || "no split"})</span></td>
               <td className="small">{i.text || "–"}</td>
+              <td><Link to={`/manage/seats?item=${i.id}`}>seats</Link></td>
             </tr>
           ))}
         </tbody>

@@ -6,8 +6,8 @@
 import { useState } from "react";
 import { ApiError } from "../../api/client";
 import { api } from "../../api/endpoints";
-import type { Pool, ProposalRun, Video } from "../../api/types";
-import { ProgressBar } from "../../components/charts";
+import type { Pool, ProposalRun, RunReadiness, Video } from "../../api/types";
+import { ProgressBar, StackedBar } from "../../components/charts";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
@@ -16,20 +16,41 @@ import { RunControls } from "../jobs/RunControls";
 import { OpenItemLinks } from "../seats/Seats";
 import { ImportTracksForm } from "./ImportTracks";
 import { ProposalRunForm } from "./ProposalRunForm";
+import { readiness } from "./readiness";
 
 interface RunsData {
   runs: ProposalRun[];
   videos: Map<number, Video>;
   pools: Map<number, Pool>; // by run
+  review: Map<number, RunReadiness>; // by run
 }
 
 async function loadRuns(): Promise<RunsData> {
-  const [runs, videos, pools] = await Promise.all([api.runs(200), api.videos(500), api.pools(500)]);
+  const [runs, videos, pools, review] = await Promise.all([api.runs(200), api.videos(500), api.pools(500), api.runReadiness(200)]);
   return {
     runs: runs.results,
     videos: new Map(videos.results.map((v) => [v.id, v])),
     pools: new Map(pools.results.map((p) => [p.run, p])),
+    review: new Map(review.results.map((r) => [r.run, r])),
   };
+}
+
+/** The review readiness cell: decided / open / in adjudication, or ready to freeze. */
+function Readiness({ run, review, frozen }: { run: ProposalRun; review?: RunReadiness; frozen: boolean }) {
+  if (run.status !== "succeeded") return <span className="muted">–</span>;
+  const { state, text } = readiness(review, frozen);
+  return (
+    <span className={`readiness readiness-${state}`}>
+      {review && review.items > 0 && (
+        <StackedBar label={`Run ${run.id} review`} parts={[
+          { name: "decided", value: review.decided + review.unresolved, className: "part-done" },
+          { name: "in adjudication", value: review.adjudicate, className: "part-active" },
+          { name: "open", value: review.open, className: "part-open" },
+        ]} />
+      )}
+      <span className={state === "ready" ? "badge status-succeeded" : "small"}>{text}</span>
+    </span>
+  );
 }
 
 function RunActions({ run, pool, onDone }: { run: ProposalRun; pool?: Pool; onDone: () => void }) {
@@ -103,7 +124,7 @@ export function RunsScreen() {
   useShortcutList([{ id: "manager.refresh", handler: data.reload }]);
   if (data.error && !data.data) return <ErrorState error={data.error} onRetry={data.reload} />;
   if (!data.data) return <Loading what="proposal runs" />;
-  const { runs, videos, pools } = data.data;
+  const { runs, videos, pools, review } = data.data;
   const importForm = (
     <>
       <ProposalRunForm videos={[...videos.values()]} onDone={data.reload} />
@@ -124,7 +145,7 @@ export function RunsScreen() {
     <table className="data runs">
       <caption>Proposal runs ({runs.length}), refreshed every 5 s</caption>
       <thead>
-        <tr><th scope="col">run</th><th scope="col">video</th><th scope="col">status</th><th scope="col">progress</th><th scope="col">trajectories</th><th scope="col">duplicate pairs</th><th scope="col">review and pool</th></tr>
+        <tr><th scope="col">run</th><th scope="col">video</th><th scope="col">status</th><th scope="col">progress</th><th scope="col">trajectories</th><th scope="col">duplicate pairs</th><th scope="col">review readiness</th><th scope="col">review and pool</th></tr>
       </thead>
       <tbody>
         {runs.map((r) => {
@@ -137,6 +158,7 @@ export function RunsScreen() {
               <td>{r.job ? <><ProgressBar value={r.job.progress} label={`Run ${r.id} progress`} /><span className="small muted">{r.job.message}</span></> : "–"}</td>
               <td>{r.trajectory_count}</td>
               <td>{r.duplicate_count}</td>
+              <td><Readiness run={r} review={review.get(r.id)} frozen={pools.has(r.id)} /></td>
               <td><RunActions run={r} pool={pools.get(r.id)} onDone={data.reload} /></td>
             </tr>
           );

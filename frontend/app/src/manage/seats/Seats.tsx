@@ -1,10 +1,14 @@
-// The seat board: open items with their seats, holders and lease ages; a manager releases a seat
-// (its holder is away) or gives it to another annotator. Every change is recorded and listed.
+// The seat board: open items with their seats, holders and lease ages, a page at a time; a manager
+// releases a seat (its holder is away) or gives it to another annotator. Every change is recorded
+// and listed. The filters and the page live in the address.
 
-import { useState } from "react";
+import { type KeyboardEvent, useState } from "react";
 import { api } from "../../api/endpoints";
-import type { SeatItem } from "../../api/types";
+import type { Page, SeatItem } from "../../api/types";
 import { Link } from "../../components/Link";
+import { Pager } from "../../components/Pager";
+import { pageSpan } from "../../components/paging";
+import { count } from "../../components/plural";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
@@ -12,6 +16,8 @@ import { navigate, useSearchParams } from "../../router";
 import { REVIEW_STAGES } from "../../review/stages";
 
 const age = (s: number) => (s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
+
+const PAGE_SIZE = 100; // items a page of the board shows (?limit= in the address changes it)
 
 export function SeatsScreen() {
   const params = useSearchParams();
@@ -21,20 +27,29 @@ export function SeatsScreen() {
     item: params.get("item") ? Number(params.get("item")) : undefined,
     run: params.get("run") ? Number(params.get("run")) : undefined,
     holder: params.get("holder") ?? undefined,
-    limit: 100,
+    limit: Math.min(1000, Math.max(1, Number(params.get("limit")) || PAGE_SIZE)),
+    offset: Math.max(0, Number(params.get("offset")) || 0),
   };
   const key = params.toString();
   const data = useAsync(() => api.seats(filters), [key], 10000);
   useShortcutList([{ id: "manager.refresh", handler: data.reload }]);
+  /** Change a filter (back to the first page) or, with `offset`, the page. */
   const set = (k: string, v: string) => {
     const next = new URLSearchParams(params);
     if (v) next.set(k, v);
     else next.delete(k);
-    navigate(`/manage/seats?${next.toString()}`, { replace: true });
+    if (k !== "offset") next.delete("offset");
+    navigate(`/manage/seats?${next.toString()}`, { replace: k !== "offset" });
   };
+  const holderKeys = (e: KeyboardEvent<HTMLInputElement>) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    set("holder", e.currentTarget.value.trim());
+  };
+  const span = (page: Page<SeatItem>) => pageSpan(page.count, filters.limit, filters.offset, page.results.length);
   return (
     <>
-      <form className="filters" onSubmit={(e) => e.preventDefault()}>
+      <form className="filters" aria-label="Seat filters" onSubmit={(e) => e.preventDefault()}>
         <label title="Only items of this review stage">
           Stage{" "}
           <select value={filters.stage ?? ""} onChange={(e) => set("stage", e.target.value)}>
@@ -50,7 +65,8 @@ export function SeatsScreen() {
           </select>
         </label>
         <label title="Only items on which this annotator holds a seat">
-          Holder <input type="text" defaultValue={filters.holder ?? ""} onBlur={(e) => set("holder", e.target.value.trim())} />
+          Holder <input type="text" name="holder" defaultValue={filters.holder ?? ""} onKeyDown={holderKeys}
+            onBlur={(e) => e.target.value.trim() !== (filters.holder ?? "") && set("holder", e.target.value.trim())} />
         </label>
         {(filters.item || filters.run) && (
           <span>
@@ -63,8 +79,10 @@ export function SeatsScreen() {
         data.data.results.length === 0 ? (
           <EmptyState title="No items here"><p>No item matches: every item of this view is decided or waits for no one.</p></EmptyState>
         ) : (
+          <>
           <table className="data seats">
-            <caption>{data.data.count} item{data.data.count === 1 ? "" : "s"}{data.data.count > data.data.results.length ? ` (first ${data.data.results.length})` : ""}</caption>
+            <caption>{count(data.data.count, "item")}{span(data.data).next !== null || span(data.data).previous !== null
+              ? ` · ${span(data.data).from}–${span(data.data).to} shown` : ""}</caption>
             <thead>
               <tr><th scope="col">item</th><th scope="col">stage</th><th scope="col">state</th><th scope="col">seats</th><th scope="col">history</th></tr>
             </thead>
@@ -72,6 +90,8 @@ export function SeatsScreen() {
               {data.data.results.map((item) => <SeatRow key={item.item} item={item} onChange={data.reload} />)}
             </tbody>
           </table>
+          <Pager span={span(data.data)} noun="item" onPage={(offset) => set("offset", String(offset))} />
+          </>
         )}
     </>
   );
@@ -121,7 +141,7 @@ function SeatRow({ item, onChange }: { item: SeatItem; onChange: () => void }) {
               )}
             </li>
           ))}
-          {free > 0 && <li className="muted">{free} free seat{free === 1 ? "" : "s"}</li>}
+          {free > 0 && <li className="muted">{count(free, "free seat")}</li>}
         </ul>
         {item.state === "open" && item.seats.some((s) => !s.voted) && (
           <label className="small">Reason (kept with the change) <input type="text" value={reason} maxLength={200}
