@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.curation.services.pools import pool_freeze
-from annotation.models import WorkItem
+from annotation.models import DescriptionRun, MiningRun, WorkItem
 from common.errors import ApplicationError
 from tests.annotation.conftest import panel_votes
 from tests.trajectories.factories import run_factory, video_factory
@@ -77,3 +77,15 @@ def test_one_review_item_opens_for_managers_with_its_target(reviewable_run, anno
     assert "votes" not in body  # the managers' reads name no one's label
     assert client_for(manager).get("/api/review/items/999999/overview/").status_code == 404
     assert client_for(annotator).get(f"/api/review/items/{item.pk}/overview/").status_code == 403
+
+
+def test_model_and_mining_runs_say_their_own_status_beside_their_jobs(client_for, manager):
+    """A cancelled run's job ends "failed": the run lists carry the run's status, so the screens
+    say "cancelled"."""
+    described = DescriptionRun.objects.create(backend={"name": "heuristic"}, prompt_version="t", prompt_sha256="0" * 64,
+                                              status="cancelled")
+    mined = MiningRun.objects.create(split="train", config={}, status="cancelled")
+    client = client_for(manager)
+    rows = client.get("/api/description-runs/").json()["results"]
+    assert [(r["id"], r["status"]) for r in rows] == [(described.pk, "cancelled")]
+    assert [(r["id"], r["status"]) for r in client.get("/api/mining-runs/").json()["results"]] == [(mined.pk, "cancelled")]

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from annotation.models import Assignment, WorkItem
+from annotation.models import Assignment, RelationSnapshot, WorkItem
 from tests.browser.conftest import nav
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -66,3 +66,36 @@ def test_the_seat_board_filters_by_holder_on_enter_and_pages(open_page, people, 
     assert "holder=ann3" in page.url and "offset" not in page.url
     expect(page.get_by_role("navigation", name="Pages of items")).to_have_count(0)
     assert re.search(r"limit=2", page.url)
+
+
+def _snapshot_rows() -> dict:
+    """Sealed snapshot records of each split (the training form only lists them here)."""
+    now = timezone.now()
+    return {split: RelationSnapshot.objects.create(split=split, name=f"ui {split}", content_sha256="0" * 64,
+                                                   path=f"/nowhere/{split}", pool_versions={}, counts={}, complete=True,
+                                                   sealed_at=now)
+            for split in ("train", "dev", "test")}
+
+
+def test_the_training_form_warns_before_training_on_a_dev_or_test_snapshot(open_page, people):
+    snaps = _snapshot_rows()
+    page = open_page("boss")
+    page.goto("/manage/training")
+    form = page.get_by_role("form", name="Start a training run")
+    start = form.get_by_role("button", name="Start training")
+    expect(form.get_by_role("combobox", name="Train on")).to_have_value(str(snaps["train"].pk))
+    expect(form.get_by_role("alert")).to_have_count(0)
+    expect(start).to_be_enabled()
+    for split in ("dev", "test"):
+        form.get_by_role("combobox", name="Train on").select_option(str(snaps[split].pk))
+        warning = form.get_by_role("alert").filter(has_text=f"is of the {split} split")
+        expect(warning).to_be_visible()
+        expect(start).to_be_disabled()
+        warning.get_by_role("checkbox", name=f"train on the {split} snapshot anyway").check()
+        form.get_by_role("combobox", name="Evaluate on").select_option(
+            str(snaps["test" if split == "dev" else "dev"].pk))
+        expect(start).to_be_enabled()
+    # back to a train snapshot: no warning, nothing to confirm
+    form.get_by_role("combobox", name="Train on").select_option(str(snaps["train"].pk))
+    expect(form.get_by_role("alert")).to_have_count(0)
+    expect(start).to_be_enabled()

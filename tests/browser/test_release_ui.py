@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tarfile
 from pathlib import Path
 
@@ -72,6 +73,17 @@ def test_publish_asks_for_confirmation_and_an_unfinished_audit_needs_publish_any
     expect(dialog).to_contain_text("immutable")
     expect(dialog).to_contain_text("Splits train: 2 benchmark videos")
     dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    assert not Release.objects.exists()
+    # Esc cancels as well, wherever the focus is (issue 27, finding 14)
+    _publish_form(page, "ui", "1.0.0")
+    expect(dialog).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    _publish_form(page, "ui", "1.0.0")
+    expect(dialog).to_contain_text("Splits train")
+    page.locator("main h1").click()
+    page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
     assert not Release.objects.exists()
     # again: the unfinished audit is named, and "Publish anyway" waits for its box to be ticked
@@ -173,6 +185,11 @@ def test_the_training_form_evaluates_elsewhere_and_jobs_cancel_and_retry(train_b
     expect(row.get_by_role("status")).to_contain_text(f"training run {run.pk} cancelled")
     run.refresh_from_db()
     assert run.status == "cancelled"
+    # its job says "cancelled" in a neutral badge, not a red "failed" (issue 27, finding 14)
+    badge = row.locator(".job-head .badge")
+    expect(badge).to_have_text("cancelled")
+    expect(badge).to_have_class(re.compile(r"\bstatus-cancelled\b"))
+    assert badge.evaluate("b => getComputedStyle(b).backgroundColor") != "rgb(254, 228, 226)"  # status-failed's red
     old_job = run.job_id
     page.locator("li.job", has_text=f"#{old_job} ").get_by_role("button", name="Retry").click()
     expect(page.locator("li.job", has_text=f"#{old_job} ").get_by_role("status")).to_contain_text("queued again as job")

@@ -35,7 +35,7 @@ class DescriptionRunOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = DescriptionRun
-        fields = ["id", "pools", "backend", "prompt_version", "prompt_sha256", "budget", "stats", "job",
+        fields = ["id", "status", "pools", "backend", "prompt_version", "prompt_sha256", "budget", "stats", "job",
                   "created_by", "created_at"]
 
 

@@ -82,7 +82,7 @@ class MiningRunOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MiningRun
-        fields = ["id", "split", "config", "log", "job", "created_by", "created_at"]
+        fields = ["id", "status", "split", "config", "log", "job", "created_by", "created_at"]
 
 
 class MiningRunListApi(ManagerWritesApi):

@@ -9,7 +9,9 @@ import type { ExperimentDetail } from "../../api/types";
 import { ProgressBar } from "../../components/charts";
 import { Link } from "../../components/Link";
 import { ErrorState, Loading } from "../../components/states";
+import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
+import { useDialog } from "../../components/useDialog";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { LIVE_POLL_MS, STAMP_REASONS, Stamps } from "../training/Training";
 import { ResultTable } from "./ResultTable";
@@ -33,9 +35,9 @@ function ConfirmCancel({ experiment, open, busy, onConfirm, onKeep }: {
   onConfirm: () => void;
   onKeep: () => void;
 }) {
+  const box = useDialog(onKeep, { enabled: !busy }); // Esc keeps it running, wherever the focus is
   return (
-    <div className="confirm" role="dialog" aria-modal="true" aria-labelledby="confirm-cancel-title"
-      onKeyDown={(e) => { if (e.key === "Escape") { e.stopPropagation(); onKeep(); } }}>
+    <div className="confirm" role="dialog" aria-modal="true" aria-labelledby="confirm-cancel-title" tabIndex={-1} ref={box}>
       <h3 id="confirm-cancel-title">Cancel experiment {experiment.id}?</h3>
       <p>
         Its {open} unfinished cell{open === 1 ? "" : "s"} stop (a running one after its next checkpoint). Finished cells and
@@ -43,7 +45,7 @@ function ConfirmCancel({ experiment, open, busy, onConfirm, onKeep }: {
       </p>
       <div className="confirm-actions">
         <button type="button" className="danger" disabled={busy} onClick={onConfirm}>{busy ? "Cancelling…" : "Cancel the cells"}</button>
-        <button type="button" disabled={busy} onClick={onKeep} autoFocus>Keep running</button>
+        <button type="button" disabled={busy} onClick={onKeep} aria-keyshortcuts="Escape">Keep running <kbd>Esc</kbd></button>
       </div>
     </div>
   );
@@ -101,7 +103,7 @@ function Cells({ experiment }: { experiment: ExperimentDetail }) {
           <tr key={c.id}>
             <td>{c.variant}</td>
             <td>{c.seed ?? "–"}</td>
-            <td><span className={`badge status-${c.status}`}>{c.status}</span>{c.error && <span className="error-inline small"> {c.error}</span>}</td>
+            <td><StatusBadge status={c.status} />{c.error && <span className="error-inline small"> {c.error}</span>}</td>
             <td><ProgressBar value={cellProgress(c)} label={`${c.variant} seed ${c.seed ?? "–"} steps`} />
               <span className="small muted">{c.steps_done} of {c.steps_total}</span></td>
             <td><Link to={`/manage/training/${c.training_run}`}>Run {c.training_run}</Link></td>
@@ -128,7 +130,7 @@ export function ExperimentScreen({ experimentId }: { experimentId: number }) {
     <div className="experiment">
       <StampBanner stamps={stamps} />
       <dl className="tiles">
-        <div><dt>status</dt><dd><span className={`badge status-${experiment.status}`}>{experiment.status}</span><Stamps stamps={stamps} /></dd>
+        <div><dt>status</dt><dd><StatusBadge status={experiment.status} /><Stamps stamps={stamps} /></dd>
           <dd className="muted small">{live ? `live, refreshed every ${LIVE_POLL_MS / 1000} s` : `finished ${when(experiment.finished_at)}`}</dd></div>
         <div><dt>cells done</dt><dd>{experiment.cells_done} / {experiment.cells_total}</dd>
           <dd><ProgressBar value={experiment.cells_total ? experiment.cells_done / experiment.cells_total : 0} label="cells done" /></dd></div>

@@ -5,6 +5,7 @@
 import { api } from "../../api/endpoints";
 import { Link } from "../../components/Link";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { navigate } from "../../router";
@@ -54,7 +55,7 @@ export function ExperimentsScreen() {
                 <tr key={e.id}>
                   <td><Link to={`/manage/experiments/${e.id}`}>Experiment {e.id}</Link>{e.name ? <span className="muted"> · {e.name}</span> : null}</td>
                   <td>{e.preset || <span className="muted">{e.model_kind} (own grid)</span>}</td>
-                  <td><span className={`badge status-${e.status}`}>{e.status}</span><Stamps stamps={e.stamps} /></td>
+                  <td><StatusBadge status={e.status} /><Stamps stamps={e.stamps} /></td>
                   <td>{e.cells_done} / {e.cells_total}</td>
                   <td>#{e.snapshot} → #{e.eval_snapshot}</td>
                   <td>{when(e.created_at)}</td>

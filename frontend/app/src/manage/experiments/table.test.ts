@@ -44,8 +44,14 @@ describe("numbers", () => {
 
   it("writes mean ± std, and a dash for a variant without a finished seed", () => {
     expect(meanStd(row({ mean: 62.5, std: 3.14 }))).toBe("62.5 ± 3.1");
-    expect(meanStd(row({ mean: 50, std: null }))).toBe("50.0 ± 0.0");
+    expect(meanStd(row({ mean: 62.5, std: 0 }))).toBe("62.5 ± 0.0"); // three seeds that agree: a spread of 0
     expect(meanStd(row({ mean: null, std: null }))).toBe("–");
+  });
+
+  it("says a single seed has no spread instead of writing ± 0.0 (issue 27, finding 14)", () => {
+    expect(meanStd(row({ mean: 50, std: 0, n_seeds: 1, seeds: [0], values: [50] }))).toBe("50.0 (1 seed, no spread)");
+    expect(meanStd(row({ mean: 50, std: null, n_seeds: 1, seeds: [0], values: [50] }))).toBe("50.0 (1 seed, no spread)");
+    expect(meanStd(row({ mean: 50, std: null }))).toBe("50.0 (no spread)");
     expect(meanStd(undefined)).toBe("–");
   });
 

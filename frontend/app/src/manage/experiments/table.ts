@@ -100,9 +100,12 @@ export function signed(v: number | null | undefined): string {
   return text.startsWith(MINUS) || Number(Math.abs(v).toFixed(1)) === 0 ? text : `+${text}`;
 }
 
-export function meanStd(row: Pick<ExperimentTableRow, "mean" | "std"> | undefined): string {
+/** "62.5 ± 3.1" over seeds; one seed (or no spread computed) says so instead of "± 0.0". */
+export function meanStd(row: Pick<ExperimentTableRow, "mean" | "std" | "n_seeds"> | undefined): string {
   if (!row || !finite(row.mean)) return "–";
-  return `${fmt(row.mean)} ± ${fmt(finite(row.std) ? row.std : 0)}`;
+  if (row.n_seeds === 1) return `${fmt(row.mean)} (1 seed, no spread)`;
+  if (!finite(row.std)) return `${fmt(row.mean)} (no spread)`;
+  return `${fmt(row.mean)} ± ${fmt(row.std)}`;
 }
 
 /** "Δ −3.2 [−5.1, −1.4]" against the reference, or null for the reference and for a variant

@@ -3,7 +3,9 @@
 import { api } from "../../api/endpoints";
 import type { Job } from "../../api/types";
 import { ProgressBar } from "../../components/charts";
+import { count } from "../../components/plural";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { RunControls } from "./RunControls";
@@ -33,7 +35,7 @@ function JobRow({ job, onChanged }: { job: Job; onChanged: () => void }) {
     <li className={`job job-${job.status}`}>
       <div className="job-head">
         <strong>#{job.id} {job.kind}</strong>
-        <span className={`badge status-${job.status}`}>{job.status}</span>
+        <StatusBadge status={job.status} runStatus={job.run?.status} />
         <span className="muted small">{queueText(job)} · started {when(job.started_at)} · updated {when(job.updated_at)}</span>
         {job.run && (
           <RunControls jobId={job.id} status={job.run.status} cancelRequested={job.run.cancel_requested}
@@ -64,7 +66,7 @@ export function JobsScreen() {
   return (
     <>
       {jobs.error !== undefined && <p className="error-inline" role="alert">Refreshing failed; showing the last list.</p>}
-      <p className="muted">{jobs.data.count} job{jobs.data.count === 1 ? "" : "s"} · newest first · refreshes every {POLL_MS / 1000} s</p>
+      <p className="muted">{count(jobs.data.count, "job")} · newest first · refreshes every {POLL_MS / 1000} s</p>
       <ul className="jobs">{jobs.data.results.map((j) => <JobRow key={j.id} job={j} onChanged={jobs.reload} />)}</ul>
     </>
   );

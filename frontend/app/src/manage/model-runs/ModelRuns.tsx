@@ -9,6 +9,8 @@ import type { JobSummary, MiningRun, ModelRun, Pool, Video } from "../../api/typ
 import { ProgressBar } from "../../components/charts";
 import { Link } from "../../components/Link";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { count } from "../../components/plural";
+import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { RunControls } from "../jobs/RunControls";
@@ -16,15 +18,15 @@ import { SPLITS } from "../splits";
 
 const when = (iso: string) => new Date(iso).toLocaleString();
 
-function JobCell({ job, label, onChanged }: { job: JobSummary | null; label: string; onChanged: () => void }) {
+function JobCell({ job, status, label, onChanged }: { job: JobSummary | null; status: string; label: string; onChanged: () => void }) {
   if (!job) return <span className="muted">no job</span>;
   return (
     <>
-      <span className={`badge status-${job.status}`}>{job.status}</span>{" "}
+      <StatusBadge status={job.status} runStatus={status} />{" "}
       <Link to="/manage/jobs">job {job.id}</Link>
       <ProgressBar value={job.progress} label={`Job ${job.id} progress`} />
       <span className="small muted">{job.message}</span>{" "}
-      <RunControls jobId={job.id} status={job.status} label={label} onDone={onChanged} />
+      <RunControls jobId={job.id} status={status} label={label} onDone={onChanged} />
     </>
   );
 }
@@ -71,7 +73,7 @@ function PoolRunForm({ kind, pools, defaultBackend, start, onStarted }: {
     setDone(null);
     try {
       const run = await start({ pools: [...chosen].sort((a, b) => a - b), backend: { name: backend.trim() || defaultBackend } });
-      setDone(`${kind} run ${run?.id} queued as job ${run?.job?.id ?? "–"} over ${chosen.size} pool${chosen.size === 1 ? "" : "s"}.`);
+      setDone(`${kind} run ${run?.id} queued as job ${run?.job?.id ?? "–"} over ${count(chosen.size, "pool")}.`);
       setChosen(new Set());
       onStarted();
     } catch (e) {
@@ -124,7 +126,7 @@ function ModelRunTable({ runs, caption, kind, onChanged }: { runs: ModelRun[]; c
             <td>{String(r.backend.name ?? "–")}</td>
             <td>{r.prompt_version || "–"}{r.prompt_sha256 && <code title={r.prompt_sha256}> {r.prompt_sha256.slice(0, 8)}</code>}</td>
             <td>{stats(r.stats)}</td>
-            <td><JobCell job={r.job} label={`${kind} run ${r.id}`} onChanged={onChanged} /></td>
+            <td><JobCell job={r.job} status={r.status} label={`${kind} run ${r.id}`} onChanged={onChanged} /></td>
             <td>{when(r.created_at)}</td>
           </tr>
         ))}
@@ -179,7 +181,7 @@ function MiningTable({ runs, onChanged }: { runs: MiningRun[]; onChanged: () => 
             <td>{r.id}</td>
             <td>{r.split}</td>
             <td className="small">{r.log?.note ? String(r.log.note) : stats((r.log?.counts ?? {}) as Record<string, unknown>)}</td>
-            <td><JobCell job={r.job} label={`mining run ${r.id}`} onChanged={onChanged} /></td>
+            <td><JobCell job={r.job} status={r.status} label={`mining run ${r.id}`} onChanged={onChanged} /></td>
             <td>{when(r.created_at)}</td>
           </tr>
         ))}

@@ -12,6 +12,7 @@ import { Link } from "../../components/Link";
 import { count } from "../../components/plural";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
+import { useDialog } from "../../components/useDialog";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { navigate } from "../../router";
 import { CompletenessReport } from "../snapshots/Snapshots";
@@ -58,9 +59,9 @@ function ConfirmPublish({ draft, busy, onConfirm, onCancel }: {
   const unfinished = p?.unfinished_audits ?? [];
   const incomplete = p ? Object.values(p.incomplete) : [];
   const blocked = !p || incomplete.length > 0 || p.videos === 0 || (unfinished.length > 0 && !anyway);
+  const box = useDialog(onCancel, { enabled: !busy }); // Esc cancels, wherever the focus is
   return (
-    <div className="confirm" role="dialog" aria-modal="true" aria-labelledby="confirm-publish-title"
-      onKeyDown={(e) => { if (e.key === "Escape") { e.stopPropagation(); onCancel(); } }}>
+    <div className="confirm" role="dialog" aria-modal="true" aria-labelledby="confirm-publish-title" tabIndex={-1} ref={box}>
       <h3 id="confirm-publish-title">Publish {draft.name} {draft.version}?</h3>
       <p>A release is immutable: once written it can never be changed or deleted, only followed by a new version.</p>
       {pre.error ? <ErrorState error={pre.error} title="What the release would hold could not be read" />
@@ -90,10 +91,10 @@ function ConfirmPublish({ draft, busy, onConfirm, onCancel }: {
           </>
         )}
       <div className="confirm-actions">
-        <button type="button" className="primary" disabled={busy || blocked} onClick={() => onConfirm(anyway)} autoFocus>
+        <button type="button" className="primary" disabled={busy || blocked} onClick={() => onConfirm(anyway)}>
           {busy ? "Writing the release…" : unfinished.length > 0 ? "Publish anyway" : "Publish"}
         </button>
-        <button type="button" disabled={busy} onClick={onCancel}>Cancel</button>
+        <button type="button" disabled={busy} onClick={onCancel} aria-keyshortcuts="Escape">Cancel <kbd>Esc</kbd></button>
       </div>
     </div>
   );

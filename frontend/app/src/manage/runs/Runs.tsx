@@ -9,6 +9,7 @@ import { api } from "../../api/endpoints";
 import type { Pool, ProposalRun, RunReadiness, Video } from "../../api/types";
 import { ProgressBar, StackedBar } from "../../components/charts";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { count } from "../../components/plural";
@@ -154,7 +155,7 @@ export function RunsScreen() {
             <tr key={r.id}>
               <td>{r.id}</td>
               <td>{v ? `${v.name} (${v.split || "no split"})` : r.video}</td>
-              <td><span className={`badge status-${r.status}`}>{r.status}</span>{r.kind === "imported" && <span className="badge">imported</span>}</td>
+              <td><StatusBadge status={r.status} />{r.kind === "imported" && <span className="badge">imported</span>}</td>
               <td>{r.job ? <><ProgressBar value={r.job.progress} label={`Run ${r.id} progress`} /><span className="small muted">{r.job.message}</span></> : "–"}</td>
               <td>{r.trajectory_count}</td>
               <td>{r.duplicate_count}</td>

@@ -11,10 +11,12 @@ import { Link } from "../../components/Link";
 import { LineChart, type LineSeries } from "../../components/LineChart";
 import { formatValue } from "../../components/scale";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { navigate } from "../../router";
 import { RunControls } from "../jobs/RunControls";
+import { heldOutSplit } from "./guards";
 import { column, emptySeries, lastStep, mergeSeries, seriesKeys, truncateSeries } from "./series";
 
 export const LIVE_POLL_MS = 2000;
@@ -41,6 +43,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
   const [evalSnapshot, setEvalSnapshot] = useState<number | "">(() => defaultEvalSnapshot(snapshots, snapshot) ?? snapshot);
   const [evalOnTrainingOk, setEvalOnTrainingOk] = useState(false);
   const [incompleteOk, setIncompleteOk] = useState(false);
+  const [heldOutOk, setHeldOutOk] = useState(false);
   const [kind, setKind] = useState<string>(MODEL_KINDS[0]);
   const [steps, setSteps] = useState("200");
   const [busy, setBusy] = useState(false);
@@ -55,6 +58,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
   const onTrainingData = sameSnapshot || (evalSnapshot !== "" && split(evalSnapshot) === "train");
   const evalRecord = snapshots.find((s) => s.id === evalSnapshot);
   const incomplete = evalRecord !== undefined && evalRecord.split !== "train" && !evalRecord.complete;
+  const heldOut = heldOutSplit(snapshots, snapshot); // training on dev or test data needs a confirmation
   const start = async () => {
     setBusy(true);
     setError(null);
@@ -82,6 +86,7 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
           setSnapshot(id);
           setEvalSnapshot(defaultEvalSnapshot(snapshots, id) ?? id);
           setEvalOnTrainingOk(false);
+          setHeldOutOk(false);
         }}>
           {snapshots.map((s) => <option key={s.id} value={s.id}>{label(s)}</option>)}
         </select>
@@ -102,7 +107,19 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
         Steps
         <input type="text" inputMode="numeric" value={steps} onChange={(e) => setSteps(e.target.value)} size={6} />
       </label>
-      <button type="submit" className="primary" disabled={busy || snapshot === "" || (onTrainingData && !evalOnTrainingOk) || (incomplete && !incompleteOk)}>Start training</button>
+      <button type="submit" className="primary" disabled={busy || snapshot === "" || (onTrainingData && !evalOnTrainingOk) || (incomplete && !incompleteOk)
+        || (heldOut !== null && !heldOutOk)}>Start training</button>
+      {heldOut && (
+        <div className="warning" role="alert">
+          <strong>Snapshot #{snapshot} is of the {heldOut} split:</strong> a retriever trained on it has seen the queries
+          the {heldOut} figures are scored with, so no {heldOut} evaluation of it measures retrieval of unseen queries.
+          Train on a train snapshot, or{" "}
+          <label className="check">
+            <input type="checkbox" checked={heldOutOk} onChange={(e) => setHeldOutOk(e.target.checked)} />
+            {" "}train on the {heldOut} snapshot anyway
+          </label>
+        </div>
+      )}
       {sameSnapshot && (
         <div className="warning" role="alert">
           <strong>The evaluation snapshot is the training snapshot.</strong> Its scores would measure how well the
@@ -191,7 +208,7 @@ export function TrainingRunsScreen() {
                     #{r.snapshot} {splitOf.get(r.snapshot) ?? ""}
                     <span className="small muted"> · evaluated on {r.eval_snapshot && r.eval_snapshot !== r.snapshot ? `#${r.eval_snapshot} ${splitOf.get(r.eval_snapshot) ?? ""}` : <strong className="warning-text">its training snapshot</strong>}</span>
                   </td>
-                  <td><span className={`badge status-${r.status}`}>{r.status}</span></td>
+                  <td><StatusBadge status={r.status} /></td>
                   <td><ProgressBar value={r.progress} label={`Run ${r.id} steps`} /><span className="small muted">{r.steps_done} of {r.steps_total}</span></td>
                   <td>{pct(t2["R@1"])}<Stamps stamps={r.eval_stamps} /></td>
                   <td>{when(r.created_at)}</td>
@@ -358,7 +375,7 @@ export function TrainingRunScreen({ runId }: { runId: number }) {
   return (
     <div className="training-run">
       <dl className="tiles">
-        <div><dt>status</dt><dd><span className={`badge status-${run.status}`}>{run.status}</span></dd>
+        <div><dt>status</dt><dd><StatusBadge status={run.status} /></dd>
           <dd className="muted small">{live ? `live, refreshed every ${LIVE_POLL_MS / 1000} s` : `finished ${when(run.finished_at)}`}</dd></div>
         <div><dt>steps</dt><dd>{run.steps_done} / {run.steps_total}</dd><dd><ProgressBar value={run.progress} label={`Run ${run.id} steps`} /></dd></div>
         <div><dt>model</dt><dd>{run.model_kind}</dd><dd className="muted small">snapshot #{run.snapshot}{run.eval_snapshot && run.eval_snapshot !== run.snapshot
