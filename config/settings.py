@@ -245,6 +245,8 @@ CELERY_TASK_EAGER_PROPAGATES = True
 TRAJLAB_OPEN_VIDEOS = env_int("TRAJLAB_OPEN_VIDEOS", 8)
 TRAJLAB_FRAME_CACHE_MB = env_int("TRAJLAB_FRAME_CACHE_MB", 64)
 TRAJLAB_JPEG_CACHE_MB = env_int("TRAJLAB_JPEG_CACHE_MB", 32)
+# Make the review screens' crop strips when a run is stored (trajectories.services.crops).
+TRAJLAB_PRECOMPUTE_CROPS = env_bool("TRAJLAB_PRECOMPUTE_CROPS", True)
 TRAJLAB_SHARED_DATA = Path(os.environ.get("TRAJLAB_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
 
 

@@ -22,6 +22,7 @@ from trajectories.models import (
     Trajectory,
     Video,
 )
+from trajectories.services.crops import CROP_PAD, crop_file_read, crop_file_write, strip_frames
 
 # One pool per process: decoders stay open between requests and keep an LRU of frames.
 _readers = ReaderPool(size=settings.TRAJLAB_OPEN_VIDEOS, cache_bytes=settings.TRAJLAB_FRAME_CACHE_MB * 2**20)
@@ -109,12 +110,21 @@ def _box(trajectory: Trajectory, index: int):
     return box
 
 
-def trajectory_crop_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None, pad: float = 0.1) -> bytes:
+def trajectory_crop_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None,
+                         pad: float = CROP_PAD) -> bytes:
+    """The crop of the trajectory's box on frame ``index``: the stored file when the run's crop
+    strips made it (``trajectories.services.crops``), else made now and kept for the next reader."""
     box = _box(trajectory, index)
     max_size = _check_size(max_size)
-    return _encoded.get(("crop", trajectory.video.abspath, index, tuple(float(v) for v in box), pad, max_size),
+    stored = pad == CROP_PAD
+    if stored and (data := crop_file_read(trajectory=trajectory, index=index, max_size=max_size)) is not None:
+        return data
+    data = _encoded.get(("crop", trajectory.video.abspath, index, tuple(float(v) for v in box), pad, max_size),
                         lambda: encode_jpeg(crop_box(video_frame(video=trajectory.video, index=index), box, pad=pad),
                                             max_size=max_size))
+    if stored:
+        crop_file_write(trajectory=trajectory, index=index, max_size=max_size, data=data)
+    return data
 
 
 def trajectory_marked_frame_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None) -> bytes:
@@ -130,8 +140,4 @@ def trajectory_sample_frames(*, trajectory: Trajectory, n: int) -> list[int]:
     """Up to ``n`` observed frame indices spread evenly over the trajectory, in order."""
     if n < 1:
         raise ApplicationError("n must be at least 1", code="invalid_n")
-    frames = trajectory.frames_array()
-    if n >= len(frames):
-        return [int(f) for f in frames]
-    step = (len(frames) - 1) / max(n - 1, 1)
-    return sorted({int(frames[round(i * step)]) for i in range(n)})
+    return strip_frames(trajectory, n)

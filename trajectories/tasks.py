@@ -8,6 +8,7 @@ from celery import shared_task
 from common.errors import ApplicationError
 from common.models import Job
 from trajectories.models import ProposalRun
+from trajectories.services.crops import crop_strips_store
 from trajectories.services.ingestion import video_import_job_execute
 from trajectories.services.proposals import proposal_run_execute
 
@@ -27,6 +28,16 @@ def proposal_run_task(self, run_id: int) -> dict:
         logger.warning("proposal run %s failed: %s", run_id, exc.message)
         return {"run": run_id, "status": "failed", "error": exc.message}
     return {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
+
+
+@shared_task(bind=True, acks_late=True, max_retries=0)
+def crop_strips_task(self, run_id: int) -> dict:
+    """Make the crop strips of a stored run (``trajectories.services.crops``); idempotent."""
+    run = ProposalRun.objects.filter(pk=run_id, status=ProposalRun.Status.SUCCEEDED).first()
+    if run is None:
+        logger.warning("proposal run %s is not a stored run; no crop strips to make", run_id)
+        return {"run": run_id, "status": "missing"}
+    return {"run": run_id, **crop_strips_store(run=run)}
 
 
 @shared_task(bind=True, acks_late=True, max_retries=0)

@@ -36,6 +36,7 @@ from models.media.trajectory_ops import (
 )
 from models.media.video import FrameReader, VideoError, content_sha256
 from trajectories.models import ProposalConfig, ProposalRun, SplitGroup, Trajectory, Video
+from trajectories.services.crops import crop_strips_enqueue
 from trajectories.services.duplicates import duplicate_candidates_store
 from trajectories.signals import proposal_run_stored
 
@@ -311,4 +312,5 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
         )
         # Receivers (annotation opens review) write inside this transaction: trajectories.signals.
         proposal_run_stored.send(sender=ProposalRun, run=ProposalRun.objects.get(pk=run.pk))
+        crop_strips_enqueue(run=run)            # reviewers' crop strips, made once after commit
     return n_dups

@@ -5,6 +5,7 @@
 import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } from "react";
 import { api } from "../api/endpoints";
 import type { Crop, Video } from "../api/types";
+import { MediaImage } from "../components/MediaImage";
 import { ariaKeys, useShortcut } from "../keyboard/useShortcut";
 import { PlayerController } from "./controller";
 import { loadFrameImage, takeDecodedAhead } from "./frameCache";
@@ -380,7 +381,7 @@ function CropStrip({ player, frame, start, onSeek }: {
       {crops.map((c, i) => (
         <li key={c.frame_index} className={i === nearest ? "current" : undefined}>
           <button type="button" onClick={() => onSeek(c.frame_index)} aria-label={`Go to frame ${c.frame_index}`}>
-            <img src={`${c.crop_url}?max_size=160`} alt={`${player.style.label} at frame ${c.frame_index}`} />
+            <MediaImage src={`${c.crop_url}?max_size=160`} alt={`${player.style.label} at frame ${c.frame_index}`} />
             <span>{c.frame_index}</span>
           </button>
         </li>

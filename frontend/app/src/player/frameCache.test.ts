@@ -124,6 +124,7 @@ describe("frames loaded ahead of their player", () => {
     vi.stubGlobal("Image", FakeImage);
     void loadAhead("/f/1.jpg");
     void loadAhead("/f/1.jpg"); // once per address
+    await settle(); // a download starts once the page's media budget gives it a slot
     expect(FakeImage.made).toHaveLength(1);
     expect(takeDecodedAhead("/f/1.jpg")).toBeNull(); // not loaded yet
     FakeImage.made[0].onload?.();
@@ -133,22 +134,28 @@ describe("frames loaded ahead of their player", () => {
 
     void loadAhead("/f/2.jpg");
     const joined = loadFrameImage("/f/2.jpg", new AbortController().signal);
+    await settle();
     expect(FakeImage.made).toHaveLength(2); // the current player's request joined the one under way
     FakeImage.made[1].onload?.();
     await expect(joined).resolves.toBe(FakeImage.made[1]);
     await settle();
     expect(takeDecodedAhead("/f/2.jpg")).toBe(FakeImage.made[1]); // still there for the next item's player
-    void loadFrameImage("/f/3.jpg", new AbortController().signal);
+    const plain = new AbortController();
+    void loadFrameImage("/f/3.jpg", plain.signal).catch(() => undefined);
+    await settle();
     expect(FakeImage.made).toHaveLength(3); // nothing ahead: a plain load
+    plain.abort(); // gives its slot back
   });
 
   it("forgets a frame whose download failed, so it can be tried again", async () => {
     vi.stubGlobal("Image", FakeImage);
     void loadAhead("/f/9.jpg").catch(() => undefined);
+    await settle();
     FakeImage.made[0].onerror?.();
     await settle();
     expect(takeDecodedAhead("/f/9.jpg")).toBeNull();
     void loadAhead("/f/9.jpg");
+    await settle();
     expect(FakeImage.made).toHaveLength(2);
   });
 });

@@ -5,6 +5,8 @@
 // window, and evicts the least recently used frames beyond `capacity`. Loading is injected, so
 // the scheduling is unit-tested without a browser.
 
+import { type MediaPriority, mediaBudget } from "../api/mediaBudget";
+
 export type FrameLoader<T> = (frame: number, signal: AbortSignal) => Promise<T>;
 
 export interface FrameCacheOptions {
@@ -137,8 +139,24 @@ export class FrameCache<T> {
 }
 
 /** Load and decode one image (decoded before it is handed out, so drawing never stalls). */
-export function loadImage(url: string, signal: AbortSignal): Promise<HTMLImageElement> {
+/** Load and decode the image at `url` within the page's media budget (api/mediaBudget.ts): it
+ *  waits for a slot by `priority`, and an abort (its item left) cancels the wait or the download
+ *  and gives the slot back. */
+export async function loadImage(url: string, signal: AbortSignal, priority: MediaPriority = "frame"): Promise<HTMLImageElement> {
+  const release = await mediaBudget.acquire(priority, signal);
+  try {
+    return await downloadImage(url, signal);
+  } finally {
+    release();
+  }
+}
+
+function downloadImage(url: string, signal: AbortSignal): Promise<HTMLImageElement> {
   return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new DOMException("aborted", "AbortError"));
+      return;
+    }
     const img = new Image();
     img.decoding = "async";
     const abort = () => {
@@ -168,7 +186,7 @@ export function loadAhead(url: string): Promise<HTMLImageElement> {
   const known = ahead.get(url);
   if (known) return known.image;
   const entry: { image: Promise<HTMLImageElement>; decoded: HTMLImageElement | null } = {
-    image: loadImage(url, new AbortController().signal),
+    image: loadImage(url, new AbortController().signal, "ahead"),
     decoded: null,
   };
   entry.image.then(

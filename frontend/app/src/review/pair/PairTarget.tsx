@@ -8,6 +8,7 @@ import { useEffect, useState } from "react";
 import { api } from "../../api/endpoints";
 import type { Crop, PairTarget, Query, Video } from "../../api/types";
 import { Link } from "../../components/Link";
+import { MediaImage } from "../../components/MediaImage";
 import { ErrorState } from "../../components/states";
 import { Hint, Predicates } from "../relation/RelationReview";
 import { type TargetProps, TrajectoryTarget, trajectoryOnly, videoOnce } from "../targets";
@@ -36,7 +37,7 @@ function SourceContext({ pair }: { pair: PairTarget }) {
       </p>
       <ol className="crops light" aria-label={`Crops of the query's own trajectory #${query.target}`}>
         {(state.crops ?? []).map((c) => (
-          <li key={c.frame_index}><img src={`${c.crop_url}?max_size=120`} alt={`#${query.target} at frame ${c.frame_index}`} /></li>
+          <li key={c.frame_index}><MediaImage src={`${c.crop_url}?max_size=120`} alt={`#${query.target} at frame ${c.frame_index}`} /></li>
         ))}
       </ol>
     </div>

@@ -1,0 +1,83 @@
+"""Crop strips made once when a run is stored (issue 27, finding 11): a vote must never wait behind
+crops decoded on request. Storing a run queues the strips after commit; the strips are the crops the
+review screens ask for, made by reading the video once; the crop endpoint then answers from the file
+without decoding, byte for byte what it would have made."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import write_video
+from tests.trajectories.factories import proposal, run_factory, video_factory
+from trajectories import selectors
+from trajectories.models import Trajectory
+from trajectories.services import crops
+from trajectories.services.proposals import trajectories_store
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored(media_root, monkeypatch, django_capture_on_commit_callbacks):
+    """A run of three trajectories on a real 40-frame video, stored; the tasks it sent."""
+    write_video(media_root / "clip.mp4", n_frames=40, size=(160, 120))
+    video = video_factory(path="clip.mp4", width=160, height=120, frame_count=40, fps=10.0)
+    run = run_factory(video=video)
+    sent = []
+    monkeypatch.setattr(crops.current_app, "send_task", lambda name, args=None, **kw: sent.append((name, args, kw)))
+    with django_capture_on_commit_callbacks(execute=True):
+        trajectories_store(run=run, proposals=[proposal(1, 0, 30, x=5, y=10, w=30, h=60, dx=1.5),
+                                               proposal(2, 5, 4, x=80, y=20, w=20, h=40, dx=0),
+                                               proposal(3, 10, 30, x=100, y=30, w=40, h=70, dx=-1.0)])
+    return run, sent
+
+
+def test_storing_a_run_queues_its_crop_strips_after_commit(stored):
+    run, sent = stored
+    assert sent == [(crops.TASK, [run.pk], {"queue": "cpu"})]
+
+
+def test_the_strips_are_what_the_screens_ask_for_made_once(stored, monkeypatch):
+    run, _ = stored
+    made = crops.crop_strips_store(run=run)
+    trajectories = list(Trajectory.objects.filter(run=run))
+    wanted = sum(len(crops.strip_frames(t, n)) for t in trajectories for n, _ in crops.CROP_STRIPS)
+    assert made == {"made": wanted, "kept": 0, "failed": 0} and wanted == 2 * 12 + 2 * 6 + 2 * 4
+    assert crops.crop_strips_store(run=run) == {"made": 0, "kept": wanted, "failed": 0}
+
+    # the endpoint answers a stored crop from its file, without decoding anything
+    def no_decoding(**kwargs):
+        raise AssertionError("a stored crop was decoded again")
+
+    t = trajectories[0]
+    index = crops.strip_frames(t, 12)[3]
+    on_file = crops.crop_path(trajectory=t, index=index, max_size=160).read_bytes()
+    monkeypatch.setattr(selectors, "video_frame", no_decoding)
+    assert selectors.trajectory_crop_jpeg(trajectory=t, index=index, max_size=160) == on_file
+
+
+def test_a_stored_crop_is_the_crop_made_on_request(stored, settings, tmp_path):
+    run, _ = stored
+    t = Trajectory.objects.filter(run=run).order_by("pk").first()
+    index = crops.strip_frames(t, 6)[2]
+    fresh = selectors.trajectory_crop_jpeg(trajectory=t, index=index, max_size=120)   # made now, kept
+    assert crops.crop_path(trajectory=t, index=index, max_size=120).read_bytes() == fresh
+    crops.crop_path(trajectory=t, index=index, max_size=120).unlink()
+    crops.crop_strips_store(run=run)
+    assert crops.crop_path(trajectory=t, index=index, max_size=120).read_bytes() == fresh
+
+
+def test_an_unreadable_video_leaves_crops_to_be_made_on_request(stored, media_root):
+    run, _ = stored
+    (media_root / "clip.mp4").write_bytes(b"not a video")
+    out = crops.crop_strips_store(run=run)
+    assert out["made"] == 0 and out["failed"] > 0
+    assert not (media_root / "crops").exists() or not any((media_root / "crops").rglob("*.jpg"))
+
+
+def test_no_crops_are_queued_when_turned_off(media_root, settings, monkeypatch, django_capture_on_commit_callbacks):
+    settings.TRAJLAB_PRECOMPUTE_CROPS = False
+    sent = []
+    monkeypatch.setattr(crops.current_app, "send_task", lambda *a, **k: sent.append(a))
+    with django_capture_on_commit_callbacks(execute=True):
+        trajectories_store(run=run_factory(), proposals=[proposal(1, 0, 5)])
+    assert sent == []

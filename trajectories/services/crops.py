@@ -1,0 +1,132 @@
+"""Crop strips made once, when a run is stored, so reviewers' screens read files, not decoders.
+
+A review screen shows each trajectory's crops (the player's strip, a pair's target strip): made on
+request, each crop costs a seek, a decode, a crop and an encode, seconds under load, and a vote sent
+meanwhile waited behind them. :func:`crop_strips_store` makes every strip the screens ask for
+(:data:`CROP_STRIPS`) after a run's trajectories are stored (``crop_strips_task`` on the cpu queue,
+sent after the run's transaction commits), reading each video once, forward; the crop endpoint
+then answers from the file (:func:`crop_file_read`) and makes any other crop on request, keeping it
+too. Files live under ``MEDIA_ROOT/crops/<video>/<trajectory>/<frame>-<max size>.jpg`` and are
+written whole (a temporary file renamed into place), so a reader never sees half a JPEG; a crop is a
+function of the video file, the stored box and the size, all immutable once a run is stored.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+
+from models.media.video import FrameReader, VideoError, crop_box, encode_jpeg
+from trajectories.models import ProposalRun, Trajectory
+
+logger = logging.getLogger(__name__)
+# (crops per trajectory, longer side in pixels) of the strips the review screens show: the
+# player's strip (frontend player/Player.tsx) and a pair's target strip (review/pair/PairTarget.tsx).
+CROP_STRIPS = ((12, 160), (6, 120))
+CROP_PAD = 0.1                                   # the crop endpoint's default margin around the box
+TASK = "trajectories.tasks.crop_strips_task"
+MAX_TRAJECTORIES = 5000                          # a bigger run's crops are made on request only
+
+
+def crop_path(*, trajectory: Trajectory, index: int, max_size: int | None) -> Path:
+    return (Path(settings.MEDIA_ROOT) / "crops" / str(trajectory.video_id) / str(trajectory.pk)
+            / f"{int(index)}-{int(max_size or 0)}.jpg")
+
+
+def crop_file_read(*, trajectory: Trajectory, index: int, max_size: int | None) -> bytes | None:
+    """The stored crop, or ``None`` when it was not made yet."""
+    try:
+        return crop_path(trajectory=trajectory, index=index, max_size=max_size).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def crop_file_write(*, trajectory: Trajectory, index: int, max_size: int | None, data: bytes) -> None:
+    """Keep a crop: written to a temporary file in its folder and renamed into place (atomic)."""
+    path = crop_path(trajectory=trajectory, index=index, max_size=max_size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".crop-", suffix=".jpg")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def strip_frames(trajectory: Trajectory, n: int) -> list[int]:
+    """Up to ``n`` observed frames spread evenly over the trajectory (what the crop list shows)."""
+    frames = trajectory.frames_array()
+    if n >= len(frames):
+        return [int(f) for f in frames]
+    step = (len(frames) - 1) / max(n - 1, 1)
+    return sorted({int(frames[round(i * step)]) for i in range(n)})
+
+
+def crop_strips_store(*, run: ProposalRun) -> dict:
+    """Make every missing crop of :data:`CROP_STRIPS` for the run's trajectories, reading its video
+    once in frame order. Idempotent; returns ``{"made", "kept", "failed"}`` counts. A video that
+    cannot be read is logged and skipped (the endpoint then makes crops on request, as before)."""
+    wanted: dict[int, list[tuple[Trajectory, int]]] = {}   # frame -> (trajectory, max size)
+    counts = {"made": 0, "kept": 0, "failed": 0}
+    trajectories = list(Trajectory.objects.filter(run=run).select_related("video").order_by("pk"))
+    if len(trajectories) > MAX_TRAJECTORIES:
+        logger.info("run %s has %s trajectories: its crops are made on request", run.pk, len(trajectories))
+        return counts
+    for trajectory in trajectories:
+        for n, size in CROP_STRIPS:
+            for index in strip_frames(trajectory, n):
+                if crop_path(trajectory=trajectory, index=index, max_size=size).is_file():
+                    counts["kept"] += 1
+                else:
+                    wanted.setdefault(index, []).append((trajectory, size))
+    if not wanted:
+        return counts
+    video = trajectories[0].video
+    try:
+        reader = FrameReader(video.abspath, fps=video.fps, frame_count=video.frame_count, seekable=video.seekable,
+                             cache_frames=0)
+    except (VideoError, OSError) as exc:
+        logger.warning("crop strips of run %s: video %s cannot be read: %s", run.pk, video.pk, exc)
+        counts["failed"] = sum(len(v) for v in wanted.values())
+        return counts
+    with reader:
+        for index in sorted(wanted):
+            try:
+                frame = reader.read(index)
+            except (VideoError, OSError, IndexError) as exc:
+                logger.warning("crop strips of run %s: frame %s: %s", run.pk, index, exc)
+                counts["failed"] += len(wanted[index])
+                continue
+            for trajectory, size in wanted[index]:
+                try:
+                    data = encode_jpeg(crop_box(frame, trajectory.box_at(index), pad=CROP_PAD), max_size=size)
+                except (ValueError, VideoError) as exc:
+                    logger.warning("crop of trajectory %s at frame %s: %s", trajectory.pk, index, exc)
+                    counts["failed"] += 1
+                    continue
+                crop_file_write(trajectory=trajectory, index=index, max_size=size, data=data)
+                counts["made"] += 1
+    return counts
+
+
+def crop_strips_enqueue(*, run: ProposalRun) -> None:
+    """Send ``crop_strips_task`` for ``run`` to the cpu queue once the current transaction commits
+    (best effort: a refused message only means crops are made on request)."""
+    if not settings.TRAJLAB_PRECOMPUTE_CROPS:
+        return
+    pk = run.pk
+
+    def send() -> None:
+        try:
+            current_app.send_task(TASK, args=[pk], queue="cpu")
+        except Exception:  # the broker is down: reviewers' screens make crops on request
+            logger.exception("could not queue the crop strips of run %s", pk)
+
+    transaction.on_commit(send)
