@@ -31,6 +31,21 @@ class FlagField(serializers.BooleanField):
         self.fail("invalid", input=data)
 
 
+class TextField(serializers.CharField):
+    """A text input that is one: a JSON string (or a form's or query string's value). DRF's
+    ``CharField`` also takes a number and stores its ``str`` (``"name": 0`` became the name "0"),
+    which the schema's ``string`` does not say."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def text_field(**kwargs) -> TextField:
+    return TextField(**kwargs)
+
+
 def flag_field(**kwargs) -> FlagField:
     return FlagField(**kwargs)
 

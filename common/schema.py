@@ -1,13 +1,17 @@
-"""The OpenAPI schema's conventions: component names, the error shape and the answers every
-operation can give besides its own."""
+"""The OpenAPI schema's conventions: component names, the error shape, the answers every
+operation can give besides its own, the range of every integer and the token's expiry."""
 from __future__ import annotations
 
+from drf_spectacular.authentication import TokenScheme
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+
+from common.params import ID_MAX
+from models.text import INT64_MAX, INT64_MIN
 
 
 class ApiErrorSerializer(serializers.Serializer):
@@ -22,7 +26,10 @@ ERROR = ApiErrorSerializer
 
 # Answers an operation gives besides its declared ones, and when (see ``TrajlabAutoSchema``).
 COMMON_ERRORS = {
-    "400": "Invalid input: a body or query parameter out of its type, range or choices",
+    "400": "Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone "
+           "surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 "
+           "(out_of_range) or an id in the path past it (invalid_id). extra.field names the field",
+    "401": "The API token has expired (token_expired): get a new one with POST /api/auth/token/",
     "403": "Not signed in, or the user's roles do not allow it",
     "404": "No such record (or not one the user may see)",
     "413": "The request body is larger than the limit",
@@ -35,9 +42,10 @@ FREE_FORM = build_basic_type(OpenApiTypes.OBJECT)
 class TrajlabAutoSchema(AutoSchema):
     """Names nested ``SomeApi.InputSerializer`` components ``SomeInput`` so they never collide,
     and documents the answers every operation can give besides its own, in the error shape
-    (:class:`ApiErrorSerializer`): 400 where it reads a body or query parameters, 413 and 415
-    where it reads a body, 403 unless anyone may call it, 404 where its path names a record, 429
-    where it is throttled. A 4xx an operation declares as a free-form object gets the error shape.
+    (:class:`ApiErrorSerializer`): 400 everywhere (the request edge checks every query string and
+    path, ``common.middleware``), 413 and 415 where it reads a body, 401 (an expired token) and 403
+    unless anyone may call it, 404 where its path names a record, 429 where it is throttled. A 4xx
+    an operation declares as a free-form object gets the error shape.
     """
 
     def get_operation(self, path, path_regex, path_prefix, method, registry):
@@ -46,15 +54,13 @@ class TrajlabAutoSchema(AutoSchema):
             return None
         parameters = operation.get("parameters", [])
         has_body = "requestBody" in operation
-        codes = set()
-        if has_body or any(p["in"] == "query" for p in parameters):
-            codes.add("400")
+        codes = {"400"}
         if has_body:
             codes |= {"413", "415"}
         if any(p["in"] == "path" for p in parameters):
             codes.add("404")
         if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
-            codes.add("403")
+            codes |= {"401", "403"}
         if self.view.get_throttles():
             codes.add("429")
         responses = operation["responses"]
@@ -105,3 +111,43 @@ class PlainChoiceFieldExtension(OpenApiSerializerFieldExtension):
         if field.allow_null:
             schema = {**schema, "nullable": True, "enum": [*values, None]}
         return {"allOf": [schema]}
+
+
+class ExpiringTokenScheme(TokenScheme):
+    """The API token (``accounts.authentication.ExpiringTokenAuthentication``), with its expiry."""
+
+    target_class = "accounts.authentication.ExpiringTokenAuthentication"
+    priority = 0
+
+    def get_security_definition(self, auto_schema):
+        return {**super().get_security_definition(auto_schema),
+                "description": 'A token from POST /api/auth/token/, sent as "Authorization: Token <key>". It expires '
+                               "after TRAJLAB_TOKEN_LIFETIME_HOURS: then every operation answers 401 with code "
+                               "token_expired, and a new token must be fetched."}
+
+
+def bounded_integers(result, generator, request, public):
+    """Postprocessing hook: every integer of the schema says its range, as the request edge holds it
+    (``common.middleware``, ``common.parsers``): an integer in a path ``0..2^63 - 1`` (an id), any
+    other ``-2^63..2^63 - 1`` unless its field names a narrower one. Enums keep their values."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else ():
+                if parameter["in"] == "path" and _is_open_integer(parameter.get("schema", {})):
+                    parameter["schema"].setdefault("minimum", 0)
+                    parameter["schema"].setdefault("maximum", ID_MAX)
+    stack = [result]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if _is_open_integer(node):
+                node.setdefault("minimum", INT64_MIN)
+                node.setdefault("maximum", INT64_MAX)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return result
+
+
+def _is_open_integer(schema: dict) -> bool:
+    return schema.get("type") == "integer" and "enum" not in schema

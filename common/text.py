@@ -1,13 +1,15 @@
 """Text and integers checked where they enter, as 400s naming the field.
 
 One rule (``models.text``) for every request and every file: the request bodies' parsers
-(``common.parsers``), the query string and path (``common.middleware``) and the file parsers call
-these. Refused: a string with a NUL or a lone surrogate, bytes that are not UTF-8 (``invalid_text``);
-an integer outside its column's range, a bigint unless named, or a float that is not finite
-(``out_of_range``). The message says which field, never echoes the value (a lone surrogate cannot
-be written into a JSON answer).
+(``common.parsers``), the query string, path, headers and path ids (``common.middleware``) and the
+file parsers call these. Refused: a string with a NUL or a lone surrogate, bytes that are not UTF-8
+(``invalid_text``); an integer outside its column's range, a bigint unless named, or a float that
+is not finite (``out_of_range``). The message names the field and never holds the refused character
+(a lone surrogate cannot be written into a JSON answer).
 """
 from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
 
 from common.errors import ApplicationError
 from models.text import INT64_MAX, INT64_MIN, data_problems, int_problem, text_problem
@@ -50,3 +52,19 @@ def checked_data(data, *, field: str = ""):
     for where, kind, problem in data_problems(data, field=field):
         raise (InvalidText if kind == "text" else OutOfRange)(where, problem)
     return data
+
+
+def checked_urlencoded(raw: bytes) -> None:
+    """Refuse a query string or form body (``a=1&b=x%00``, as sent: percent-escapes and ``+``) whose
+    names or values, unescaped, are not storable text (:func:`checked_text`), naming the parameter.
+
+    Django decodes these leniently (a bad byte becomes U+FFFD, a body that is not UTF-8 is read as
+    Latin-1), so the check reads the bytes as sent."""
+    for pair in raw.split(b"&"):
+        if not pair:
+            continue
+        name, _, value = (unquote_to_bytes(part.replace(b"+", b" ")) for part in pair.partition(b"="))
+        if (problem := text_problem(name)) is not None:
+            raise InvalidText(f"a parameter name ({name.decode('utf-8', 'replace')!r})", problem)
+        if (problem := text_problem(value)) is not None:
+            raise InvalidText(name.decode("utf-8"), problem)

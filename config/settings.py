@@ -63,6 +63,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "common.security.ContentSecurityPolicyMiddleware",
+    # The query string, the path, the headers and path integers checked as text and ids (common.middleware).
+    "common.middleware.RequestEdgeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -200,6 +202,8 @@ REST_FRAMEWORK = {
     # JSON bodies only; the views that take uploads (videos, track imports) and the token endpoint
     # (scripts post forms to it) declare the form parsers they read.
     "DEFAULT_PARSER_CLASSES": ["common.parsers.BoundedJSONParser"],
+    # Whichever parser reads a body, what it parsed is checked as text and numbers (common.parsers).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "common.parsers.CheckedContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     # Proxies in front of the server whose X-Forwarded-For is trusted for the client's address
@@ -217,6 +221,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # A job's status and a run's status are different choice sets that both sit in a "status" field.
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "common.models.Job.Status", "RunStatusEnum": "common.models.RunStatus"},
+    # Every integer with its range (common.schema.bounded_integers), after the enums are named.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "common.schema.bounded_integers"],
 }
 
 # --- Celery ---------------------------------------------------------------------------------

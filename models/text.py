@@ -11,11 +11,14 @@ naming the field, and a file parser into a problem on its line. Django-free, so 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1     # a bigint column
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1     # an integer column
+# A NUL, or a code point of the surrogate block: a str holds one only unpaired (a pair is one character)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def text_problem(value: str | bytes) -> str | None:
@@ -25,13 +28,12 @@ def text_problem(value: str | bytes) -> str | None:
             value = bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
             return f"is not valid UTF-8 (byte {exc.start})"
-    if "\x00" in value:
-        return f"holds a NUL character (position {value.index(chr(0))})"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"holds a lone surrogate {value[exc.start]!r} (position {exc.start}), which no text can store"
-    return None
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return f"holds a NUL character (position {found.start()})"
+    return f"holds a lone surrogate {found.group()!r} (position {found.start()}), which no text can store"
 
 
 def int_problem(value: int, *, min_value: int = INT64_MIN, max_value: int = INT64_MAX) -> str | None:
@@ -55,24 +57,46 @@ class Problem(NamedTuple):
 def data_problems(data, *, field: str = "") -> Iterator[Problem]:
     """A :class:`Problem` for every string (keys included), integer and float in the parsed document
     ``data`` (dicts, lists and tuples nested to any depth) that breaks the rules above; ``where`` is
-    the path from ``field``. Walked with a stack, not recursion."""
-    stack = [(field, data)]
+    the path from ``field``. Walked with a stack, not recursion; a path is spelled only for a problem."""
+    stack: list = [(data, None)]          # (value, its place: None at the root, else (parent's place, key))
     while stack:
-        where, value = stack.pop()
-        kind, problem = "range", None
-        if isinstance(value, str | bytes):
-            kind, problem = "text", text_problem(value)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            problem = int_problem(value)
-        elif isinstance(value, float):
-            problem = number_problem(value)
-        elif isinstance(value, dict):
-            for key, item in reversed(value.items()):
-                if isinstance(key, str) and (key_problem := text_problem(key)) is not None:
-                    yield Problem(f"{where or 'body'} (a key)", "text", key_problem)
+        value, place = stack.pop()
+        kind = type(value)
+        if kind is str or kind is bytes:
+            if (problem := text_problem(value)) is not None:
+                yield Problem(_where(field, place), "text", problem)
+        elif kind is dict:
+            for key, item in reversed(value.items()):               # popped in the document's order
+                if type(key) is str and (problem := text_problem(key)) is not None:
+                    yield Problem(f"{_where(field, place)} (a key)", "text", problem)
                     continue
-                stack.append((f"{where}.{key}" if where else str(key), item))
-        elif isinstance(value, list | tuple):
-            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
-        if problem is not None:
-            yield Problem(where or "body", kind, problem)
+                stack.append((item, (place, key)))
+        elif kind is list or kind is tuple:
+            stack.extend([(value[i], (place, i)) for i in range(len(value) - 1, -1, -1)])
+        elif kind is int:
+            if (problem := int_problem(value)) is not None:
+                yield Problem(_where(field, place), "range", problem)
+        elif kind is float:
+            if (problem := number_problem(value)) is not None:
+                yield Problem(_where(field, place), "range", problem)
+        elif isinstance(value, str | bytes | dict | list | tuple | int | float) and not isinstance(value, bool):
+            stack.append((_plain(value), place))     # a subclass (an OrderedDict, an IntEnum): as its base
+
+
+def _plain(value):
+    for base in (str, bytes, dict, list, tuple, int, float):
+        if isinstance(value, base):
+            return base(value)
+    raise TypeError(value)
+
+
+def _where(field: str, place) -> str:
+    """``settings.fuse_runs[0]``: the path of ``place`` (see :func:`data_problems`) below ``field``."""
+    keys = []
+    while place is not None:
+        place, key = place
+        keys.append(key)
+    out = field
+    for key in reversed(keys):
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return out or "body"

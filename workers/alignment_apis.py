@@ -10,7 +10,7 @@ from accounts.roles import IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.errors import NotFoundError
 from common.pagination import Page, paginate
-from common.params import flag_field, query_filters
+from common.params import flag_field, id_field, query_filters
 from workers.alignment import AlignmentReport, alignment_report_create, alignment_report_list
 
 ERROR = OpenApiTypes.OBJECT
@@ -30,7 +30,7 @@ class AlignmentReportListApi(APIView):
     pagination_class = Page
 
     class FilterSerializer(serializers.Serializer):
-        snapshot = serializers.IntegerField(required=False, min_value=1)
+        snapshot = id_field(required=False)
 
     class InputSerializer(serializers.Serializer):
         snapshot = serializers.PrimaryKeyRelatedField(queryset=RelationSnapshot.objects.all(),

@@ -360,8 +360,9 @@ class ReviewItemsCreateApi(APIView):
         usability = serializers.IntegerField()
         identity = serializers.IntegerField()
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer,
-                   summary="Open review of a finished proposal run (usability and duplicate items; idempotent)")
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 400: ERROR, 409: ERROR},
+                   summary="Open review of a finished proposal run (usability and duplicate items; idempotent); 409 "
+                           "while the run has not succeeded, or for a run whose tubes are not reviewed")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -10,6 +10,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from annotation.models import Vote, WorkItem
 from common.errors import ApplicationError
+from common.params import ID_MAX
 
 
 def work_item_search(*, stage: str | None = None, state: str | None = None, video_id: int | None = None,
@@ -17,7 +18,7 @@ def work_item_search(*, stage: str | None = None, state: str | None = None, vide
                      text: str | None = None) -> QuerySet[WorkItem]:
     """Review items, newest first, with ``n_votes``. ``annotator``: a username; items that person
     voted on (400 ``unknown_annotator`` for a name that is nobody's). ``label``: the decision.
-    ``text``: an item id (digits only), else words in its query's text (relation and pair items) or
+    ``text``: an item id (ASCII digits, within the ids' range), else words in its query's text (relation and pair items) or
     its video's name."""
     qs = (WorkItem.objects.select_related("video__split_group", "query", "pair__query")
           .annotate(n_votes=Count("votes")).order_by("-id"))
@@ -38,7 +39,13 @@ def work_item_search(*, stage: str | None = None, state: str | None = None, vide
         qs = qs.filter(decision=label)
     if text:
         words = text.strip()
-        qs = qs.filter(Q(pk=int(words)) if words.isdigit() else
+        qs = qs.filter(Q(pk=int(words)) if _is_id(words) else
                        Q(query__text__icontains=words) | Q(pair__query__text__icontains=words)
                        | Q(video__name__icontains=words))
     return qs
+
+
+def _is_id(words: str) -> bool:
+    """Whether ``words`` is an id: ASCII digits only (``str.isdigit`` also takes ``²`` and ``①``,
+    which ``int`` refuses) and within the ids' range."""
+    return words.isascii() and words.isdigit() and int(words) <= ID_MAX

@@ -175,8 +175,9 @@ class ExperimentSpec(PlainConfig):
         if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, int) \
                 or not 100 <= self.n_resamples <= 1_000_000:
             problems.append("n_resamples must be an integer in 100..1000000")
-        if not 0.5 <= self.confidence < 1.0:
-            problems.append("confidence must be in [0.5, 1)")
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, int | float) \
+                or not 0.5 <= self.confidence < 1.0:
+            problems.append("confidence must be a number in [0.5, 1)")
         if problems:
             raise ValueError("experiment: " + "; ".join(problems))
 

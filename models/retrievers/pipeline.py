@@ -58,6 +58,7 @@ from models.retrievers.decorrelation import pairwise_decorrelation
 from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.rerank import combsum, minmax_rows, pivot_promote, shortlist
 from models.retrievers.vlm_rerank import score_requests, vlm_term
+from models.text import INT64_MAX
 
 RETRIEVERS = ("dense", "rewrite")
 FUSIONS = ("none", "combsum", "dual_view")
@@ -138,7 +139,7 @@ class RetrievalPipeline(PlainConfig):
             _known("first-stage retriever", r, RETRIEVERS)
         if len(set(self.retrievers)) != len(self.retrievers):
             raise ValueError(f"first-stage retrievers must be distinct, got {list(self.retrievers)}")
-        if not all(isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in self.fuse_runs):
+        if not all(isinstance(r, int) and not isinstance(r, bool) and 0 < r <= INT64_MAX for r in self.fuse_runs):
             raise ValueError(f"fuse_runs must be training run ids, got {list(self.fuse_runs)}")
         if len(set(self.fuse_runs)) != len(self.fuse_runs):
             raise ValueError("fuse_runs must name each run once")

@@ -20,7 +20,7 @@ from annotation.models import (
     RelationSnapshot,
 )
 from common.pagination import Page, paginate
-from common.params import flag_field, query_filters
+from common.params import flag_field, query_filters, text_field
 from common.reach import RelativePathField
 from common.schema import PlainChoiceField
 
@@ -49,7 +49,7 @@ class SnapshotListApi(ManagerWritesApi):
 
     class InputSerializer(serializers.Serializer):
         split = PlainChoiceField(choices=SPLITS)
-        name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+        name = text_field(max_length=100, required=False, allow_blank=True, default="")
         allow_incomplete = flag_field(required=False, default=False,
                                                     help_text="take a dev/test snapshot that misses binary relations "
                                                               "(it is marked incomplete)")
