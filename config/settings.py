@@ -62,6 +62,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A request waits for the database a bounded time, then answers 503 (TRAJLAB_WEB_*_TIMEOUT_MS).
+    "common.db_timeouts.WebDatabaseTimeoutsMiddleware",
     "common.security.ContentSecurityPolicyMiddleware",
     # The query string, the path, the headers and path integers checked as text and ids (common.middleware).
     "common.middleware.RequestEdgeMiddleware",
@@ -151,6 +153,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         {"timeout": 30, "transaction_mode": "IMMEDIATE",
          "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON;"}
     )
+# How long a web request waits for a lock, and runs one statement, before it is answered 503
+# database_busy (common.db_timeouts; 0: no bound). Workers and commands are not bound.
+TRAJLAB_WEB_LOCK_TIMEOUT_MS = env_int("TRAJLAB_WEB_LOCK_TIMEOUT_MS", 10_000)
+TRAJLAB_WEB_STATEMENT_TIMEOUT_MS = env_int("TRAJLAB_WEB_STATEMENT_TIMEOUT_MS", 30_000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -187,6 +193,11 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Track imports (trajectories.services.track_files): a larger tracks file is a 413, one with more
+# tracks or boxes a 400. The request reads the file (about 15 µs a box); a job stores it.
+TRAJLAB_TRACK_FILE_MAX_BYTES = env_int("TRAJLAB_TRACK_FILE_MAX_BYTES", 32 * 1024**2)
+TRAJLAB_TRACK_IMPORT_MAX_TRACKS = env_int("TRAJLAB_TRACK_IMPORT_MAX_TRACKS", 50_000)
+TRAJLAB_TRACK_IMPORT_MAX_BOXES = env_int("TRAJLAB_TRACK_IMPORT_MAX_BOXES", 1_000_000)
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

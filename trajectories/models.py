@@ -214,6 +214,11 @@ class TrackImport(models.Model):
     options = models.JSONField(default=dict, blank=True, help_text="how the file was read (gt, frame_base, clip)")
     counts = models.JSONField(default=dict, blank=True, help_text="rows read, skipped and clipped")
     captions = models.JSONField(default=dict, blank=True, help_text="track id → the source's caption")
+    fit_findings = models.JSONField(default=list, blank=True,
+                                    help_text="what the fit check found and the importer confirmed (models.tracks_io.fit)")
+    # The file itself, from the request that queued the import to the job that stores its tracks
+    # (emptied once they are stored; a failed import keeps it for a retry).
+    data = models.BinaryField(blank=True, default=b"", editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -9,6 +9,7 @@ from common.errors import ApplicationError
 from common.models import Job
 from trajectories.models import ProposalRun
 from trajectories.services.crops import crop_strips_store
+from trajectories.services.imports import track_import_execute
 from trajectories.services.ingestion import video_import_job_execute
 from trajectories.services.proposals import proposal_run_execute
 
@@ -17,10 +18,15 @@ logger = logging.getLogger(__name__)
 
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def proposal_run_task(self, run_id: int) -> dict:
-    """Execute one proposal run. Re-delivery after a killed worker re-runs it idempotently."""
-    if not ProposalRun.objects.filter(pk=run_id).exists():
+    """Execute one proposal run: a tracker's, or an import's (its file's tracks stored). Re-delivery
+    after a killed worker re-runs it idempotently."""
+    kind = ProposalRun.objects.filter(pk=run_id).values_list("kind", flat=True).first()
+    if kind is None:
         logger.warning("proposal run %s no longer exists; nothing to do", run_id)
         return {"run": run_id, "status": "missing"}
+    if kind == ProposalRun.Kind.IMPORTED:
+        run = track_import_execute(run_id=run_id)
+        return {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
     try:
         run = proposal_run_execute(run_id=run_id)
     except ApplicationError as exc:

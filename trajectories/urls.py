@@ -22,6 +22,8 @@ urlpatterns = [
          name="trajectory-marked-frame"),
     path("duplicate-candidates/", apis.DuplicateCandidateListApi.as_view(), name="duplicate-candidate-list"),
     path("track-imports/", import_apis.TrackImportListApi.as_view(), name="track-import-list"),
+    path("track-imports/check/", import_apis.TrackFileCheckApi.as_view(), name="track-file-check"),
+    path("track-imports/<int:import_id>/", import_apis.TrackImportDetailApi.as_view(), name="track-import-detail"),
     path("tube-match-reports/", import_apis.TubeMatchReportListApi.as_view(), name="tube-match-report-list"),
     path("tube-match-reports/<int:report_id>/", import_apis.TubeMatchReportDetailApi.as_view(),
          name="tube-match-report-detail"),

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from models.media.pair_index import candidate_pairs
+
 
 class TrajectoryError(ValueError):
     """Observations that cannot be stored; ``details`` lists the offending items."""
@@ -147,13 +149,39 @@ def appearance_descriptor(frame_bgr: np.ndarray, box) -> np.ndarray:
     return vec / max(float(np.linalg.norm(vec)), 1e-9)
 
 
+def _appearance_picks(n: int, samples: int) -> np.ndarray:
+    return np.unique(np.linspace(0, n - 1, num=min(samples, n)).round().astype(int))
+
+
+def _mean_descriptor(vecs) -> np.ndarray:
+    mean = np.mean(vecs, axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
+
+
 def trajectory_appearance(read_frame, frames, boxes, *, samples: int = 6) -> np.ndarray:
     """Mean appearance descriptor over up to ``samples`` observations spread over the track."""
     frames = np.asarray(frames)
-    picks = np.unique(np.linspace(0, len(frames) - 1, num=min(samples, len(frames))).round().astype(int))
-    vecs = [appearance_descriptor(read_frame(int(frames[i])), boxes[i]) for i in picks]
-    mean = np.mean(vecs, axis=0)
-    return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
+    picks = _appearance_picks(len(frames), samples)
+    return _mean_descriptor([appearance_descriptor(read_frame(int(frames[i])), boxes[i]) for i in picks])
+
+
+def trajectories_appearance(read_frame, tracks: list[tuple[np.ndarray, np.ndarray]], *, samples: int = 6,
+                            progress=None) -> list[np.ndarray]:
+    """:func:`trajectory_appearance` of every ``(frames, boxes)`` track, each frame read once: the
+    sampled observations of all tracks are visited in frame order (thousands of short tracks on a
+    few hundred frames read a few hundred frames, in order). ``progress(fraction)`` is told as
+    frames are read."""
+    picks = [_appearance_picks(len(f), samples) for f, _ in tracks]
+    wanted = sorted((int(f[i]), k, n) for k, ((f, _), p) in enumerate(zip(tracks, picks)) for n, i in enumerate(p))
+    vecs: list[list] = [[None] * len(p) for p in picks]
+    frame_no, image = None, None
+    for done, (f, k, n) in enumerate(wanted):
+        if f != frame_no:
+            frame_no, image = f, read_frame(f)
+            if progress is not None:
+                progress(done / len(wanted))
+        vecs[k][n] = appearance_descriptor(image, tracks[k][1][picks[k][n]])
+    return [_mean_descriptor(v) for v in vecs]
 
 
 # -- duplicate proposals ------------------------------------------------------------------------
@@ -239,21 +267,30 @@ def propose_duplicate_pairs(tracks: list[tuple[int, np.ndarray, np.ndarray, np.n
                             settings: DuplicateSettings = DuplicateSettings()) -> list[PairSignals]:
     """All pairs ``(id_a < id_b)`` with at least one reason. ``tracks``: (id, frames, boxes, appearance).
 
-    A sweep over the tracks sorted by their first frame skips pairs too far apart in time for any
-    signal (more than ``max(max_gap_frames, max_appearance_gap)`` frames), so long videos with
-    many short tracks do not cost a full pairwise comparison.
+    The pairs that can have a reason are found in arrays (``models.media.pair_index``: boxes that
+    intersect on a shared frame, ends and starts within the horizon, interleaved fragments), and
+    only those are compared by :func:`pair_signals`; the result is the pairwise comparison's
+    (:func:`propose_duplicate_pairs_pairwise`, the tests' oracle and the benchmark's baseline).
     """
-    horizon = max(settings.max_gap_frames, settings.max_appearance_gap)
-    order = sorted(tracks, key=lambda t: (int(t[1][0]), t[0]))
+    pairs = candidate_pairs([t[1] for t in tracks], [t[2] for t in tracks], [t[3] for t in tracks], settings)
     out = []
-    for i, (ida, fa, ba, appa) in enumerate(order):
-        end_a = int(fa[-1])
-        for idb, fb, bb, appb in order[i + 1:]:
-            if int(fb[0]) - end_a > horizon:
-                break  # every later track starts later still
-            first, second = ((ida, fa, ba, appa), (idb, fb, bb, appb)) if ida < idb else ((idb, fb, bb, appb), (ida, fa, ba, appa))
-            sig = pair_signals(first[1], first[2], second[1], second[2], first[3], second[3], settings,
-                               a=first[0], b=second[0])
+    for i, j in pairs:
+        first, second = (tracks[i], tracks[j]) if tracks[i][0] < tracks[j][0] else (tracks[j], tracks[i])
+        sig = pair_signals(first[1], first[2], second[1], second[2], first[3], second[3], settings,
+                           a=first[0], b=second[0])
+        if sig.reasons:
+            out.append(sig)
+    return sorted(out, key=lambda p: (p.a, p.b))
+
+
+def propose_duplicate_pairs_pairwise(tracks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]],
+                                     settings: DuplicateSettings = DuplicateSettings()) -> list[PairSignals]:
+    """:func:`propose_duplicate_pairs` the obvious way: :func:`pair_signals` on every pair."""
+    out = []
+    for i, first in enumerate(tracks):
+        for second in tracks[i + 1:]:
+            a, b = (first, second) if first[0] < second[0] else (second, first)
+            sig = pair_signals(a[1], a[2], b[1], b[2], a[3], b[3], settings, a=a[0], b=b[0])
             if sig.reasons:
                 out.append(sig)
     return sorted(out, key=lambda p: (p.a, p.b))

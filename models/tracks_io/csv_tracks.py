@@ -17,6 +17,9 @@ from models.tracks_io.records import (
     assemble,
     box_row,
     finite_number,
+    score_number,
+    shown,
+    stored_text_problem,
 )
 
 REQUIRED = ("track_id", "frame", "x1", "y1", "x2", "y2")
@@ -39,7 +42,7 @@ def parse_tracks_csv(text: str, *, frame_base: int = 0) -> ParsedTracks:
     missing = [n for n in REQUIRED if n not in names]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if unknown or missing or repeated:
-        parts = ([f"unknown column(s) {unknown}"] if unknown else []) + \
+        parts = ([f"unknown column(s) {', '.join(map(shown, unknown[:5]))}"] if unknown else []) + \
                 ([f"missing column(s) {missing}"] if missing else []) + \
                 ([f"repeated column(s) {repeated}"] if repeated else [])
         raise TracksFormatError([(head_line, "; ".join(parts) + f"; the header needs {list(REQUIRED)} "
@@ -65,7 +68,7 @@ def parse_tracks_csv(text: str, *, frame_base: int = 0) -> ParsedTracks:
         track_id = finite_number(cells["track_id"], line=line, column="track_id", problems=problems, integer=True)
         frame = finite_number(cells["frame"], line=line, column="frame", problems=problems, integer=True)
         coords = {k: finite_number(cells[k], line=line, column=k, problems=problems) for k in ("x1", "y1", "x2", "y2")}
-        score = finite_number(cells["score"], line=line, column="score", problems=problems) if "score" in cells else 1.0
+        score = score_number(cells["score"], line=line, column="score", problems=problems) if "score" in cells else 1.0
         if track_id is None or frame is None or None in coords.values() or score is None:
             continue
         if track_id < 0:
@@ -75,8 +78,11 @@ def parse_tracks_csv(text: str, *, frame_base: int = 0) -> ParsedTracks:
             problems.add(line, f"frame {frame} is before the first frame ({frame_base})")
             continue
         category = cells.get("category", "") or "person"
+        if (problem := stored_text_problem(category, what="category")) is not None:
+            problems.add(line, problem)
+            continue
         if len(category) > 64:
-            problems.add(line, "category is longer than 64 characters")
+            problems.add(line, f"category {shown(category)} is longer than 64 characters")
             continue
         box = box_row(coords, line=line, problems=problems)
         if box is not None:

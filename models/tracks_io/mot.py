@@ -11,10 +11,13 @@ and 1-based pixel coordinates. A ground-truth file (``gt=True``) has 9 columns (
 from __future__ import annotations
 
 import configparser
+import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.text import INT32_MAX
 from models.tracks_io.records import (
     ImportedTrack,
     ParsedTracks,
@@ -24,6 +27,9 @@ from models.tracks_io.records import (
     assemble,
     box_row,
     finite_number,
+    score_number,
+    shown,
+    stored_text_problem,
 )
 
 # MOT16/17/20 ground-truth classes (the ``class`` column).
@@ -33,6 +39,9 @@ MOT_CLASSES = {1: "person", 2: "person_on_vehicle", 3: "car", 4: "bicycle", 5: "
 SEQINFO_KEYS = {"name": str, "imDir": str, "frameRate": float, "seqLength": int, "imWidth": int,
                 "imHeight": int, "imExt": str}
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
+# The columns after the box: ground truth (MOT16/17/20, MOT15) and a tracker's output.
+GT_COLUMNS = {9: ("considered", "class", "visibility"), 10: ("considered", "x", "y", "z")}
+TRACKER_COLUMNS = ("conf", "x", "y", "z")
 
 
 def parse_mot(text: str, *, gt: bool = False) -> ParsedTracks:
@@ -57,8 +66,9 @@ def parse_mot(text: str, *, gt: bool = False) -> ParsedTracks:
         track_id = finite_number(parts[1], line=line_no, column="id", problems=problems, integer=True)
         nums = [finite_number(p, line=line_no, column=c, problems=problems)
                 for p, c in zip(parts[2:6], ("bb_left", "bb_top", "bb_width", "bb_height"))]
-        rest = [finite_number(p, line=line_no, column=f"column {i + 7}", problems=problems)
-                for i, p in enumerate(parts[6:])]
+        names = GT_COLUMNS[len(parts)] if gt else TRACKER_COLUMNS
+        rest = [(score_number if c == "conf" else finite_number)(p, line=line_no, column=c, problems=problems)
+                for p, c in zip(parts[6:], names)]
         if frame is None or track_id is None or None in nums or None in rest:
             continue
         if frame < 1:
@@ -73,11 +83,10 @@ def parse_mot(text: str, *, gt: bool = False) -> ParsedTracks:
                 skipped["not_considered"] = skipped.get("not_considered", 0) + 1
                 continue
             if len(parts) == 9:
-                class_id = int(rest[1])
-                if class_id not in MOT_CLASSES:
-                    problems.add(line_no, f"unknown class {class_id}; MOTChallenge classes are 1-12")
+                if rest[1] not in MOT_CLASSES:
+                    problems.add(line_no, f"unknown class {shown(parts[7])}; MOTChallenge classes are 1-12")
                     continue
-                category = MOT_CLASSES[class_id]
+                category = MOT_CLASSES[int(rest[1])]
         else:
             score = rest[0]
         left, top, w, h = nums
@@ -92,31 +101,54 @@ def parse_mot(text: str, *, gt: bool = False) -> ParsedTracks:
                         frame_base=1)
 
 
+def _key_lines(text: str) -> dict[str, int]:
+    """The line each ``key = value`` of an ini text is on (the first, for a repeated key)."""
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = re.match(r"\s*([^=:\s\[;#][^=:]*?)\s*[=:]", line)
+        if match:
+            lines.setdefault(match.group(1), number)
+    return lines
+
+
 def parse_seqinfo(text: str) -> dict:
     """The ``[Sequence]`` section of a ``seqinfo.ini`` with typed values; refused when a key is
-    missing or malformed."""
-    parser = configparser.ConfigParser()
+    missing or malformed. Values are read as written (no ``%(name)s`` interpolation)."""
+    parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str  # keys are camelCase
     try:
         parser.read_string(text)
     except configparser.Error as exc:
-        raise TracksFormatError([(getattr(exc, "lineno", 0) or 0, str(exc).splitlines()[0])], what="seqinfo.ini") from None
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TracksFormatError([(getattr(exc, "lineno", 0) or 0, message[:300])], what="seqinfo.ini") from None
     if "Sequence" not in parser:
         raise TracksFormatError([(0, "no [Sequence] section")], what="seqinfo.ini")
     section, info, problems = parser["Sequence"], {}, Problems("seqinfo.ini")
+    lines = _key_lines(text)
     for key, kind in SEQINFO_KEYS.items():
+        line = lines.get(key, 0)
         if key not in section:
             if key in ("imDir", "imExt", "name"):
                 continue
             problems.add(0, f"missing {key}")
             continue
+        value = section[key]
+        if kind is str:
+            if (problem := stored_text_problem(value, what=key)) is not None:
+                problems.add(line, problem)
+            else:
+                info[key] = value
+            continue
         try:
-            info[key] = kind(section[key])
+            number = kind(value) if len(value) <= 64 else None
         except ValueError:
-            problems.add(0, f"{key} = {section[key]!r} is not a {kind.__name__}")
+            number = None
+        if number is None or not math.isfinite(number) or not 0 < number <= INT32_MAX:
+            problems.add(line, f"{key} = {shown(value)} is not a positive {'whole ' if kind is int else ''}number"
+                               f"{'' if kind is float else f' up to {INT32_MAX}'}")
+            continue
+        info[key] = number
     problems.raise_if_any()
-    if info["seqLength"] < 1 or info["imWidth"] < 1 or info["imHeight"] < 1 or info["frameRate"] <= 0:
-        raise TracksFormatError([(0, "seqLength, imWidth, imHeight and frameRate must be positive")], what="seqinfo.ini")
     return info
 
 

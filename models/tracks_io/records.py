@@ -12,14 +12,49 @@ in original-image pixels (float64 here, stored as float32).
 """
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.text import INT32_MAX, INT32_MIN, int_problem, text_problem
+
 FORMATS = ("mot", "json", "csv")
 MAX_PROBLEMS = 20          # a refusal lists at most this many problems (the first ones in the file)
 EDGE_TOLERANCE = 1e-3      # pixels a box may poke past the frame edge (float rounding)
+# What the stored records hold (trajectories.models.Trajectory): track ids in an integer column,
+# frames as int32, scores as float32. A number outside them is refused with its line.
+TRACK_ID_MAX = INT32_MAX
+SCORE_MAX = float(np.finfo(np.float32).max)
+MAX_NUMBER_CHARS = 64      # a number written with more characters is refused unread
+MAX_TEXT_CHARS = 5000      # a caption or category longer than this is refused
+_NUMERAL = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?")
+
+
+def shown(value, limit: int = 40) -> str:
+    """``value`` as a message quotes it: its ``repr`` (escapes NULs and lone surrogates), cut to
+    ``limit`` characters, so a huge or hostile value is never echoed whole."""
+    text = repr(value.strip() if isinstance(value, str) else value)
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} characters)"
+
+
+def stored_text_problem(value: str, *, what: str) -> str | None:
+    """Why ``value`` cannot be stored as the text ``what`` (``models.text``: no NUL, no lone
+    surrogate), or is longer than ``MAX_TEXT_CHARS``; ``None`` when it can."""
+    problem = text_problem(value)
+    if problem is not None:
+        return f"{what} {problem}"
+    if len(value) > MAX_TEXT_CHARS:
+        return f"{what} is longer than {MAX_TEXT_CHARS} characters"
+    return None
+
+
+def track_id_problem(value: int, *, column: str) -> str | None:
+    """Why ``value`` is no track id the database stores (a whole number from 0 to 2^31 - 1), or ``None``."""
+    problem = int_problem(value, min_value=0, max_value=TRACK_ID_MAX)
+    return None if problem is None else f"{column} {shown(value)} is out of range: a track id {problem}"
 
 
 class TracksFormatError(ValueError):
@@ -94,21 +129,54 @@ class ParsedTracks:
     frame_base: int = 0                        # how the file numbers frames (MOTChallenge: 1), for messages
 
 
-def finite_number(text: str, *, line: int, column: str, problems: Problems, integer: bool = False):
-    """``text`` as a finite float (or an int when ``integer``); a problem and ``None`` otherwise."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        problems.add(line, f"{column} is not a number: {str(text).strip()!r}")
+def finite_number(text, *, line: int, column: str, problems: Problems, integer: bool = False):
+    """``text`` (a cell's text, or a number a JSON file holds) as a finite float, or as an int in the
+    int32 range of the stored frames and ids when ``integer``; a problem and ``None`` otherwise."""
+    if type(text) is str and len(text) <= MAX_NUMBER_CHARS:     # the common case, kept fast
+        try:
+            value = float(text)
+        except ValueError:
+            problems.add(line, f"{column} is not a number: {shown(text)}")
+            return None
+        if not integer and math.isfinite(value):
+            return value
+    elif isinstance(text, bool):
+        problems.add(line, f"{column} is not a number: {shown(text)}")
         return None
-    if not np.isfinite(value):
-        problems.add(line, f"{column} is not a finite number: {str(text).strip()!r}")
+    elif isinstance(text, str) and len(text.strip()) > MAX_NUMBER_CHARS:
+        kind = "is out of range" if _NUMERAL.fullmatch(text.strip()) else "is not a number"
+        problems.add(line, f"{column} {kind}: {shown(text)}")
+        return None
+    else:
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            problems.add(line, f"{column} is not a number: {shown(text)}")
+            return None
+        except OverflowError:                                 # an integer no float holds
+            problems.add(line, f"{column} is out of range: {shown(text)}")
+            return None
+    if not math.isfinite(value):
+        problems.add(line, f"{column} is not a finite number: {shown(text)}")
         return None
     if integer:
         if value != int(value):
-            problems.add(line, f"{column} must be a whole number, got {str(text).strip()!r}")
+            problems.add(line, f"{column} must be a whole number, got {shown(text)}")
+            return None
+        problem = int_problem(int(value), min_value=INT32_MIN, max_value=INT32_MAX)
+        if problem is not None:
+            problems.add(line, f"{column} {shown(text)} is out of range: it {problem}")
             return None
         return int(value)
+    return value
+
+
+def score_number(text, *, line: int, column: str, problems: Problems):
+    """A finite score that float32 (the stored scores) holds; a problem and ``None`` otherwise."""
+    value = finite_number(text, line=line, column=column, problems=problems)
+    if value is not None and abs(value) > SCORE_MAX:
+        problems.add(line, f"{column} {shown(text)} is out of range: scores are stored as 32-bit floats")
+        return None
     return value
 
 

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
+from itertools import accumulate
 from json import decoder as json_decoder
 from json import scanner as json_scanner
 
+from models.text import INT32_MAX
 from models.tracks_io.records import (
+    MAX_NUMBER_CHARS,
     ParsedTracks,
     Problems,
     Row,
@@ -26,9 +30,17 @@ from models.tracks_io.records import (
     assemble,
     box_row,
     finite_number,
+    shown,
+    stored_text_problem,
+    track_id_problem,
 )
 
 FORMAT_NAME = "trajlab-tubes/1"
+MAX_DEPTH = 16            # arrays and objects inside each other; the format nests 4 deep
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 TOP_KEYS = {"format", "frame_base", "box_format", "video", "tubes", "source", "notes"}
 TUBE_KEYS = {"id", "category", "caption", "boxes"}
 VIDEO_KEYS = {"width", "height", "frame_count", "fps", "name"}
@@ -42,14 +54,43 @@ class _Dict(dict):
     line = 0
 
 
+class LongNumber(str):
+    """A JSON integer written with more digits than any number the format holds, kept as its text
+    (Python refuses to convert one of more than 4,300 digits, and no column holds one of 65)."""
+
+
+def _parse_int(text: str):
+    return int(text) if len(text) <= MAX_NUMBER_CHARS else LongNumber(text)
+
+
+def too_deep_line(text: str) -> int | None:
+    """The line of the first array or object nested deeper than ``MAX_DEPTH`` (brackets inside
+    strings do not count), or ``None``. The depth is measured at C speed; the line is looked for
+    only in a file that is too deep."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    if max(accumulate(map(_STEP.__getitem__, brackets)), default=0) <= MAX_DEPTH:
+        return None
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        depth += _STEP.get(match.group(), 0)
+        if depth > MAX_DEPTH:
+            return text.count("\n", 0, match.start()) + 1
+    return 1
+
+
 def load_with_lines(text: str):
-    """``json.loads`` whose lists and objects carry the ``line`` they start on."""
-    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+    """``json.loads`` whose lists and objects carry the ``line`` they start on; integers too long for
+    any column stay :class:`LongNumber` text; a file nested deeper than ``MAX_DEPTH`` is refused."""
+    deep = too_deep_line(text)
+    if deep is not None:
+        raise TracksFormatError([(deep, f"arrays and objects nest deeper than {MAX_DEPTH} levels")],
+                                what="JSON tube file")
+    newlines = [m.start() for m in re.finditer("\n", text)]
 
     def line_of(pos: int) -> int:
         return bisect.bisect_left(newlines, pos) + 1
 
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(parse_int=_parse_int)
 
     def parse_array(s_and_end, scan_once):
         values, end = json_decoder.JSONArray(s_and_end, scan_once)
@@ -83,16 +124,16 @@ def parse_tubes_json(text: str) -> ParsedTracks:
         raise TracksFormatError([(1, "the top level must be an object with a 'tubes' list")], what="JSON tube file")
     top = _line(data, 1)
     if data.get("format") != FORMAT_NAME:
-        problems.add(top, f"'format' must be {FORMAT_NAME!r}, got {data.get('format')!r}")
+        problems.add(top, f"'format' must be {FORMAT_NAME!r}, got {shown(data.get('format'))}")
     for key in sorted(set(data) - TOP_KEYS):
-        problems.add(top, f"unknown key {key!r}; known: {sorted(TOP_KEYS)}")
+        problems.add(top, f"unknown key {shown(key)}; known: {sorted(TOP_KEYS)}")
     frame_base = data.get("frame_base", 0)
     if frame_base not in (0, 1) or isinstance(frame_base, bool):
-        problems.add(top, f"'frame_base' must be 0 or 1, got {frame_base!r}")
+        problems.add(top, f"'frame_base' must be 0 or 1, got {shown(frame_base)}")
         frame_base = 0
     box_format = data.get("box_format", "xyxy")
     if box_format not in ("xyxy", "xywh"):
-        problems.add(top, f"'box_format' must be 'xyxy' or 'xywh', got {box_format!r}")
+        problems.add(top, f"'box_format' must be 'xyxy' or 'xywh', got {shown(box_format)}")
     declared, declared_line = {}, 0
     video = data.get("video")
     if video is not None:
@@ -101,11 +142,13 @@ def parse_tubes_json(text: str) -> ParsedTracks:
             problems.add(declared_line, "'video' must be an object")
         else:
             for key in sorted(set(video) - VIDEO_KEYS):
-                problems.add(declared_line, f"unknown key {key!r} in 'video'; known: {sorted(VIDEO_KEYS)}")
+                problems.add(declared_line, f"unknown key {shown(key)} in 'video'; known: {sorted(VIDEO_KEYS)}")
             for key in ("width", "height", "frame_count"):
                 if key in video:
-                    if not isinstance(video[key], int) or isinstance(video[key], bool) or video[key] < 1:
-                        problems.add(declared_line, f"video {key} must be a positive whole number")
+                    value = video[key]
+                    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INT32_MAX:
+                        problems.add(declared_line, f"video {key} must be a whole number from 1 to {INT32_MAX}, "
+                                                    f"got {shown(value)}")
                     else:
                         declared[key] = video[key]
     tubes = data.get("tubes")
@@ -123,10 +166,13 @@ def parse_tubes_json(text: str) -> ParsedTracks:
             problems.add(tline, "each tube must be an object")
             continue
         for key in sorted(set(tube) - TUBE_KEYS):
-            problems.add(tline, f"unknown key {key!r} in a tube; known: {sorted(TUBE_KEYS)}")
+            problems.add(tline, f"unknown key {shown(key)} in a tube; known: {sorted(TUBE_KEYS)}")
         tube_id = tube.get("id")
         if not isinstance(tube_id, int) or isinstance(tube_id, bool) or tube_id < 0:
-            problems.add(tline, f"a tube 'id' must be a whole number >= 0, got {tube_id!r}")
+            problems.add(tline, f"a tube 'id' must be a whole number >= 0, got {shown(tube_id)}")
+            continue
+        if (problem := track_id_problem(tube_id, column="tube 'id'")) is not None:
+            problems.add(tline, problem)
             continue
         if tube_id in seen_ids:
             problems.add(tline, f"tube id {tube_id} is used twice (first on line {seen_ids[tube_id]})")
@@ -135,10 +181,16 @@ def parse_tubes_json(text: str) -> ParsedTracks:
         category = tube.get("category", "person")
         caption = tube.get("caption", "")
         if not isinstance(category, str) or not category.strip() or len(category) > 64:
-            problems.add(tline, "'category' must be a text of 1 to 64 characters")
+            problems.add(tline, f"tube {tube_id}: 'category' must be a text of 1 to 64 characters")
             continue
         if not isinstance(caption, str):
-            problems.add(tline, "'caption' must be a text")
+            problems.add(tline, f"tube {tube_id}: 'caption' must be a text")
+            continue
+        text_problems = [p for p in (stored_text_problem(category, what=f"tube {tube_id}: 'category'"),
+                                     stored_text_problem(caption, what=f"tube {tube_id}: 'caption'")) if p]
+        if text_problems:
+            for problem in text_problems:
+                problems.add(tline, problem)
             continue
         if caption.strip():
             captions[tube_id] = caption.strip()
@@ -149,7 +201,7 @@ def parse_tubes_json(text: str) -> ParsedTracks:
         for entry in boxes:
             bline = _line(entry, tline)
             if not isinstance(entry, list) or len(entry) != 5:
-                problems.add(bline, f"tube {tube_id}: a box must be [frame, a, b, c, d], got {entry!r}"[:200])
+                problems.add(bline, f"tube {tube_id}: a box must be [frame, a, b, c, d], got {shown(entry, 120)}")
                 continue
             frame = finite_number(entry[0], line=bline, column="frame", problems=problems, integer=True)
             nums = [finite_number(v, line=bline, column=c, problems=problems)

@@ -180,3 +180,89 @@ def test_the_sweep_finds_exactly_the_pairs_of_a_full_comparison(specs, seed):
                     brute.append((sig.a, sig.b, tuple(sig.reasons)))
     swept = [(p.a, p.b, tuple(p.reasons)) for p in propose_duplicate_pairs(tracks, settings)]
     assert swept == sorted(brute)
+
+
+# -- the indexed duplicate proposals against the pairwise oracle (issue 27, finding 2) ------------
+def _random_tracks(rng, n: int, *, n_frames: int, size: float, apps: bool, shared_look: float):
+    """``n`` tracks on ``n_frames`` frames of a ``size`` px square: random spans with gaps (so some
+    interleave), boxes that drift, some copies of another track moved a little (duplicates), and
+    descriptors that are near copies of a few looks."""
+    looks = rng.random((4, 6)).astype(np.float32)
+    tracks = []
+    for k in range(n):
+        if tracks and rng.random() < 0.3:                         # a fragment or copy of an earlier track
+            _, f0, b0, _ = tracks[int(rng.integers(len(tracks)))]
+            keep = np.sort(rng.choice(len(f0), size=max(1, int(len(f0) * rng.uniform(0.3, 1))), replace=False))
+            shift = int(rng.integers(-3, 4))
+            frames = np.unique(np.clip(f0[keep] + shift, 0, n_frames - 1))
+            boxes = b0[np.searchsorted(f0, np.clip(frames - shift, f0[0], f0[-1])).clip(0, len(f0) - 1)]
+            boxes = boxes + rng.normal(0, 3, size=boxes.shape)
+        else:
+            start = int(rng.integers(0, n_frames))
+            length = int(rng.integers(1, 25))
+            frames = np.unique(np.clip(start + np.cumsum(rng.integers(1, 4, size=length)), 0, n_frames - 1))
+            xy = rng.uniform(0, size, 2) + np.cumsum(rng.normal(0, 2, size=(len(frames), 2)), axis=0)
+            wh = rng.uniform(5, 40, 2)
+            boxes = np.hstack([xy, xy + wh])
+        boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1)
+        app = None
+        if apps and rng.random() < 0.9:
+            app = looks[int(rng.integers(len(looks)))] + rng.normal(0, shared_look, 6).astype(np.float32)
+            app = (app / np.linalg.norm(app)).astype(np.float32)
+        tracks.append((int(rng.integers(0, 10**6)) * 1000 + k, frames.astype(np.int64), boxes, app))
+    return tracks
+
+
+def _pairs(signals):
+    return [(p.a, p.b, tuple(p.reasons), p.covisible, p.gap_frames) for p in signals]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_indexed_duplicate_proposals_equal_the_pairwise_comparison(seed):
+    from models.media.trajectory_ops import propose_duplicate_pairs_pairwise
+
+    rng = np.random.default_rng(seed)
+    tracks = _random_tracks(rng, n=int(rng.integers(20, 90)), n_frames=int(rng.integers(20, 200)),
+                            size=float(rng.uniform(60, 400)), apps=seed % 3 != 0, shared_look=0.02)
+    settings = [DuplicateSettings(), DuplicateSettings(min_appearance=0.9, max_gap_frames=5),
+                DuplicateSettings(min_mean_iou=0.0, min_covisible=1, min_endpoint_iou=0.0)][seed % 3]
+    indexed = propose_duplicate_pairs(tracks, settings)
+    pairwise = propose_duplicate_pairs_pairwise(tracks, settings)
+    assert pairwise, "the case proposes pairs, so it can tell the two apart"
+    assert _pairs(indexed) == _pairs(pairwise)
+    for a, b in zip(indexed, pairwise):
+        assert (a.mean_iou, a.endpoint_iou, a.appearance) == (b.mean_iou, b.endpoint_iou, b.appearance)
+
+
+def test_indexed_proposals_find_co_visible_interleaved_and_adjacent_pairs_among_many():
+    from models.media.trajectory_ops import propose_duplicate_pairs_pairwise
+
+    rng = np.random.default_rng(7)
+    tracks = _random_tracks(rng, n=400, n_frames=60, size=300, apps=True, shared_look=0.01)
+    indexed = propose_duplicate_pairs(tracks)
+    reasons = {r for p in indexed for r in p.reasons}
+    assert reasons == {"overlap", "adjacent", "appearance"}
+    assert any(p.covisible == 0 and p.gap_frames is not None and p.gap_frames < 5 for p in indexed)
+    assert _pairs(indexed) == _pairs(propose_duplicate_pairs_pairwise(tracks))
+
+
+def test_appearance_of_many_tracks_reads_each_frame_once_and_equals_one_by_one():
+    from models.media.trajectory_ops import trajectories_appearance, trajectory_appearance
+
+    rng = np.random.default_rng(3)
+    images = {f: rng.integers(0, 255, size=(120, 160, 3), dtype=np.uint8) for f in range(30)}
+    reads = []
+
+    def read(f):
+        reads.append(f)
+        return images[f]
+
+    tracks = []
+    for _ in range(25):
+        frames = np.sort(rng.choice(30, size=int(rng.integers(1, 12)), replace=False))
+        xy = rng.uniform(0, 100, size=(len(frames), 2))
+        tracks.append((frames, np.hstack([xy, xy + rng.uniform(8, 50, size=(len(frames), 2))])))
+    batched = trajectories_appearance(read, tracks)
+    assert reads == sorted(set(reads))                               # in order, each frame once
+    for (frames, boxes), vec in zip(tracks, batched):
+        np.testing.assert_array_equal(vec, trajectory_appearance(images.__getitem__, frames, boxes))

@@ -10,6 +10,7 @@ from models.tracks_io.records import ImportedTrack
 from models.tracks_io.tubes_json import format_tubes_json
 from tests.trajectories.factories import video_factory
 from trajectories.models import ProposalRun, TrackImport, TubeMatchReport
+from trajectories.services.imports import track_import_execute
 
 ROWS = "track_id,frame,x1,y1,x2,y2\n" + "".join(f"1,{f},{10 + f},20,{50 + f},100\n" for f in range(10))
 
@@ -20,13 +21,28 @@ def _upload(client, video, text: str, name: str = "tracks.csv", **fields):
     return client.post("/api/track-imports/", data, format="multipart")
 
 
-def test_upload_list_and_reupload(db, media_root, manager_client):
-    video = video_factory(split="train", frame_count=20)
+def _imported(client, video, text: str, name: str = "tracks.csv", **fields) -> dict:
+    """Upload, then run the queued job as a worker would; the import as the API shows it then."""
+    response = _upload(client, video, text, name, **fields)
+    assert response.status_code == 202, response.json()
+    track_import_execute(run_id=response.json()["run"])
+    return client.get(f"/api/track-imports/{response.json()['id']}/").json()
+
+
+def test_upload_queues_a_job_that_stores_the_tracks_and_a_reupload_answers_200(db, media_root, manager_client):
+    video = video_factory(split="train", frame_count=12)
     response = _upload(manager_client, video, ROWS)
-    assert response.status_code == 201, response.json()
+    assert response.status_code == 202, response.json()
     body = response.json()
-    assert body["format"] == "csv" and body["review"] == "reviewed" and body["trajectory_count"] == 1
+    assert body["format"] == "csv" and body["review"] == "reviewed" and body["run_status"] == "queued"
+    assert body["trajectory_count"] == 0 and body["job"] is not None and body["progress"] == 0.0
     assert len(body["file_sha256"]) == 64 and body["video"] == video.pk
+    assert manager_client.get(f"/api/jobs/{body['job']}/").json()["kind"] == "track_import"
+    assert _upload(manager_client, video, ROWS).status_code == 200             # queued already: the same import
+    track_import_execute(run_id=body["run"])
+    done = manager_client.get(f"/api/track-imports/{body['id']}/").json()
+    assert done["run_status"] == "succeeded" and done["trajectory_count"] == 1 and done["progress"] == 1.0
+    assert TrackImport.objects.get().data == b""                                # the file went with the job
     run = manager_client.get(f"/api/proposal-runs/{body['run']}/").json()
     assert run["kind"] == "imported"
     assert _upload(manager_client, video, ROWS).status_code == 200
@@ -35,7 +51,7 @@ def test_upload_list_and_reupload(db, media_root, manager_client):
 
 
 def test_a_bad_file_is_a_400_with_its_line_and_stores_nothing(db, media_root, manager_client):
-    video = video_factory(split="train", frame_count=20)
+    video = video_factory(split="train", frame_count=12)
     response = _upload(manager_client, video, ROWS + "1,3,10,20,50,100\n")
     assert response.status_code == 400
     body = response.json()
@@ -46,23 +62,23 @@ def test_a_bad_file_is_a_400_with_its_line_and_stores_nothing(db, media_root, ma
 
 def test_source_verified_needs_a_reason_and_annotators_cannot_import(db, media_root, manager_client, client_for,
                                                                      annotator):
-    video = video_factory(split="train", frame_count=20)
+    video = video_factory(split="train", frame_count=12)
     response = _upload(manager_client, video, ROWS, review="source_verified")
     assert response.status_code == 400 and response.json()["code"] == "reason_required"
     assert _upload(client_for(annotator), video, ROWS).status_code == 403
     response = _upload(manager_client, video, ROWS, review="source_verified", review_reason="verified by hand")
-    assert response.status_code == 201 and response.json()["review_reason"] == "verified by hand"
+    assert response.status_code == 202 and response.json()["review_reason"] == "verified by hand"
 
 
 def test_tube_match_reports(db, media_root, manager_client):
-    video = video_factory(split="train", frame_count=20)
+    video = video_factory(split="train", frame_count=12)
     frames = np.arange(10)
     boxes = np.stack([10 + frames, np.full(10, 20), 50 + frames, np.full(10, 100)], 1).astype(float)
     tube = ImportedTrack(track_id=7, category="person", frames=frames, boxes=boxes, scores=np.ones(10),
                          lines=frames, caption="a person walks right")
-    tubes = _upload(manager_client, video, format_tubes_json([tube]), name="tubes.json", format="json",
-                    purpose="tubes").json()
-    proposals = _upload(manager_client, video, ROWS).json()
+    tubes = _imported(manager_client, video, format_tubes_json([tube]), name="tubes.json", format="json",
+                      purpose="tubes")
+    proposals = _imported(manager_client, video, ROWS)
     response = manager_client.post("/api/tube-match-reports/", {"tubes_run": tubes["run"],
                                                                  "proposals_run": proposals["run"]}, format="json")
     assert response.status_code == 201, response.json()
@@ -78,14 +94,14 @@ def test_tube_match_reports(db, media_root, manager_client):
 
 
 def test_tube_captions_are_proposed_through_the_api(db, media_root, manager_client):
-    video = video_factory(split="train", frame_count=20)
+    video = video_factory(split="train", frame_count=12)
     frames = np.arange(10)
     boxes = np.stack([10 + frames, np.full(10, 20), 50 + frames, np.full(10, 100)], 1).astype(float)
     tube = ImportedTrack(track_id=7, category="person", frames=frames, boxes=boxes, scores=np.ones(10),
                          lines=frames, caption="a person walks right")
-    tubes = _upload(manager_client, video, format_tubes_json([tube]), name="tubes.json", format="json",
-                    purpose="tubes").json()
-    proposals = _upload(manager_client, video, ROWS, review="source_verified", review_reason="fixture").json()
+    tubes = _imported(manager_client, video, format_tubes_json([tube]), name="tubes.json", format="json",
+                      purpose="tubes")
+    proposals = _imported(manager_client, video, ROWS, review="source_verified", review_reason="fixture")
     report = manager_client.post("/api/tube-match-reports/", {"tubes_run": tubes["run"],
                                                                "proposals_run": proposals["run"]}, format="json").json()
     pool = pool_freeze(run=ProposalRun.objects.get(pk=proposals["run"]))

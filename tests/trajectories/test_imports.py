@@ -160,7 +160,7 @@ GOOD_ROWS = [(1, f, 10 + f, 20, 50 + f, 100) for f in range(10)] + [(2, f, 200, 
 
 
 def test_source_verified_import_is_frozen_without_review_and_keeps_its_reason(db, media_root):
-    video = video_factory(split="train", frame_count=50)
+    video = video_factory(split="train", frame_count=12)
     result = track_import(video=video, data=_csv(GOOD_ROWS), file_name="tracks.csv", fmt="csv", source="lab tracker",
                           review="source_verified", review_reason="hand-corrected by the lab")
     run = result.run
@@ -196,7 +196,7 @@ def test_bad_files_are_refused_with_the_line_and_nothing_is_stored(db, media_roo
 
 
 def test_an_unassigned_split_is_refused(db, media_root):
-    video = video_factory(split="", frame_count=50)
+    video = video_factory(split="", frame_count=12)
     with pytest.raises(ConflictError) as info:
         track_import(video=video, data=_csv(GOOD_ROWS), file_name="t.csv", fmt="csv", source="x")
     assert info.value.code == "split_unassigned" and not ProposalRun.objects.exists()
@@ -277,7 +277,7 @@ def test_the_annotated_tube_branch_reports_the_known_answer(db, media_root, tmp_
 
 
 def test_the_database_refuses_malformed_import_records_and_self_reports(db, media_root):
-    video = video_factory(split="train", frame_count=50)
+    video = video_factory(split="train", frame_count=12)
     run = track_import(video=video, data=_csv(GOOD_ROWS), file_name="t.csv", fmt="csv", source="x").run
     record = run.track_import
     for change in ({"file_sha256": "not-a-hash"}, {"format": "xml"}):
@@ -291,7 +291,7 @@ def test_the_database_refuses_malformed_import_records_and_self_reports(db, medi
 
 
 def test_the_tube_branch_from_the_command_line(db, media_root, tmp_path, capsys):
-    video = video_factory(split="train", frame_count=50)
+    video = video_factory(split="train", frame_count=12)
     frames = np.arange(10)
     boxes = np.stack([10 + frames, np.full(10, 20), 50 + frames, np.full(10, 100)], 1).astype(float)
     tube = ImportedTrack(track_id=3, category="person", frames=frames, boxes=boxes, scores=np.ones(10),

@@ -3,17 +3,20 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError
+from common.progress import ProgressBar
 from models.tracks_io import TracksFormatError, check_against_video, parse_tracks
 from models.tracks_io.mot import declare_seqinfo, find_sequence
-from trajectories.models import SplitGroup, TrackImport, Video
-from trajectories.services.imports import track_import
+from trajectories.models import Source, SplitGroup, TrackImport, Video
+from trajectories.services.imports import imported_video_discard, track_import
 from trajectories.services.ingestion import video_import
 from trajectories.services.splits import split_group_set_split
 
 
 class Command(BaseCommand):
     help = ("Import existing tracks or annotated tubes as an imported proposal run: a MOTChallenge folder "
-            "(gt/gt.txt or tracker output, seqinfo.ini, img1/ or a video), a JSON tube file or a CSV file.")
+            "(gt/gt.txt or tracker output, seqinfo.ini, img1/ or a video), a JSON tube file or a CSV file. "
+            "The tracks are stored here, with a progress bar; a failure at any step leaves nothing behind "
+            "(a video the folder brought included).")
 
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path, help="a MOTChallenge folder or file, a .json tube file or a .csv file")
@@ -29,11 +32,15 @@ class Command(BaseCommand):
         parser.add_argument("--tracker-output", action="store_true", help="a MOT file that is not ground truth")
         parser.add_argument("--frame-base", type=int, default=0, choices=[0, 1], help="CSV frame numbering")
         parser.add_argument("--clip", action="store_true", help="clip boxes partly outside the frame")
+        parser.add_argument("--confirm-fit", action="store_true",
+                            help="import although the file may belong to another video (boxes far past the frame, "
+                                 "tracks that end early); without it such a file is refused with the findings")
 
     def handle(self, *args, path, format, video, source, split_group, split, tubes, source_verified, tracker_output,
-               frame_base, clip, **options):
+               frame_base, clip, confirm_fit, **options):
         fmt = format or ("json" if path.suffix.lower() == ".json" else "csv" if path.suffix.lower() == ".csv" else "mot")
         seqinfo_bytes = None
+        brought: list = []       # what this command created for a folder's own video, removed again on failure
         try:
             if fmt == "mot":
                 seq = find_sequence(path)
@@ -42,7 +49,8 @@ class Command(BaseCommand):
                 if (folder / "seqinfo.ini").is_file():
                     seqinfo_bytes = (folder / "seqinfo.ini").read_bytes()
                 if video is None:
-                    video = self._video_from_sequence(seq, source=source, split_group=split_group, clip=clip)
+                    video = self._video_from_sequence(seq, source=source, split_group=split_group, split=split,
+                                                      clip=clip, brought=brought)
             else:
                 tracks_path, gt = path, None
                 if video is None:
@@ -53,22 +61,33 @@ class Command(BaseCommand):
             if split:
                 split_group_set_split(group=SplitGroup.objects.get(pk=target.split_group_id), split=split)
                 target.refresh_from_db()
-            result = track_import(
-                video=target, data=tracks_path.read_bytes(), file_name=tracks_path.name, fmt=fmt, source=source,
-                purpose=TrackImport.Purpose.TUBES if tubes else TrackImport.Purpose.PROPOSALS,
-                review=TrackImport.Review.SOURCE_VERIFIED if source_verified else TrackImport.Review.REVIEWED,
-                review_reason=source_verified or "", gt=gt, frame_base=frame_base, clip=clip, seqinfo=seqinfo_bytes)
-        except TracksFormatError as exc:
+            with ProgressBar(f"{tracks_path.name} onto video #{target.pk}") as bar:
+                result = track_import(
+                    video=target, data=tracks_path.read_bytes(), file_name=tracks_path.name, fmt=fmt, source=source,
+                    purpose=TrackImport.Purpose.TUBES if tubes else TrackImport.Purpose.PROPOSALS,
+                    review=TrackImport.Review.SOURCE_VERIFIED if source_verified else TrackImport.Review.REVIEWED,
+                    review_reason=source_verified or "", gt=gt, frame_base=frame_base, clip=clip,
+                    seqinfo=seqinfo_bytes, confirm_fit=confirm_fit, echo=bar)
+        except (TracksFormatError, ApplicationError, CommandError, OSError) as exc:
+            imported_video_discard(brought=brought)
+            if isinstance(exc, CommandError):
+                raise
+            if isinstance(exc, ApplicationError):
+                for p in ((exc.extra or {}).get("problems") or [])[1:]:
+                    self.stderr.write(f"  line {p['line']}: {p['message']}")
+                for f in (exc.extra or {}).get("findings") or []:
+                    self.stderr.write(f"  {f['code']}: {f['message']}")
+                message = exc.message + (" (pass --confirm-fit to import it anyway)"
+                                         if exc.code == "fit_unconfirmed" else "")
+                raise CommandError(message) from exc
             raise CommandError(str(exc)) from exc
-        except ApplicationError as exc:
-            problems = (exc.extra or {}).get("problems") or []
-            for p in problems[1:]:
-                self.stderr.write(f"  line {p['line']}: {p['message']}")
-            raise CommandError(exc.message) from exc
+        except BaseException:
+            imported_video_discard(brought=brought)
+            raise
         run = result.run
         record = run.track_import
         if not result.created:
-            self.stdout.write(f"{tracks_path}: already imported onto video #{target.pk} as run #{run.pk}")
+            self.stdout.write(f"{tracks_path}: already imported onto video #{target.pk} as run #{run.pk} ({run.status})")
             return
         self.stdout.write(self.style.SUCCESS(
             f"imported {tracks_path} onto video #{target.pk} as run #{run.pk} "
@@ -76,21 +95,36 @@ class Command(BaseCommand):
             f"{run.trajectory_count} tracks, {record.counts.get('rows', 0)} boxes, sha256 {record.file_sha256[:12]}"
             + (f", {run.duplicate_count} duplicate candidates" if record.purpose == "proposals" else "")))
 
-    def _video_from_sequence(self, seq, *, source: str, split_group: str | None, clip: bool) -> int:
+    def _video_from_sequence(self, seq, *, source: str, split_group: str | None, split: str | None, clip: bool,
+                             brought: list) -> int:
         """Import the sequence's frames (img1/) or video, after checking that its tracks parse and
-        fit the size seqinfo.ini declares, so a bad file imports nothing."""
+        fit the size seqinfo.ini declares, and that the video would have a split, so a bad file
+        imports nothing. What the import creates is listed in ``brought``."""
         media = seq.frames_dir or seq.video_path
         if media is None:
             raise CommandError(f"{seq.tracks_path.parent}: no img1/ frames or video here; pass --video")
         if seq.frames_dir is not None and not seq.seqinfo:
             raise CommandError("a folder of frames needs seqinfo.ini (its frameRate); or pass --video")
-        parsed = declare_seqinfo(parse_tracks("mot", seq.tracks_path.read_text(), gt=seq.gt), seq.seqinfo)
+        parsed = declare_seqinfo(parse_tracks("mot", seq.tracks_path.read_text(encoding="utf-8"), gt=seq.gt),
+                                 seq.seqinfo)
         if seq.seqinfo:
             info = seq.seqinfo
             check_against_video(parsed, width=info["imWidth"], height=info["imHeight"], frame_count=info["seqLength"],
                                 clip=clip)
+        group_name = split_group or source
+        group = SplitGroup.objects.filter(name=group_name.strip()).first()
+        if not split and (group is None or not group.split):
+            raise CommandError(f"the video would join split group {group_name!r}, which has no split yet: pass "
+                               "--split train|dev|test (a video's split locks with its first run)")
+        had_source = Source.objects.filter(name=source.strip()).exists()
         fps = seq.seqinfo["frameRate"] if seq.seqinfo else None
         result = video_import(path=media, source=source, split_group=split_group,
                               name=(seq.seqinfo or {}).get("name") or None, fps=fps)
+        if result.created:
+            brought.append(result.video)
+            if group is None:
+                brought.append(result.video.split_group)
+            if not had_source:
+                brought.append(result.video.source)
         self.stdout.write(f"{'imported' if result.created else 'found'} video #{result.video.pk} from {media}")
         return result.video.pk

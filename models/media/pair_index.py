@@ -1,0 +1,209 @@
+"""Which pairs of trajectories can be duplicate candidates, found without comparing every pair.
+
+``models.media.trajectory_ops.pair_signals`` gives a pair a reason in three ways, and each needs a
+condition that arrays can test for all pairs at once:
+
+1. Pairs that share a frame. ``overlap`` needs their mean IoU over the shared frames to reach
+   ``min_mean_iou`` and ``appearance`` needs it to reach 0.05 (below, they are seen apart), so
+   (with ``min_mean_iou > 0``) their boxes intersect on some shared frame. Those pairs come from
+   a sweep along x within each frame: observations sorted by (frame, x1), held as complex numbers
+   ``frame + 1j * x1`` so that one ``searchsorted`` of ``frame + 1j * x2`` finds every box that
+   starts left of a box's right edge on its frame. IoU is summed per pair and divided by the
+   pair's shared frames (counted run by run of consecutive frames) to test the mean.
+2. Pairs where one ends before the other starts, at most the horizon (``max_gap_frames``, or
+   ``max_appearance_gap`` when appearance is known) apart: the nearest observations are the end of
+   one and the start of the other, and the gap, endpoint IoU, centre distance and appearance
+   similarity are computed in arrays from those boxes (a sweep over tracks sorted by first frame).
+3. Pairs whose spans interleave without a shared frame (found among the pairs whose spans
+   overlap): kept as they are, few in practice.
+
+Thresholds are compared with a margin (``EPS``, ``APPEARANCE_EPS``), so float rounding never drops a
+pair: the index returns a superset of the proposed pairs, and the exact signals and reasons come
+from ``pair_signals`` on those pairs only. Work goes in chunks of at most ``CHUNK`` candidate pairs.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover - typing only (trajectory_ops imports this module)
+    from models.media.trajectory_ops import DuplicateSettings
+
+EPS = 1e-6              # margin on IoU, distance and mean thresholds
+APPEARANCE_EPS = 1e-4   # margin on the cosine of float32 descriptors
+APART_IOU = 0.05        # pair_signals: co-visible tracks below this mean IoU are seen apart
+CHUNK = 1 << 21         # candidate pairs handled at once
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(rows, positions)`` for every row ``i`` and position in ``[starts[i], ends[i])``, in chunks of
+    about ``CHUNK`` pairs (a row with more than ``CHUNK`` positions is one chunk)."""
+    counts = np.maximum(ends - starts, 0)                                  # [R]
+    bounds = np.concatenate([[0], np.cumsum(counts)])                      # [R + 1]
+    row = 0
+    while row < len(counts):
+        stop = max(int(np.searchsorted(bounds, bounds[row] + CHUNK, side="right")) - 1, row + 1)
+        rows = np.arange(row, stop)
+        c = counts[row:stop]
+        total = int(c.sum())
+        if total:
+            rep = np.repeat(rows, c)                                       # [P]
+            offset = np.arange(total) - np.repeat(bounds[row:stop] - bounds[row], c)
+            yield rep, starts[rep] + offset
+        row = stop
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intersection area and IoU of row-paired [P, 4] boxes (as ``box_iou`` computes them)."""
+    ix = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)  # [P]
+    iy = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)  # [P]
+    inter = ix * iy
+    union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
+    return inter, np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
+
+
+class _Tracks:
+    """The tracks as flat arrays: observations sorted by (track, frame), runs of consecutive frames."""
+
+    def __init__(self, frames: list[np.ndarray], boxes: list[np.ndarray], apps: list[np.ndarray | None]):
+        self.n = len(frames)
+        lengths = np.array([len(f) for f in frames], np.int64)             # [n]
+        self.offset = np.concatenate([[0], np.cumsum(lengths)[:-1]])      # [n] first observation of each
+        self.track = np.repeat(np.arange(self.n), lengths)                 # [N]
+        self.frame = np.concatenate([np.asarray(f, np.int64) for f in frames])          # [N]
+        self.box = np.concatenate([np.asarray(b, np.float64).reshape(-1, 4) for b in boxes])  # [N, 4]
+        self.first = self.frame[self.offset]                               # [n]
+        self.last = self.frame[self.offset + lengths - 1]                  # [n]
+        self.fmin = int(self.frame.min())
+        self.m = int(self.frame.max()) - self.fmin + 1
+        self.key = self.track * self.m + (self.frame - self.fmin)          # [N] ascending
+        brk = np.ones(len(self.frame), bool)                               # a run starts here
+        brk[1:] = (self.track[1:] != self.track[:-1]) | (self.frame[1:] != self.frame[:-1] + 1)
+        starts = np.flatnonzero(brk)                                       # [Q]
+        ends = np.concatenate([starts[1:], [len(self.frame)]]) - 1
+        self.run_lo, self.run_hi = self.frame[starts], self.frame[ends]    # [Q]
+        self.run_n = np.bincount(self.track[starts], minlength=self.n)     # [n]
+        self.run_off = np.concatenate([[0], np.cumsum(self.run_n)[:-1]])   # [n]
+        dims = [0 if a is None else len(a) for a in apps]
+        self.app_len = np.array(dims, np.int64)                            # [n], 0: none
+        self.app = np.zeros((self.n, max(dims, default=0)), np.float64)     # [n, D], zero-padded
+        for k, a in enumerate(apps):
+            if a is not None and len(a):
+                self.app[k, :len(a)] = a
+
+    def shared(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """How many frames tracks ``a[p]`` and ``b[p]`` share, counted over the runs of the one with
+        fewer runs (two binary searches per run)."""
+        swap = self.run_n[b] < self.run_n[a]
+        s, o = np.where(swap, b, a), np.where(swap, a, b)                  # [P] side walked, other side
+        out = np.zeros(len(a), np.int64)
+        for rows, runs in _ranges(self.run_off[s], self.run_off[s] + self.run_n[s]):
+            base = o[rows] * self.m - self.fmin
+            hi = np.searchsorted(self.key, base + self.run_hi[runs], side="right")
+            lo = np.searchsorted(self.key, base + self.run_lo[runs], side="left")
+            out += np.bincount(rows, weights=hi - lo, minlength=len(a)).astype(np.int64)
+        return out
+
+    def cosine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Dot products of the pairs' appearance descriptors; NaN where a pair has none to compare."""
+        if self.app.shape[1] == 0:
+            return np.full(len(a), np.nan)
+        ok = (self.app_len[a] > 0) & (self.app_len[a] == self.app_len[b])
+        return np.where(ok, np.einsum("pd,pd->p", self.app[a], self.app[b]), np.nan)
+
+
+def _intersecting(t: _Tracks) -> tuple[np.ndarray, np.ndarray]:
+    """Pair keys ``a * n + b`` (a < b) of tracks whose boxes intersect on a shared frame, and the
+    sum of their IoU over those frames."""
+    order = np.lexsort((t.box[:, 0], t.frame))                              # by frame, then x1
+    fr, bx, tr = t.frame[order].astype(np.float64), t.box[order], t.track[order]
+    keys = fr + 1j * bx[:, 0]                                              # [N] lexicographic: frame, x1
+    ends = np.searchsorted(keys, fr + 1j * bx[:, 2], side="left")          # [N] first box starting at or past x2
+    found_keys, found_sums = [], []
+    for i, j in _ranges(np.arange(len(fr)) + 1, ends):
+        inter, iou = _iou(bx[i], bx[j])
+        hit = (inter > 0) & (tr[i] != tr[j])
+        a, b = tr[i][hit], tr[j][hit]
+        k, inv = np.unique(np.minimum(a, b) * t.n + np.maximum(a, b), return_inverse=True)
+        found_keys.append(k)
+        found_sums.append(np.bincount(inv, weights=iou[hit], minlength=len(k)))
+    if not found_keys:
+        return np.zeros(0, np.int64), np.zeros(0)
+    k, inv = np.unique(np.concatenate(found_keys), return_inverse=True)
+    return k, np.bincount(inv, weights=np.concatenate(found_sums), minlength=len(k))
+
+
+def _sorted_by_first(t: _Tracks) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(t.first, kind="stable")
+    return order, t.first[order]
+
+
+def _apart_in_time(t: _Tracks, s: DuplicateSettings, horizon: int) -> Iterator[np.ndarray]:
+    """Pair keys of tracks where one ends before the other starts within ``horizon`` frames and the
+    end and start boxes pass the adjacency or appearance thresholds (with margins)."""
+    order, firsts = _sorted_by_first(t)
+    lo = np.searchsorted(firsts, t.last, side="right")                      # [n] starts after k ends
+    hi = np.searchsorted(firsts, t.last + horizon, side="right")           # [n] ... within the horizon
+    end_obs = t.offset + np.bincount(t.track, minlength=t.n) - 1           # [n] last observation of each
+    for k, pos in _ranges(lo, hi):
+        m = order[pos]
+        gap = (t.first[m] - t.last[k]).astype(np.float64)                  # [P] >= 1
+        end, start = t.box[end_obs[k]], t.box[t.offset[m]]                 # [P, 4]
+        _, eiou = _iou(end, start)
+        height = np.maximum.reduce([end[:, 3] - end[:, 1], start[:, 3] - start[:, 1], np.full(len(k), 1e-6)])
+        dist = np.hypot((end[:, 0] + end[:, 2] - start[:, 0] - start[:, 2]) / 2,
+                        (end[:, 1] + end[:, 3] - start[:, 1] - start[:, 3]) / 2) / height
+        adjacent = (gap <= s.max_gap_frames) & ((eiou >= s.min_endpoint_iou - EPS)
+                                                | (dist <= s.max_endpoint_distance + EPS))
+        cos = t.cosine(k, m)
+        with np.errstate(invalid="ignore"):
+            alike = ((gap <= s.max_appearance_gap) & (cos >= s.min_appearance - APPEARANCE_EPS)
+                     & (dist <= 1.0 + s.max_speed * gap + EPS))
+        keep = adjacent | alike
+        a, b = k[keep], m[keep]
+        yield np.minimum(a, b) * t.n + np.maximum(a, b)
+
+
+def _spans_overlapping(t: _Tracks, s: DuplicateSettings) -> Iterator[np.ndarray]:
+    """Pair keys of tracks whose spans overlap but share no frame (interleaved fragments), and, when
+    ``min_mean_iou`` is not above 0, of every pair sharing at least ``min_covisible`` frames."""
+    order, firsts = _sorted_by_first(t)
+    ends = np.searchsorted(firsts, t.last[order], side="right")            # [n] positions starting within
+    for i, j in _ranges(np.arange(t.n) + 1, ends):
+        a, b = order[i], order[j]
+        shared = t.shared(a, b)
+        keep = shared == 0
+        if s.min_mean_iou <= EPS:
+            keep |= shared >= max(s.min_covisible, 1)
+        yield np.minimum(a[keep], b[keep]) * t.n + np.maximum(a[keep], b[keep])
+
+
+def candidate_pairs(frames: list[np.ndarray], boxes: list[np.ndarray], apps: list[np.ndarray | None],
+                    settings: DuplicateSettings) -> list[tuple[int, int]]:
+    """Index pairs ``(i, j)``, ``i < j``, of the tracks given by ``frames`` (each strictly increasing),
+    ``boxes`` and ``apps`` (appearance descriptors or ``None``): a superset of the pairs
+    ``pair_signals`` gives a reason (module docstring)."""
+    if len(frames) < 2:
+        return []
+    t = _Tracks(frames, boxes, apps)
+    found: list[np.ndarray] = []
+    keys, sums = _intersecting(t)
+    if len(keys):
+        a, b = keys // t.n, keys % t.n
+        shared = t.shared(a, b)
+        mean = sums / np.maximum(shared, 1)
+        cos = t.cosine(a, b)
+        with np.errstate(invalid="ignore"):
+            keep = (((shared >= settings.min_covisible) & (mean >= settings.min_mean_iou - EPS))
+                    | ((mean >= APART_IOU - EPS) & (cos >= settings.min_appearance - APPEARANCE_EPS)))
+        found.append(keys[keep])
+    horizon = settings.max_gap_frames
+    if (t.app_len > 0).any():
+        horizon = max(horizon, settings.max_appearance_gap)
+    found.extend(_apart_in_time(t, settings, horizon))
+    found.extend(_spans_overlapping(t, settings))
+    keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    return list(zip((keys // t.n).tolist(), (keys % t.n).tolist()))
+
