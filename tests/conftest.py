@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.roles import Role
 from accounts.services import user_create
+from tests.triggers import protected_tables, set_aside
 
 ROLE_NAMES = [r.value for r in Role]
 
@@ -27,14 +28,16 @@ def _fresh_cache():
 def _flush_past_truncate_triggers():
     """Transactional tests empty the test database with ``TRUNCATE``, which the database refuses on
     tables holding protected rows (common/db_triggers.py ``truncate_refused``). The flush turns
-    triggers off for its own transaction (``session_replication_role``, a superuser's setting that
-    the test database's user has and an application's should not)."""
+    those tables' triggers off within its own transaction, as their owner may (no superuser:
+    tests/triggers.py)."""
     from django.db.backends.postgresql.operations import DatabaseOperations
 
     flush = DatabaseOperations.execute_sql_flush
 
     def execute_sql_flush(self, sql_list):
-        flush(self, ["SET LOCAL session_replication_role = replica", *sql_list])
+        with self.connection.cursor() as cursor:
+            off, on = set_aside(protected_tables(cursor, truncate=True))
+        flush(self, [*off, *sql_list, *on])
 
     DatabaseOperations.execute_sql_flush = execute_sql_flush
     yield

@@ -19,6 +19,7 @@ from annotation.curation.services.claims import work_item_claim_next
 from annotation.curation.services.votes import vote_cast
 from annotation.models import Assignment, SeatEvent, Vote, WorkItem
 from tests.annotation.test_concurrency import run_threads
+from tests.triggers import triggers_set_aside
 
 
 @pytest.mark.django_db
@@ -190,10 +191,8 @@ def test_the_claim_query_finds_what_the_claim_rule_allows_in_queue_order(reviewa
             event = SeatEvent.objects.create(item=item, seat=0, kind=kind, holder=user,
                                              held_since=now - timedelta(hours=2), **actors)
             ago = rng.choice([timedelta(minutes=1), SKIP_COOLDOWN + timedelta(minutes=1)])
-            with connection.cursor() as cursor:  # seat events are immutable: the trigger is set aside
-                cursor.execute("SET session_replication_role = replica")
+            with triggers_set_aside("annotation_seatevent"):  # seat events are immutable
                 SeatEvent.objects.filter(pk=event.pk).update(at=now - ago)
-                cursor.execute("SET session_replication_role = origin")
     WorkItem.objects.filter(pk__in=[i.pk for i in items[::7]]).update(state=WorkItem.State.ADJUDICATE)
     videos = sorted({i.video_id for i in items})
     checked = 0

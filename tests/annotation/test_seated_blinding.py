@@ -17,7 +17,6 @@ import json
 import re
 
 import pytest
-from django.db import connection
 from drf_spectacular.generators import SchemaGenerator
 
 from annotation.curation.services.votes import vote_cast
@@ -25,6 +24,7 @@ from annotation.curation.stages import seated_blind
 from annotation.curation.stages.base import query_family
 from annotation.models import CrossPair, Query, Relation, RelationJudgment, Vote, WorkItem
 from tests.annotation.conftest import propose_query, review_row, reviewed_pair, seat
+from tests.triggers import triggers_set_aside
 
 pytestmark = pytest.mark.django_db
 
@@ -68,9 +68,7 @@ def rewrite_hidden(queries: list[int], pairs: list[tuple[int, int]]) -> None:
     """Rewrite every human-side and model-side record of the family, triggers off (immutability is
     not what this test is about): labels flipped, pre-labels, proposals, judgments and ratings
     changed, evidence replaced."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
-    try:
+    with triggers_set_aside():
         pair_relations = Relation.objects.none()
         for query_id, trajectory_id in pairs:
             pair_relations |= Relation.objects.filter(query_id=query_id, trajectory_id=trajectory_id)
@@ -95,9 +93,6 @@ def rewrite_hidden(queries: list[int], pairs: list[tuple[int, int]]) -> None:
                 prelabels={"proposal": {"label": 1, "predicates": ["rewritten"], "evidence": ["z"]}})
             Vote.objects.filter(item__pair__query_id=query_id, item__pair__trajectory_id=trajectory_id) \
                 .update(label="mismatch")
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SET session_replication_role = DEFAULT")
 
 
 @pytest.fixture
