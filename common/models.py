@@ -40,6 +40,8 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="the worker's last sign of life while the job ran (common.jobs.heartbeat)")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
 from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -41,3 +41,28 @@ app.conf.update(
     task_ignore_result=True,
 )
 app.autodiscover_tasks()
+
+
+class JobSweepStep(bootsteps.StartStopStep):
+    """Each worker sweeps for abandoned jobs (``common.jobs.sweep``) from a thread of its main
+    process, once its pool is up: no Celery beat is needed (the embedded mode runs none), and the
+    jobs of a worker that died are ended by another worker, or by the web."""
+
+    requires = {"celery.worker.components:Pool"}
+
+    def __init__(self, worker, **kwargs):
+        super().__init__(worker, **kwargs)
+        self.sweeper = None
+
+    def start(self, worker):
+        from common.jobs.sweep import JobSweeper  # the worker has set Django up by now
+
+        self.sweeper = JobSweeper()
+        self.sweeper.start()
+
+    def stop(self, worker):
+        if self.sweeper is not None:
+            self.sweeper.stop()
+
+
+app.steps["worker"].add(JobSweepStep)

@@ -257,6 +257,35 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 
+# --- Jobs (common.jobs.heartbeat, common.jobs.sweep) ----------------------------------------------
+# A running job's worker beats every TRAJLAB_JOB_HEARTBEAT_S seconds; a job not heard from for its
+# kind's timeout is failed as abandoned (its worker died) and its run can be queued again. Every
+# worker sweeps every TRAJLAB_JOB_SWEEP_S seconds, the web whenever jobs are listed.
+# TRAJLAB_JOB_TIMEOUTS (JSON, {job kind: seconds}) overrides the timeouts; "default" covers the rest.
+TRAJLAB_JOB_HEARTBEAT_S = env_int("TRAJLAB_JOB_HEARTBEAT_S", 15)
+TRAJLAB_JOB_SWEEP_S = env_int("TRAJLAB_JOB_SWEEP_S", 60)
+
+
+def _job_timeouts() -> dict[str, int]:
+    try:
+        given = json.loads(os.environ.get("TRAJLAB_JOB_TIMEOUTS", "").strip() or "{}")
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"TRAJLAB_JOB_TIMEOUTS is not valid JSON: {exc}") from None
+    if not isinstance(given, dict):
+        raise ImproperlyConfigured("TRAJLAB_JOB_TIMEOUTS is a JSON object: {job kind: seconds}")
+    # Training and evaluation load large models and start CUDA, where one call can hold the
+    # interpreter (and with it the heartbeat's thread) for minutes.
+    timeouts = {"default": 300, "training_run": 900, "evaluation_run": 900, **given}
+    short = {kind: s for kind, s in timeouts.items()
+             if type(s) is not int or s < 2 * TRAJLAB_JOB_HEARTBEAT_S}
+    if short:
+        raise ImproperlyConfigured(f"TRAJLAB_JOB_TIMEOUTS {short}: a timeout is whole seconds, at least twice "
+                                   f"TRAJLAB_JOB_HEARTBEAT_S ({TRAJLAB_JOB_HEARTBEAT_S})")
+    return timeouts
+
+
+TRAJLAB_JOB_TIMEOUTS = _job_timeouts()
+
 # --- Trajlab --------------------------------------------------------------------------------
 # Per web process: this many open videos, each caching decoded frames within this many MiB.
 TRAJLAB_OPEN_VIDEOS = env_int("TRAJLAB_OPEN_VIDEOS", 8)

@@ -10,6 +10,7 @@ from accounts.roles import IsManager, IsStaffMember
 from common.errors import ConflictError
 from common.jobs.runs import job_run, run_cancel, run_retry
 from common.jobs.selectors import job_list, job_runs
+from common.jobs.sweep import jobs_sweep
 from common.models import Job
 from common.pagination import Page, paginate
 
@@ -36,7 +37,7 @@ class JobOutputSerializer(serializers.ModelSerializer):
         model = Job
         fields = ["id", "kind", "status", "progress", "message", "log_tail", "error", "params", "result",
                   "queue", "queue_position", "attempts", "worker", "run", "created_at", "started_at", "finished_at",
-                  "updated_at"]
+                  "updated_at", "heartbeat_at"]
 
     @extend_schema_field(JobRunRefSerializer(allow_null=True))
     def get_run(self, job: Job) -> dict | None:
@@ -77,9 +78,11 @@ class JobListApi(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("kind", str), OpenApiParameter("status", str)],
-        responses=JobOutputSerializer(many=True), summary="List jobs",
+        responses=JobOutputSerializer(many=True),
+        summary="List jobs (a running job whose worker stopped beating is ended first: common.jobs.sweep)",
     )
     def get(self, request):
+        jobs_sweep()  # the web's sweep: the list tells the truth even when every worker is gone
         qs = job_list(user=request.user, kind=request.query_params.get("kind"), status=request.query_params.get("status"))
         def page_of(jobs, many):
             return JobOutputSerializer(jobs, many=many, context={"runs": job_runs(jobs=jobs)})

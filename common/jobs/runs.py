@@ -14,15 +14,22 @@ through that shape, so it imports nothing above ``common``:
   (``SystemExit``) leaves it ``running`` for the next delivery;
   :class:`RunCancelled` (raised by the reporter when a cancel was requested, or by the body)
   ends it ``cancelled``; success ends it ``succeeded``. Bodies are idempotent, so a re-delivered
-  task continues where the last delivery stopped.
+  task continues where the last delivery stopped. While the body runs, the job's heartbeat goes on
+  (``common.jobs.heartbeat``: the reporter's writes and a thread beside the body); a delivery whose
+  job was ended meanwhile (the sweep took its worker for dead, :class:`JobAbandoned` from the
+  reporter) stops and records nothing more.
+- :func:`run_abandon`: a running run whose job's heartbeat lapsed (its worker died) ends
+  ``failed`` with that reason, or ``cancelled`` if a cancel was waiting for it; ``common.jobs.sweep``
+  calls it for every lapsed job.
 - :func:`run_cancel`: a queued run is cancelled at once; a running one gets ``cancel_requested``
-  and stops at its next progress report (training: at its next step, after a checkpoint).
+  and stops at its next progress report (training: at its next step, after a checkpoint); a
+  running one whose worker is gone (lapsed heartbeat) is cancelled at once.
 - :func:`run_enqueue`: how every run is queued, the first time and on a retry: its task is sent by
   name after commit, ``celery.current_app.send_task(run.task_name, args=[run.pk],
   queue=job.queue)``, so services never import their app's tasks (the tasks import the services);
   a broker that refuses the message fails the run with that reason.
-- :func:`run_retry`: a failed or cancelled run is queued again, on the same row with a fresh Job
-  (``retries`` counts it).
+- :func:`run_retry`: a failed or cancelled run (or a running one whose worker is gone, failed
+  first) is queued again, on the same row with a fresh Job (``retries`` counts it).
 - :func:`job_run` finds the run of a Job through the reverse one-to-one relations from Job to
   the concrete ``QueuedRun`` subclasses (``Job._meta.related_objects``).
 """
@@ -38,7 +45,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
-from common.jobs.services import JobReporter, job_create, job_fail, job_start, job_succeed
+from common.jobs.heartbeat import JobHeartbeat, job_lapsed
+from common.jobs.services import (
+    JobAbandoned,
+    JobReporter,
+    job_create,
+    job_fail,
+    job_start,
+    job_succeed,
+)
 from common.models import TERMINAL, Job, QueuedRun, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -63,13 +78,14 @@ class RunOutcome:
 
 
 class RunReporter(JobReporter):
-    """A :class:`JobReporter` that also reads the run's cancel flag (at most once a second) and
-    raises :class:`RunCancelled` from the progress call once it is set. ``stop_on_cancel=False``
-    for bodies that stop on their own (the trainer's ``should_stop``)."""
+    """The reporter of the worker executing a run: a beating :class:`JobReporter` that also reads the
+    run's cancel flag (at most once a second) and raises :class:`RunCancelled` from the progress call
+    once it is set. ``stop_on_cancel=False`` for bodies that stop on their own (the trainer's
+    ``should_stop``)."""
 
     def __init__(self, run: QueuedRun, job: Job | None = None, *, echo=None, min_interval: float = 0.5,
                  stop_on_cancel: bool = True):
-        super().__init__(job, echo=echo, min_interval=min_interval)
+        super().__init__(job, echo=echo, min_interval=min_interval, beats=True)
         self.run = run
         self.stop_on_cancel = stop_on_cancel
         self._polled = 0.0
@@ -133,7 +149,8 @@ def run_execute(run: QueuedRun, body: Callable[[QueuedRun, RunReporter], RunOutc
         run.status, run.started_at = RunStatus.RUNNING, run.started_at or timezone.now()
         fields = ["status", "started_at", *(["updated_at"] if hasattr(run, "updated_at") else [])]
         run.save(update_fields=fields)
-    job = job_start(job=run.job) if run.job_id is not None else None
+        # with the run: a run is never running without a running job, whose heartbeat the sweep reads
+        job = job_start(job=run.job) if run.job_id is not None else None
     run.job = job
     if job is not None and max_attempts is not None and job.attempts > max_attempts:
         return run_fail(run=run, error=(
@@ -141,7 +158,13 @@ def run_execute(run: QueuedRun, body: Callable[[QueuedRun, RunReporter], RunOutc
             "check the worker's memory or the input, then queue the run again"))
     reporter = RunReporter(run, job, echo=echo, min_interval=min_interval, stop_on_cancel=stop_on_cancel)
     try:
-        outcome = body(run, reporter)
+        with JobHeartbeat(job):
+            outcome = body(run, reporter)
+    except JobAbandoned:
+        logger.warning("%s %s: its job %s was ended while this delivery ran (taken for dead); it stops",
+                       model.__name__, run.pk, job.pk if job else None)
+        run.refresh_from_db()
+        return run
     except RunCancelled as exc:
         return _cancelled(run, exc.message)
     except ApplicationError as exc:
@@ -155,16 +178,58 @@ def run_execute(run: QueuedRun, body: Callable[[QueuedRun, RunReporter], RunOutc
         return run
     # Any other BaseException (the worker going away) passes through and leaves the run "running":
     # the task is delivered again and the body continues where it stopped.
-    # The job first: whoever waits for the run to succeed then finds its job finished too.
-    if job is not None:
-        job_succeed(job=job, result=outcome.result, message=outcome.message[:500] or "done")
-    now = timezone.now()
-    fields = {"status": RunStatus.SUCCEEDED, "error": ""}
-    if hasattr(run, "updated_at"):
-        fields["updated_at"] = now
-    model.objects.filter(pk=run.pk).exclude(status=RunStatus.SUCCEEDED).update(**fields, finished_at=now)
+    with transaction.atomic():
+        locked = model.objects.select_for_update(of=("self",)).get(pk=run.pk)
+        if locked.job_id != run.job_id or locked.status not in (RunStatus.RUNNING, RunStatus.SUCCEEDED):
+            # ended (taken for dead) or queued again while this delivery finished: that stands
+            logger.warning("%s %s was %s while this delivery finished; its result is not recorded",
+                           model.__name__, run.pk, locked.status)
+            return locked
+        # The job first: whoever waits for the run to succeed then finds its job finished too.
+        if job is not None:
+            job_succeed(job=job, result=outcome.result, message=outcome.message[:500] or "done")
+        now = timezone.now()
+        fields = {"status": RunStatus.SUCCEEDED, "error": ""}
+        if hasattr(run, "updated_at"):
+            fields["updated_at"] = now
+        model.objects.filter(pk=run.pk).exclude(status=RunStatus.SUCCEEDED).update(**fields, finished_at=now)
     run.refresh_from_db()
     return run
+
+
+def _locked(run: QueuedRun) -> QueuedRun:
+    """``run`` read again with its row locked, and its Job's row after it (the order every writer
+    of both takes)."""
+    run = type(run).objects.select_for_update(of=("self",)).get(pk=run.pk)
+    run.job = Job.objects.select_for_update().get(pk=run.job_id) if run.job_id is not None else None
+    return run
+
+
+def _gone(run: QueuedRun) -> str | None:
+    """Why the worker of ``run`` (locked, with its job) is taken for dead: it is running and its job
+    was not heard from past its kind's timeout. None while the run is not running or its worker beats."""
+    if run.status != RunStatus.RUNNING or run.job is None:
+        return None
+    silence = job_lapsed(job=run.job)
+    if silence is None:
+        return None
+    return f"no heartbeat for {silence:.0f} s: the worker died" + (f" ({run.job.worker})" if run.job.worker else "")
+
+
+def run_abandon(*, run: QueuedRun) -> QueuedRun | None:
+    """End ``run`` if its worker is gone (its job's heartbeat lapsed, ``common.jobs.heartbeat``):
+    ``cancelled`` when a cancel was waiting for it, else ``failed``, the reason on the run and its
+    Job; either can be queued again (:func:`run_retry`). Returns the ended run, or None when it is
+    not running or its worker beats. Locks the run row, then its Job's."""
+    with transaction.atomic():
+        run = _locked(run)
+        reason = _gone(run)
+        if reason is None:
+            return None
+        logger.warning("%s %s: %s", type(run).__name__, run.pk, reason)
+        if run.cancel_requested:
+            return _cancelled(run, f"cancelled: {reason}")
+        return run_fail(run=run, error=f"{reason}; queue the run again")
 
 
 def _who(by) -> str:
@@ -173,25 +238,29 @@ def _who(by) -> str:
 
 def run_cancel(*, run: QueuedRun, by=None) -> QueuedRun:
     """Cancel ``run``: a queued run ends ``cancelled`` at once (its Job fails with the reason); a
-    running one gets ``cancel_requested`` and stops at its next progress report; a finished one is a
-    409 ``run_finished``. Locks the run row so that a worker starting it at the same time sees either
-    the flag or the cancelled status."""
+    running one gets ``cancel_requested`` and stops at its next progress report, unless its worker
+    is gone (its job's heartbeat lapsed): then it ends ``cancelled`` at once too, as nobody is left
+    to read the flag; a finished one is a 409 ``run_finished``. Locks the run row (then its Job's) so
+    that a worker starting it at the same time sees either the flag or the cancelled status."""
     model = type(run)
     with transaction.atomic():
-        run = model.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
+        run = _locked(run)
         if run.status in TERMINAL:
             raise ConflictError(f"{model._meta.verbose_name} {run.pk} is already {run.status}", code="run_finished",
                                 extra={"status": run.status})
+        gone = _gone(run)
         run.cancel_requested = True
         fields = ["cancel_requested"]
-        if run.status == RunStatus.QUEUED:
+        if run.status == RunStatus.QUEUED or gone:
             run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
         if hasattr(run, "updated_at"):
             fields.append("updated_at")
         run.save(update_fields=fields)
         if run.job_id is not None:
-            if run.status == RunStatus.CANCELLED:
+            if gone:
+                job_fail(job=run.job, error=f"cancelled{_who(by)}: {gone}")
+            elif run.status == RunStatus.CANCELLED:
                 job_fail(job=run.job, error=f"cancelled{_who(by)} before it started")
             else:
                 JobReporter(run.job).log(f"cancel requested{_who(by)}")
@@ -201,11 +270,15 @@ def run_cancel(*, run: QueuedRun, by=None) -> QueuedRun:
 def run_retry(*, run: QueuedRun, by=None, queue: bool = True) -> QueuedRun:
     """Queue a failed or cancelled ``run`` again: same row, a fresh Job (kind, queue and parameters
     of the last one), ``retries`` + 1, the cancel flag and error cleared; its task is sent after
-    commit (``queue=False``: not sent, the caller runs it inline). Anything else is a 409
-    ``run_not_retryable``. Locks the run row."""
+    commit (``queue=False``: not sent, the caller runs it inline). A running run whose worker is gone
+    (its job's heartbeat lapsed) is failed with that reason first, then queued. Anything else is a
+    409 ``run_not_retryable``. Locks the run row (then its Job's)."""
     model = type(run)
     with transaction.atomic():
-        run = model.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
+        run = _locked(run)
+        gone = _gone(run)
+        if gone:  # its worker died while it ran: it failed
+            run = _locked(run_fail(run=run, error=f"{gone}; queue the run again"))
         if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
             raise ConflictError(f"{model._meta.verbose_name} {run.pk} is {run.status}; only a failed or cancelled "
                                 "run can be retried", code="run_not_retryable", extra={"status": run.status})

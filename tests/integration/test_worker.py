@@ -40,23 +40,30 @@ def _purge_queues():
                 pass
 
 
+def start_worker(media_root: Path, tmp_path: Path, name: str = "worker") -> subprocess.Popen:
+    """A Celery worker in its own process (and session), on the test database and the test
+    MEDIA_ROOT, logging to ``tmp_path/<name>.log`` (``proc.log_path``)."""
+    env = dict(os.environ, DATABASE_URL=database_url_for_subprocess(), MEDIA_ROOT=str(media_root),
+               TRAJLAB_VAR_DIR=str(tmp_path / f"{name}-var"))
+    log_path = tmp_path / f"{name}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-c", "1",
+             "--loglevel", "INFO", "-n", f"itest-{name}-{os.getpid()}@%h", "--without-heartbeat",
+             "--without-mingle", "--without-gossip"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log_path = log_path
+    return proc
+
+
 @pytest.fixture
 def worker(media_root, tmp_path):
     """A Celery worker in its own process, on the test database and the test MEDIA_ROOT."""
     _require_production_mode()
     _purge_queues()
-    env = dict(os.environ, DATABASE_URL=database_url_for_subprocess(), MEDIA_ROOT=str(media_root),
-               TRAJLAB_VAR_DIR=str(tmp_path / "worker-var"))
-    log = open(tmp_path / "worker.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu,gpu", "-c", "1",
-         "--loglevel", "INFO", "-n", f"itest-{os.getpid()}@%h", "--without-heartbeat", "--without-mingle",
-         "--without-gossip"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    proc.log_path = tmp_path / "worker.log"
+    proc = start_worker(media_root, tmp_path)
     yield proc
     stop_process_group(proc)
-    log.close()
 
 
 def _wait_for(run_id: int, worker, timeout: float = 180.0) -> ProposalRun:

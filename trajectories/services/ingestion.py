@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from common.errors import ApplicationError
+from common.jobs.heartbeat import JobHeartbeat
 from common.jobs.services import job_create, job_fail, job_start, job_succeed
 from common.models import Job
 from common.reach import import_roots, path_within
@@ -221,7 +222,8 @@ def video_upload_import(*, uploaded_file, source: str, split_group: str | None =
 
 
 def video_import_job_execute(*, job_id: int) -> Job:
-    """Import a staged upload for its job (idempotent: a finished job is returned as it is)."""
+    """Import a staged upload for its job (idempotent: a finished job is returned as it is). The job
+    beats while the file is probed, hashed and copied (``common.jobs.heartbeat``)."""
     job = Job.objects.get(pk=job_id)
     if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
         return job
@@ -233,7 +235,8 @@ def video_import_job_execute(*, job_id: int) -> Job:
         if not staging.exists():
             raise ApplicationError(f"the staged upload {staging.name} is gone; upload it again",
                                    code="staging_missing")
-        result = video_import(path=staging, created_by=user, move=True, roots=import_roots(), **params)
+        with JobHeartbeat(job):
+            result = video_import(path=staging, created_by=user, move=True, roots=import_roots(), **params)
     except ApplicationError as exc:
         return job_fail(job=job, error=exc.message)
     finally:
