@@ -45,6 +45,17 @@ def test_propose_command_runs_inline_and_refuses_bad_input(media_root, tmp_path)
         run("propose", "--backend", "sam2", "--checkpoint", str(tmp_path / "missing.pt"))
     with pytest.raises(CommandError, match="not valid JSON"):
         run("propose", "--tracker-settings", "{oops")
+    with pytest.raises(CommandError, match="unknown backend 'sam9'"):
+        run("propose", "--backend", "sam9")
+
+
+def test_propose_takes_a_registered_tracker(media_root, tmp_path, settings):
+    settings.TRAJLAB_BACKENDS = {"people-every-2nd": {"backend": "hog-bytetrack", "settings": {"anchor_stride": 2}}}
+    run("import_videos", str(write_video(tmp_path / "v.mp4", n_frames=20, size=(200, 150))), "--source", "c")
+    run("assign_splits", "--seed", "0")
+    run("propose", "--backend", "people-every-2nd", "--name", "registered", "--categories", "moving object")
+    config = ProposalRun.objects.get().config
+    assert config.backend == "hog-bytetrack" and config.tracker_settings["anchor_stride"] == 2
 
 
 def test_create_user_command():

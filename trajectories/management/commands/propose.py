@@ -19,7 +19,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("videos", nargs="*", type=int, help="video ids (default: all)")
         parser.add_argument("--name", default="default", help="configuration name")
-        parser.add_argument("--backend", default=default_cpu_backend(), choices=list(BACKENDS))
+        parser.add_argument("--backend", default=default_cpu_backend(),
+                            help=f"a tracker ({', '.join(BACKENDS)}) or one registered in TRAJLAB_BACKENDS, "
+                                 "which brings its checkpoint and settings")
         parser.add_argument("--categories", default="person", help="comma-separated category prompts")
         parser.add_argument("--checkpoint", default="", help="model file: a SAM 2 checkpoint, or for dnn-bytetrack a "
                             ".pb frozen graph or .onnx file (empty: the packaged SSD-MobileNet-v2)")
