@@ -1,24 +1,57 @@
 """The manager's import form in real Chromium against a live server: a bad tracks file is refused
 with its line numbers and nothing stored; the MOTChallenge ground truth of a rendered scene is
-imported as a reviewed run that appears in the runs table. The proposal-run form asks each
+imported as a reviewed run (its job run by a worker thread here) that appears in the runs table; a
+file made for another video (TUD-Campus, 640x480) shows its boxes past the frame over the video's
+first frame and is imported only with "Import anyway" ticked. The proposal-run form asks each
 tracker for its own files, shows the server's refusals and queues a run."""
 from __future__ import annotations
 
 import re
+import threading
+from pathlib import Path
 
+import motmetrics
 import numpy as np
 import pytest
+from django.db import connection
 from playwright.sync_api import expect
 
+from common.jobs import runs as runs_module
 from models.tracks_io.mot import format_mot
 from models.tracks_io.records import ImportedTrack
 from trajectories.models import ProposalConfig, ProposalRun, TrackImport
+from trajectories.tasks import proposal_run_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+TUD_CAMPUS = Path(motmetrics.__file__).parent / "data" / "TUD-Campus" / "gt.txt"
+
+
+@pytest.fixture
+def worker(monkeypatch):
+    """A worker for the queued import jobs: each task handed to the broker runs in a thread (as a
+    Celery worker would run it), and the test waits for them before the database goes away."""
+    threads: list[threading.Thread] = []
+
+    def run(name, args=None, queue=None, **kwargs):
+        assert name == "trajectories.tasks.proposal_run_task" and queue == "cpu"
+
+        def work():
+            try:
+                proposal_run_task(*args)
+            finally:
+                connection.close()
+
+        threads.append(threading.Thread(target=work, name=f"worker-{args[0]}"))
+        threads[-1].start()
+
+    monkeypatch.setattr(runs_module.current_app, "send_task", run)
+    yield threads
+    for thread in threads:
+        thread.join(timeout=60)
 
 
 def test_import_form_refuses_a_bad_file_then_imports_mot_ground_truth(people, scene_video, rendered_scene, open_page,
-                                                                       tmp_path, shot):
+                                                                       tmp_path, shot, worker):
     _, truth = rendered_scene
     tracks = []
     for p in truth.people:
@@ -51,8 +84,10 @@ def test_import_form_refuses_a_bad_file_then_imports_mot_ground_truth(people, sc
     form.get_by_label("File", exact=True).set_input_files(str(good))
     expect(form.get_by_label("Format", exact=True)).to_have_value("mot")
     form.get_by_label("Source", exact=True).fill("ui_walk ground truth")
+    expect(form.get_by_role("figure")).to_contain_text("3 boxes from the file")        # checked, with its preview
     form.get_by_role("button", name="Import").click()
     expect(form.get_by_role("status")).to_have_text(re.compile(r"Imported 3 tracks as run \d+ \(reviewed\)"))
+    assert len(worker) == 1                                                           # stored by its job
     record = TrackImport.objects.get()
     assert record.format == "mot" and record.options["gt"] is True and record.source == "ui_walk ground truth"
     row = page.get_by_role("row").filter(has=page.get_by_text("imported", exact=True))
@@ -98,3 +133,40 @@ def test_proposal_run_form_offers_registered_trackers_refuses_bad_settings_and_q
     assert run.config.name == "walkway people" and run.config.categories == ["person"]
     expect(form.get_by_role("status")).to_contain_text(f"run {run.pk}")
     expect(page.get_by_role("row").filter(has=page.get_by_text(scene_video.name))).not_to_have_count(0)
+
+
+def test_a_file_of_another_video_shows_its_boxes_and_needs_import_anyway(people, scene_video, open_page, worker, shot):
+    """Issue 27, finding 13: TUD-Campus (640x480) onto the 640x360 scene with "clip" ticked."""
+    page = open_page("boss")
+    page.goto("/manage/runs")
+    form = page.get_by_role("form", name="Import tracks")
+    form.get_by_label("Video", exact=True).select_option(str(scene_video.pk))
+    form.get_by_label("Source", exact=True).fill("TUD-Campus ground truth")
+    form.get_by_role("checkbox", name="clip boxes partly outside the frame").check()
+    with page.expect_response(re.compile(rf"/api/videos/{scene_video.pk}/frames/0\.jpg")) as frame:
+        form.get_by_label("File", exact=True).set_input_files(str(TUD_CAMPUS))
+        # the check: what the file holds, the finding, and the first frame with the file's boxes
+        findings = form.get_by_role("alert", name="The file may not belong to this video")
+        expect(findings).to_contain_text("275 of 359 boxes reach past the video's 640x360 frame")
+        preview = form.get_by_role("figure")
+        expect(preview).to_have_accessible_name("Preview of video frame 0 with the file's boxes")
+        expect(preview).to_contain_text("6 boxes from the file, 4 reaching past the frame")
+    assert frame.value.status == 200 and frame.value.header_value("content-type") == "image/jpeg"
+    expect(preview.locator("g.box")).to_have_count(6)
+    expect(preview.locator("g.box.past")).to_have_count(4)
+    expect(form.get_by_label("What the file holds")).to_contain_text("8 tracks, 359 boxes on frames 1–71")
+    preview.get_by_role("button", name="frame 2").click()
+    expect(preview).to_have_accessible_name("Preview of video frame 2 with the file's boxes")
+    shot(page, "import-tracks-fit-preview")
+
+    # Import waits for the confirmation; nothing is stored before it
+    import_button = form.get_by_role("button", name="Import")
+    expect(import_button).to_be_disabled()
+    assert not ProposalRun.objects.exists() and not TrackImport.objects.exists()
+    form.get_by_role("checkbox", name="Import anyway: the file may belong to another video").check()
+    import_button.click()
+    expect(form.get_by_role("status")).to_have_text(re.compile(r"Imported 8 tracks as run \d+ \(reviewed\)"),
+                                                    timeout=60_000)
+    record = TrackImport.objects.get()
+    assert [f["code"] for f in record.fit_findings] == ["boxes_outside"] and record.options["clip"] is True
+    assert record.run.status == "succeeded" and len(worker) == 1

@@ -1,47 +1,97 @@
 // Import existing tracks or annotated tubes onto a video (POST /api/track-imports/, multipart):
-// a MOTChallenge gt.txt or tracker output, a JSON tube file or CSV. A refused file lists the
-// problems with their line numbers; nothing was stored.
+// a MOTChallenge gt.txt or tracker output, a JSON tube file or CSV. As soon as a file and a video
+// are chosen the file is checked against the video (POST /api/track-imports/check/, nothing
+// stored): its first frame is drawn with the file's boxes, and a file that may belong to another
+// video is imported only with "Import anyway" ticked. A refused file lists the problems with their
+// line numbers; nothing was stored. An accepted file is stored by a job, followed here.
 
-import { useState } from "react";
-import { ApiError, csrfToken, errorFromResponse } from "../../api/client";
-import type { components } from "../../api/schema.gen";
+import { useEffect, useRef, useState } from "react";
 import type { Video } from "../../api/types";
 import { ErrorState } from "../../components/states";
+import {
+  checkTracks, ENDED, type Finding, findingsOf, FOLLOW_MS, type Format, formatOf, importText, problemsOf,
+  type TrackFileCheck, type TrackImport, trackImport, uploadTracks,
+} from "./importTracks";
+import { TrackFilePreview } from "./TrackFilePreview";
 
-type Schemas = components["schemas"];
-export type TrackImport = Schemas["TrackImportOutput"];
-type Format = "mot" | "json" | "csv";
+export type { TrackImport } from "./importTracks";
+export { uploadTracks } from "./importTracks";
+
 type Purpose = "proposals" | "tubes";
 type Review = "reviewed" | "source_verified";
+const CHECK_DELAY_MS = 250;
 
-interface Problem {
-  line: number;
-  message: string;
+/** The file checked against the video whenever either (or how it is read) changes. */
+function useTrackCheck(file: File | null, video: number | "", format: Format, clip: boolean, purpose: Purpose) {
+  const [check, setCheck] = useState<TrackFileCheck | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [checking, setChecking] = useState(false);
+  useEffect(() => {
+    setCheck(null);
+    setError(null);
+    if (file === null || video === "") return;
+    const ctrl = new AbortController();
+    const form = new FormData();
+    form.append("file", file);
+    form.append("video", String(video));
+    form.append("format", format);
+    form.append("purpose", purpose);
+    form.append("clip", clip ? "true" : "false");
+    setChecking(true);
+    const timer = window.setTimeout(() => {
+      checkTracks(form, ctrl.signal).then(
+        (c) => { setCheck(c); setChecking(false); },
+        (e: unknown) => {
+          if (e instanceof DOMException && e.name === "AbortError") return;
+          setError(e);
+          setChecking(false);
+        },
+      );
+    }, CHECK_DELAY_MS);
+    return () => {
+      window.clearTimeout(timer);
+      ctrl.abort();
+    };
+  }, [file, video, format, clip, purpose]);
+  return { check, error, checking };
 }
 
-/** Upload one tracks file; resolves with the import and whether it was new (201) or already there (200). */
-export async function uploadTracks(form: FormData): Promise<{ record: TrackImport; created: boolean }> {
-  let response: Response;
-  try {
-    response = await fetch("/api/track-imports/", {
-      method: "POST", body: form, credentials: "same-origin",
-      headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
-    });
-  } catch {
-    throw new ApiError(0, "network_error", "The server could not be reached. Check your connection and try again.");
-  }
-  if (!response.ok) throw await errorFromResponse(response);
-  return { record: (await response.json()) as TrackImport, created: response.status === 201 };
+/** An import followed until its job ends. */
+function useFollowedImport(onEnded: () => void) {
+  const [followed, setFollowed] = useState<{ record: TrackImport; created: boolean } | null>(null);
+  const id = followed && !ENDED.has(followed.record.run_status) ? followed.record.id : null;
+  const ended = useRef(onEnded);
+  ended.current = onEnded;
+  useEffect(() => {
+    if (id === null) return;
+    const ctrl = new AbortController();
+    let timer = 0;
+    const poll = async () => {
+      try {
+        const record = await trackImport(id, ctrl.signal);
+        setFollowed((f) => (f && f.record.id === id ? { ...f, record } : f));
+        if (ENDED.has(record.run_status)) ended.current();
+        else timer = window.setTimeout(poll, FOLLOW_MS);
+      } catch (e) {
+        if (!(e instanceof DOMException && e.name === "AbortError")) timer = window.setTimeout(poll, 2 * FOLLOW_MS);
+      }
+    };
+    timer = window.setTimeout(poll, FOLLOW_MS);
+    return () => {
+      ctrl.abort();
+      window.clearTimeout(timer);
+    };
+  }, [id]);
+  return { followed, setFollowed, following: id !== null };
 }
 
-function formatOf(name: string): Format {
-  const lower = name.toLowerCase();
-  return lower.endsWith(".json") ? "json" : lower.endsWith(".csv") ? "csv" : "mot";
-}
-
-function problemsOf(error: unknown): Problem[] {
-  if (!(error instanceof ApiError) || !Array.isArray(error.extra.problems)) return [];
-  return error.extra.problems as Problem[];
+function Findings({ findings }: { findings: Finding[] }) {
+  return (
+    <div className="warning fit-findings" role="alert" aria-label="The file may not belong to this video">
+      <strong>The file may not belong to this video.</strong>
+      <ul>{findings.map((f) => <li key={f.code}>{f.message}</li>)}</ul>
+    </div>
+  );
 }
 
 export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: () => void }) {
@@ -53,10 +103,14 @@ export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: 
   const [reason, setReason] = useState("");
   const [source, setSource] = useState("");
   const [clip, setClip] = useState(false);
+  const [confirm, setConfirm] = useState(false);
   const [busy, setBusy] = useState(false);
-  const [result, setResult] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const { check, error: checkError, checking } = useTrackCheck(file, video, format, clip, purpose);
+  const { followed, setFollowed, following } = useFollowedImport(onDone);
+  useEffect(() => setConfirm(false), [file, video, format, clip, purpose]);
 
+  const findings = check && check.findings.length > 0 ? check.findings : findingsOf(error);
   const submit = async () => {
     if (file === null || video === "") return;
     const form = new FormData();
@@ -68,25 +122,28 @@ export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: 
     form.append("review", purpose === "tubes" ? "reviewed" : review);
     form.append("review_reason", review === "source_verified" && purpose === "proposals" ? reason : "");
     form.append("clip", clip ? "true" : "false");
+    form.append("confirm_fit", confirm ? "true" : "false");
     setBusy(true);
     setError(null);
-    setResult(null);
+    setFollowed(null);
     try {
-      const { record, created } = await uploadTracks(form);
-      setResult(created
-        ? `Imported ${record.trajectory_count} ${purpose === "tubes" ? "tubes" : "tracks"} as run ${record.run} (${record.review.replace("_", "-")}).`
-        : `Already imported as run ${record.run}.`);
-      onDone();
+      const answer = await uploadTracks(form);
+      setFollowed(answer);
+      if (ENDED.has(answer.record.run_status)) onDone();
     } catch (e) {
       setError(e);
     } finally {
       setBusy(false);
     }
   };
-  const problems = problemsOf(error);
+  const problems = problemsOf(error).length > 0 ? problemsOf(error)
+    : problemsOf(checkError).length > 0 ? problemsOf(checkError) : check?.problems ?? [];
+  const refusal = error ?? checkError;
+  const needsConfirm = findings.length > 0 && !confirm;
+  const ended = followed !== null && ENDED.has(followed.record.run_status);
   return (
     <form className="import-tracks run-form" aria-label="Import tracks" onSubmit={(e) => { e.preventDefault(); void submit(); }}>
-      <fieldset className="inline-form" disabled={busy}>
+      <fieldset className="inline-form" disabled={busy || following}>
         <legend>Import existing tracks or annotated tubes</legend>
         <label>
           Video
@@ -99,6 +156,7 @@ export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: 
           <input aria-label="File" type="file" accept=".txt,.json,.csv" required onChange={(e) => {
             const f = e.target.files?.[0] ?? null;
             setFile(f);
+            setError(null);
             if (f) setFormat(formatOf(f.name));
           }} />
         </label>
@@ -139,10 +197,36 @@ export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: 
         <label className="check">
           <input type="checkbox" checked={clip} onChange={(e) => setClip(e.target.checked)} /> clip boxes partly outside the frame
         </label>
-        <button type="submit" className="primary" disabled={busy || file === null || video === "" || !source.trim()}>Import</button>
+        {findings.length > 0 && (
+          <label className="check">
+            <input type="checkbox" checked={confirm} onChange={(e) => setConfirm(e.target.checked)} /> Import anyway: the file may belong to another video
+          </label>
+        )}
+        <button type="submit" className="primary" disabled={busy || following || file === null || video === "" || !source.trim() || needsConfirm}
+          title={needsConfirm ? "Look at the preview; tick “Import anyway” to import the file as it is" : undefined}>Import</button>
       </fieldset>
-      {result && <p role="status" className="ok">{result}</p>}
-      {error !== null && <ErrorState error={error} title="The file was not imported" details={problems.length === 0} />}
+      {checking && <p className="muted">Checking the file against the video…</p>}
+      {check && (
+        <p className="muted" aria-label="What the file holds">
+          {check.tracks} track{check.tracks === 1 ? "" : "s"}, {check.boxes} box{check.boxes === 1 ? "" : "es"} on frames {check.first_frame}–{check.last_frame} of the file;
+          its boxes span x {Math.round(check.box_extent[0])} to {Math.round(check.box_extent[2])}, y {Math.round(check.box_extent[1])} to {Math.round(check.box_extent[3])}.
+          The video is {check.video_width}×{check.video_height} with {check.video_frames} frames.
+        </p>
+      )}
+      {findings.length > 0 && <Findings findings={findings} />}
+      {check && video !== "" && <TrackFilePreview key={`${video}:${file?.name}`} video={video} check={check} />}
+      {followed && (
+        <p role="status" className={followed.record.run_status === "failed" ? "error-text" : ended ? "ok" : "muted"}>
+          {importText(followed.record, followed.created)}
+        </p>
+      )}
+      {refusal !== null && findingsOf(refusal).length === 0 && (
+        <ErrorState error={refusal} title={error !== null ? "The file was not imported" : "The file cannot be imported as it is"}
+          details={problemsOf(refusal).length === 0} />
+      )}
+      {refusal === null && problems.length > 0 && (
+        <p className="error-text">The file cannot be imported onto this video as it is read{clip ? "" : " (boxes partly outside the frame are imported only with clipping)"}:</p>
+      )}
       {problems.length > 0 && (
         <ul className="problems" aria-label="Problems in the file">
           {problems.map((p, i) => <li key={i}>{p.line ? `line ${p.line}: ` : ""}{p.message}</li>)}
