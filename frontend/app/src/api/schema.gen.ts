@@ -552,7 +552,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs */
+        /** List jobs (a running job whose worker stopped beating is ended first: common.jobs.sweep) */
         get: operations["jobs_list"];
         put?: never;
         post?: never;
@@ -1076,7 +1076,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open review of a finished proposal run (usability and duplicate items; idempotent) */
+        /** Open review of a finished proposal run (usability and duplicate items; idempotent); 409 while the run has not succeeded, or for a run whose tubes are not reviewed */
         post: operations["review_items_create"];
         delete?: never;
         options?: never;
@@ -1097,6 +1097,23 @@ export interface paths {
         post?: never;
         /** Give back an item you have not voted on (skip); an item that is closed keeps its seats */
         delete: operations["review_items_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review/items/{item_id}/overview/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One review item (managers): its stage, state, decision, number of votes and target, no one's label */
+        get: operations["review_items_overview_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1198,6 +1215,23 @@ export interface paths {
         put?: never;
         /** Claim the next item (the same one again while its lease runs and it has no vote) */
         post: operations["review_next_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review/run-readiness/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each proposal run's review readiness (managers), in the proposal runs list's order: items open, in adjudication, decided, and whether its pool may be frozen */
+        get: operations["review_run_readiness_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1397,8 +1431,42 @@ export interface paths {
         /** List imported tracks and tubes */
         get: operations["track_imports_list"];
         put?: never;
-        /** Import existing tracks or annotated tubes onto a video as an imported proposal run (a bad file is refused with its line numbers and nothing is stored; the same file again answers 200 with the existing import) */
+        /** Import existing tracks or annotated tubes onto a video as an imported proposal run: the file is checked now (a bad file is refused with its line numbers and nothing is stored; 409 fit_unconfirmed when it may belong to another video, unless confirm_fit) and a job stores its tracks (202); the same file again answers 200 with that import */
         post: operations["track_imports_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/track-imports/{import_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One imported file: its run's status and its job's progress */
+        get: operations["track_imports_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/track-imports/check/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check a tracks file against a video without importing it: what would refuse it, what would need confirm_fit, and the boxes of its first frames (a file that does not parse is a 400, as its import would be) */
+        post: operations["track_imports_check_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2034,13 +2102,17 @@ export interface components {
             readonly id: number;
             query: number;
             trajectory: number;
-            /** @description its highest-priority stratum (models.curation.mining.STRATA_PRIORITY) */
-            stratum?: string;
+            /** @description its highest-priority stratum; null for a reader seated on its family */
+            stratum?: string | null;
+            /** @description every stratum it was mined into; null for a reader seated on its family */
             strata?: unknown;
-            /** @description [{run, stratum, similarity, encoder}] per mining */
+            /** @description [{run, stratum, similarity, encoder, ...}] per mining; null for a reader seated on its family */
             provenance?: unknown;
-            /** Format: double */
-            similarity?: number;
+            /**
+             * Format: double
+             * @description the mining similarity; null for a reader seated on its family
+             */
+            similarity?: number | null;
             review: components["schemas"]["ReviewEnum"];
             /** @description the final label; null while not reviewed */
             label: number | null;
@@ -2103,6 +2175,7 @@ export interface components {
         };
         DescriptionRunOutput: {
             readonly id: number;
+            status?: components["schemas"]["RunStatusEnum"];
             pools: number[];
             /** @description backend name and settings (model path or endpoint, never secrets) */
             backend: unknown;
@@ -2404,6 +2477,7 @@ export interface components {
         };
         GenerationRunOutput: {
             readonly id: number;
+            status?: components["schemas"]["RunStatusEnum"];
             pools: number[];
             /** @description backend name and settings (model path or endpoint, never secrets) */
             backend: unknown;
@@ -2444,6 +2518,11 @@ export interface components {
             finished_at?: string | null;
             /** Format: date-time */
             readonly updated_at: string;
+            /**
+             * Format: date-time
+             * @description the worker's last sign of life while the job ran (common.jobs.heartbeat)
+             */
+            heartbeat_at?: string | null;
         };
         /** @description The run behind a job after a cancel or a retry. */
         JobRunOutput: {
@@ -2509,6 +2588,7 @@ export interface components {
         };
         MiningRunOutput: {
             readonly id: number;
+            status?: components["schemas"]["RunStatusEnum"];
             split: string;
             /** @description budgets, seed, encoders, thresholds and strata as used */
             config: unknown;
@@ -2863,6 +2943,21 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["ReleaseOutput"][];
         };
+        PaginatedRunReadinessList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["RunReadiness"][];
+        };
         PaginatedSeatItemList: {
             /** @example 123 */
             count: number;
@@ -3135,6 +3230,17 @@ export interface components {
             value: string;
             /** @description the approved facts of the source description that support it */
             fact_ids: string[];
+        };
+        PreviewBox: {
+            track_id: number;
+            category: string;
+            /** @description x1, y1, x2, y2 in the file's pixels (may reach past the frame) */
+            box: number[];
+        };
+        PreviewFrame: {
+            /** @description the video's 0-based frame index */
+            frame: number;
+            boxes: components["schemas"]["PreviewBox"][];
         };
         ProgressOutput: {
             splits: string[];
@@ -3601,6 +3707,20 @@ export interface components {
             /** @description pre-label and reviews (not shown to auditors) */
             evidence?: unknown;
         };
+        RunReadiness: {
+            run: number;
+            /** @description its usability and duplicate review items */
+            items: number;
+            /** @description items still collecting panel votes */
+            open: number;
+            /** @description items waiting for an adjudicator */
+            adjudicate: number;
+            decided: number;
+            /** @description adjudicated without a majority (decided as far as a freeze goes) */
+            unresolved: number;
+            /** @description review is done: items exist and none is open or in adjudication, so its pool may be frozen */
+            ready: boolean;
+        };
         /**
          * @description * `queued` - Queued
          *     * `running` - Running
@@ -3955,7 +4075,33 @@ export interface components {
         TokenOutput: {
             token: string;
         };
-        TrackImportListInputRequest: {
+        TrackFileCheckOutput: {
+            /** @description no problem refuses it and no finding needs a confirmation */
+            fits: boolean;
+            tracks: number;
+            boxes: number;
+            /** @description in the file's own numbering */
+            first_frame: number;
+            /** @description in the file's own numbering */
+            last_frame: number;
+            /** @description x1, y1, x2, y2 of all boxes */
+            box_extent: number[];
+            video_width: number;
+            video_height: number;
+            video_frames: number;
+            /** @description what refuses the import onto this video */
+            problems: components["schemas"]["TrackFileProblem"][];
+            /** @description what needs confirm_fit */
+            findings: components["schemas"]["TrackFileFinding"][];
+            /** @description the first frames with boxes */
+            preview: components["schemas"]["PreviewFrame"][];
+        };
+        TrackFileFinding: {
+            /** @description boxes_outside or frames_short */
+            code: string;
+            message: string;
+        };
+        TrackFileInputRequest: {
             /**
              * Format: binary
              * @description gt.txt / tracker output (mot), a JSON tube file (json) or CSV (csv)
@@ -3964,20 +4110,11 @@ export interface components {
             video: number;
             /** @description One of: mot, json, csv. */
             format: "mot" | "json" | "csv";
-            /** @description where the tracks come from */
-            source: string;
             /**
              * @description One of: proposals, tubes.
              * @default proposals
              */
             purpose: "proposals" | "tubes";
-            /**
-             * @description One of: reviewed, source_verified.
-             * @default reviewed
-             */
-            review: "reviewed" | "source_verified";
-            /** @default  */
-            review_reason: string;
             /** @description mot: ground truth (default: the file is named gt.txt) */
             gt?: boolean | null;
             /**
@@ -3999,12 +4136,80 @@ export interface components {
              */
             seqinfo?: string;
         };
+        TrackFileProblem: {
+            /** @description 0: the file as a whole */
+            line: number;
+            message: string;
+        };
+        TrackImportListInputRequest: {
+            /**
+             * Format: binary
+             * @description gt.txt / tracker output (mot), a JSON tube file (json) or CSV (csv)
+             */
+            file: string;
+            video: number;
+            /** @description One of: mot, json, csv. */
+            format: "mot" | "json" | "csv";
+            /**
+             * @description One of: proposals, tubes.
+             * @default proposals
+             */
+            purpose: "proposals" | "tubes";
+            /** @description mot: ground truth (default: the file is named gt.txt) */
+            gt?: boolean | null;
+            /**
+             * @description csv: frame numbering
+             *
+             *     * `0` - 0
+             *     * `1` - 1
+             * @default 0
+             */
+            frame_base: components["schemas"]["FrameBaseEnum"];
+            /**
+             * @description clip boxes partly outside the frame
+             * @default false
+             */
+            clip: boolean;
+            /**
+             * Format: binary
+             * @description mot: the sequence's seqinfo.ini, checked
+             */
+            seqinfo?: string;
+            /** @description where the tracks come from */
+            source: string;
+            /**
+             * @description One of: reviewed, source_verified.
+             * @default reviewed
+             */
+            review: "reviewed" | "source_verified";
+            /** @default  */
+            review_reason: string;
+            /**
+             * @description import although the fit check found that the file may belong to another video (its findings are kept)
+             * @default false
+             */
+            confirm_fit: boolean;
+        };
         TrackImportOutput: {
             readonly id: number;
             run: number;
             video: number;
             /** @description One of: queued, running, succeeded, failed, cancelled. */
             run_status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description the job that stores the tracks */
+            job: number | null;
+            /**
+             * Format: double
+             * @description the job's progress, 0 to 1
+             */
+            progress?: number | null;
+            /**
+             * @description the job's last message
+             * @default
+             */
+            message: string;
+            /** @description why the import failed */
+            error: string;
             trajectory_count: number;
             duplicate_count: number;
             /** @description One of: mot, json, csv. */
@@ -4025,6 +4230,8 @@ export interface components {
             counts?: unknown;
             /** @description track id → the source's caption */
             captions?: unknown;
+            /** @description what the fit check found and the importer confirmed (models.tracks_io.fit) */
+            fit_findings?: unknown;
             /** Format: date-time */
             readonly created_at: string;
         };
@@ -4411,6 +4618,36 @@ export interface components {
             /** Format: date-time */
             decided_at?: string | null;
         };
+        /**
+         * @description A found item opened on its own: its labels and what it shows its reviewers, still without
+         *     anybody's vote.
+         */
+        WorkItemOverview: {
+            readonly id: number;
+            stage: components["schemas"]["StageEnum"];
+            state?: components["schemas"]["StateEnum"];
+            /** @description the winning label once decided */
+            decision?: string;
+            video: number;
+            video_name: string;
+            /** @description the video's split */
+            split: string;
+            trajectory?: number | null;
+            query?: number | null;
+            pair?: number | null;
+            /** @description votes cast so far, adjudication included */
+            n_votes: number;
+            /** Format: int64 */
+            panel_size: number;
+            /** @description the query's text (relation and pair items), else empty */
+            readonly text: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            decided_at?: string | null;
+            labels: string[];
+            target: components["schemas"]["Target"];
+        };
     };
     responses: never;
     parameters: never;
@@ -4435,6 +4672,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AdjudicationItem"][];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             403: {
@@ -4464,6 +4719,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AdjudicationItem"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             403: {
@@ -4508,6 +4781,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4582,8 +4864,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedAlignmentReportOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4624,6 +4915,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4679,6 +4979,24 @@ export interface operations {
                     "application/json": components["schemas"]["AlignmentReportOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -4727,8 +5045,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedAuditOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4769,6 +5096,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4832,6 +5168,24 @@ export interface operations {
                     "application/json": components["schemas"]["AuditOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -4876,6 +5230,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4953,6 +5316,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -4997,8 +5378,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedAuditSampleOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5047,6 +5437,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -5089,7 +5497,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5152,6 +5560,24 @@ export interface operations {
                     "application/json": components["schemas"]["BackendListOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -5189,8 +5615,17 @@ export interface operations {
                     "application/json": components["schemas"]["CompletenessOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5231,6 +5666,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5306,6 +5750,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5338,8 +5791,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedDescriptionRunOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5380,6 +5842,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5443,6 +5914,24 @@ export interface operations {
                     "application/json": components["schemas"]["DescriptionRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -5496,8 +5985,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedDescriptionOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5533,6 +6031,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DescriptionDetailOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             403: {
@@ -5576,8 +6092,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedDuplicateCandidateOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5617,8 +6142,17 @@ export interface operations {
                     "application/json": components["schemas"]["DuplicateCandidateOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5680,8 +6214,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedEvaluationRunOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5745,6 +6288,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -5801,6 +6353,24 @@ export interface operations {
                     "application/json": components["schemas"]["EvaluationRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -5845,8 +6415,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedExperimentOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5887,6 +6466,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5950,6 +6538,24 @@ export interface operations {
                     "application/json": components["schemas"]["ExperimentDetailOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -5987,6 +6593,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExperimentDetailOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -6036,6 +6660,24 @@ export interface operations {
                     "application/json": components["schemas"]["ExperimentDetailOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6083,6 +6725,24 @@ export interface operations {
                     "text/csv": string;
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6122,6 +6782,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6155,8 +6833,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedGenerationRunOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6197,6 +6884,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6260,6 +6956,24 @@ export interface operations {
                     "application/json": components["schemas"]["GenerationRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6304,8 +7018,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedJobOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6341,6 +7064,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -6380,6 +7121,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobRunOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -6428,6 +7187,24 @@ export interface operations {
                     "application/json": components["schemas"]["JobRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6472,6 +7249,24 @@ export interface operations {
                     "application/json": components["schemas"]["MeOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6505,8 +7300,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedMiningRunOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6547,6 +7351,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6602,6 +7415,24 @@ export interface operations {
                     "application/json": components["schemas"]["MiningRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6644,8 +7475,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedPoolOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6685,8 +7525,17 @@ export interface operations {
                     "application/json": components["schemas"]["PoolOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6750,6 +7599,24 @@ export interface operations {
                     "application/json": components["schemas"]["PoolDetailOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -6792,8 +7659,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedProposalConfigOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6833,8 +7709,17 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalConfigOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6894,8 +7779,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedProposalRunOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6943,8 +7837,17 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalRunOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7008,6 +7911,24 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalRunOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -7050,8 +7971,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedPseudoRuleOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7092,6 +8022,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7155,6 +8094,24 @@ export interface operations {
                     "application/json": components["schemas"]["PseudoRuleOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -7192,6 +8149,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PseudoRuleApplyOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -7239,6 +8214,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PseudoRuleOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -7293,6 +8286,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7385,8 +8387,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedQueryOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7422,6 +8433,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueryDetailOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -7468,6 +8497,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7571,6 +8609,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7604,8 +8651,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedReleaseOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7646,6 +8702,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7709,6 +8774,24 @@ export interface operations {
                     "application/json": components["schemas"]["ReleaseDetailOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -7746,6 +8829,24 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -7798,8 +8899,17 @@ export interface operations {
                     "application/json": components["schemas"]["ReleaseDiffOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7854,6 +8964,24 @@ export interface operations {
                     "application/x-tar": string;
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -7900,6 +9028,24 @@ export interface operations {
                     "application/json": components["schemas"]["ReleaseVerifyOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -7942,6 +9088,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7994,8 +9149,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8027,7 +9191,7 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8035,8 +9199,16 @@ export interface operations {
                     "application/json": components["schemas"]["ReviewItemsCreateOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8046,6 +9218,14 @@ export interface operations {
             };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8092,6 +9272,24 @@ export interface operations {
                     "application/json": components["schemas"]["AssignmentOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -8130,6 +9328,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -8148,6 +9364,61 @@ export interface operations {
                 };
             };
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_items_overview_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkItemOverview"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8182,6 +9453,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8265,6 +9545,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8333,6 +9622,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8416,6 +9714,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8525,6 +9832,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -8564,8 +9880,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8593,6 +9918,55 @@ export interface operations {
             };
             /** @description The body's content type is not one the operation reads */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    review_run_readiness_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedRunReadinessList"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8642,6 +10016,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8667,6 +10050,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StageOutput"][];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -8697,6 +10098,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -8732,6 +10151,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8804,8 +10232,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedSnapshotOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8846,6 +10283,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8909,6 +10355,24 @@ export interface operations {
                     "application/json": components["schemas"]["SnapshotDetailOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -8951,8 +10415,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedSourceOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8993,8 +10466,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedSplitGroupOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9036,8 +10518,17 @@ export interface operations {
                     "application/json": components["schemas"]["SplitGroupOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9112,8 +10603,17 @@ export interface operations {
                     "application/json": components["schemas"]["SplitAssignOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9173,8 +10673,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedTrackImportOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9214,7 +10723,7 @@ export interface operations {
                     "application/json": components["schemas"]["TrackImportOutput"];
                 };
             };
-            201: {
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9223,6 +10732,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9239,6 +10757,127 @@ export interface operations {
                 };
             };
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The body's content type is not one the operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    track_imports_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                import_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackImportOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    track_imports_check_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["TrackFileInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackFileCheckOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9290,8 +10929,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedTrainingRunOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9332,6 +10980,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9398,8 +11055,17 @@ export interface operations {
                     "application/json": components["schemas"]["TrainingRunDetailOutput"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9444,6 +11110,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrainingRunOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -9498,8 +11182,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedTrajectoryOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9535,6 +11228,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrajectoryDetailOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -9579,8 +11290,17 @@ export interface operations {
                     "application/json": components["schemas"]["TrajectoryCropListOutput"][];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9632,8 +11352,17 @@ export interface operations {
                     "image/jpeg": string;
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9694,8 +11423,17 @@ export interface operations {
                     "image/jpeg": string;
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9755,8 +11493,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedTubeMatchReportOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9797,6 +11544,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9859,6 +11615,24 @@ export interface operations {
                     "application/json": components["schemas"]["TubeMatchReportOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -9902,6 +11676,15 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9971,6 +11754,24 @@ export interface operations {
                     "application/json": components["schemas"]["ProgressOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -9997,6 +11798,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueuesOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Not signed in, or the user's roles do not allow it */
@@ -10034,8 +11853,17 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedVideoOutputList"];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10099,6 +11927,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -10146,6 +11983,24 @@ export interface operations {
                     "application/json": components["schemas"]["VideoOutput"];
                 };
             };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description Not signed in, or the user's roles do not allow it */
             403: {
                 headers: {
@@ -10190,8 +12045,17 @@ export interface operations {
                     "image/jpeg": string;
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10249,8 +12113,17 @@ export interface operations {
                     "application/json": components["schemas"]["TrajectoryDetailOutput"][];
                 };
             };
-            /** @description Invalid input: a body or query parameter out of its type, range or choices */
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
