@@ -91,8 +91,11 @@ def test_an_adjudicator_resolves_a_tie(open_page, people, review_run, shot):
                        ["usable", "unusable", "uncertain"])
     assert item.state == "adjudicate"
     page = open_page("adj")
-    expect(page.locator(".queue-card", has_text="Adjudication · Usability review").locator(".count")).to_have_text("1")
+    card = page.locator(".queue-card", has_text="Adjudication · Usability review").locator(".count")
+    expect(card).to_have_text("1")
+    expect(card).to_have_attribute("aria-label", "1 item available")  # one, never "1 items" (issue 27, finding 15)
     nav(page, "Adjudication queue")
+    expect(page.locator("table caption")).to_have_text("1 item waits for a decision (press N to open the first)")
     row = page.get_by_role("row", name=f"{item.pk}")
     expect(row).to_contain_text("1× usable, 1× unusable, 1× uncertain")
     page.keyboard.press("n")
@@ -206,11 +209,19 @@ def test_a_manager_freezes_a_pool_and_reads_the_agreement(open_page, people, rev
     expect(readiness).to_have_text("pool frozen · 3 of 3 decided")
     shot(page, "07-manager-runs-frozen")
 
+    page.set_viewport_size({"width": 1280, "height": 800})
     nav(page, "Agreement")
     chart = page.locator("figure.chart", has_text="Three-vote patterns")
     expect(chart.locator('g[data-bar="2-1"]')).to_have_attribute("data-value", "3")
     expect(chart.locator('g[data-bar="3-0"]')).to_have_attribute("data-value", "0")
     expect(page.locator("figure.chart", has_text="Agreement with the majority")).to_contain_text("ann1")
+    # every value is drawn inside its figure at 1280 px, none cut off (issue 27, finding 15)
+    cut = page.evaluate("""() => [...document.querySelectorAll("figure.chart")].flatMap((figure) => {
+        const edge = figure.getBoundingClientRect().right - parseFloat(getComputedStyle(figure).paddingRight);
+        return [...figure.querySelectorAll("text")].filter((t) => t.getBoundingClientRect().right > edge + 0.5)
+          .map((t) => `${figure.querySelector("figcaption").textContent}: ${t.textContent}`);
+    })""")
+    assert cut == [], cut
     shot(page, "08-manager-agreement")
 
     nav(page, "Pools")

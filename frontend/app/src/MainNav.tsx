@@ -5,6 +5,7 @@
 // menu (focus, a click elsewhere, a navigation) closes it.
 
 import { type KeyboardEvent, useEffect, useRef, useState } from "react";
+import { flushSync } from "react-dom";
 import type { Me } from "./api/types";
 import { Link } from "./components/Link";
 import { useShortcut } from "./keyboard/useShortcut";
@@ -35,16 +36,15 @@ export function MainNav({ me, pathname }: { me: Me; pathname: string }) {
   const onKeyDown = (e: KeyboardEvent<HTMLLIElement>, section: Section) => {
     if (e.key !== "ArrowDown" && e.key !== "ArrowUp" && e.key !== "Home" && e.key !== "End") return;
     e.preventDefault(); // the menu's own keys: no shortcut of the screen below takes them
-    if (open !== section) setOpen(section);
-    // The links exist (hidden) while the menu is closed: focus them once it has rendered open.
-    window.requestAnimationFrame(() => {
-      const all = links(section);
-      const at = all.indexOf(document.activeElement as HTMLAnchorElement);
-      const next = e.key === "Home" ? 0 : e.key === "End" ? all.length - 1
-        : at < 0 ? (e.key === "ArrowDown" ? 0 : all.length - 1)
-        : (at + (e.key === "ArrowDown" ? 1 : -1) + all.length) % all.length;
-      all[next]?.focus();
-    });
+    // Open it now (not at the next render), so the link can take the focus in this key press and
+    // the next press moves on from there, however fast it comes.
+    if (open !== section) flushSync(() => setOpen(section));
+    const all = links(section);
+    const at = all.indexOf(document.activeElement as HTMLAnchorElement);
+    const next = e.key === "Home" ? 0 : e.key === "End" ? all.length - 1
+      : at < 0 ? (e.key === "ArrowDown" ? 0 : all.length - 1)
+      : (at + (e.key === "ArrowDown" ? 1 : -1) + all.length) % all.length;
+    all[next]?.focus();
   };
 
   return (

@@ -9,6 +9,7 @@ import { useEffect, useRef, useState } from "react";
 import { api, requestId } from "../api/endpoints";
 import type { AdjudicationItem, RelationLabel } from "../api/types";
 import { Link } from "../components/Link";
+import { count } from "../components/plural";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { useAsync } from "../components/useAsync";
 import { ariaKeys, useShortcutList } from "../keyboard/useShortcut";
@@ -40,7 +41,7 @@ export function AdjudicationQueue() {
   }
   return (
     <table className="data">
-      <caption>{items.length} items wait for a decision (press N to open the first)</caption>
+      <caption>{count(items.length, "item")} {items.length === 1 ? "waits" : "wait"} for a decision (press N to open the first)</caption>
       <thead>
         <tr><th scope="col">item</th><th scope="col">stage</th><th scope="col">video</th><th scope="col">votes</th><th scope="col" /></tr>
       </thead>

@@ -2,6 +2,8 @@
 // the numbers are readable without the picture and by screen readers (role="img" + a label,
 // and a table of the same data next to it).
 
+import { useLayoutEffect, useRef, useState } from "react";
+
 export interface Bar {
   label: string;
   value: number;
@@ -9,13 +11,33 @@ export interface Bar {
   text?: string; // written instead of the formatted value ("–" for an undefined statistic)
 }
 
-/** Widest label drawn in full (characters), and a generous width of one 13 px character. */
+/** Widest label drawn in full (characters), and a generous width of one 13 px character (the
+ *  estimate used until the drawn text has been measured). */
 export const LABEL_MAX_CHARS = 28;
 const CHAR_PX = 7.8;
+const GAP = 12; // between a column's text and the next column
+const BAR_MAX = 260; // a full-length bar when there is room
+const BAR_MIN = 60; // the shortest bar still readable; below it the figure scrolls sideways
 
 /** `text` cut to `max` characters with an ellipsis. */
 export function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** The columns of a bar chart: its labels' and values' own widths (`labelPx`, `valuePx`: the
+ *  widest text of each), and the bars in what is left of `available` (the figure's width; none
+ *  known yet: full-length bars), between BAR_MIN and BAR_MAX. */
+export function barLayout({ labelPx, valuePx, available }: { labelPx: number; valuePx: number; available?: number }) {
+  const labelW = Math.ceil(labelPx) + GAP;
+  const valueW = Math.ceil(valuePx) + GAP;
+  const barW = available === undefined ? BAR_MAX : Math.max(BAR_MIN, Math.min(BAR_MAX, Math.floor(available - labelW - valueW)));
+  return { labelW, valueW, barW, width: labelW + barW + valueW };
+}
+
+/** The widest of `texts` as drawn in `svg`, or null before it is drawn. */
+function widest(svg: SVGSVGElement | null, selector: string): number | null {
+  const texts = svg ? [...svg.querySelectorAll<SVGTextContentElement>(selector)] : [];
+  return texts.length ? Math.max(...texts.map((t) => t.getComputedTextLength())) : null;
 }
 
 export function BarChart({ title, bars, max, format = (v) => String(v), color = "#4f8cff" }: {
@@ -27,20 +49,45 @@ export function BarChart({ title, bars, max, format = (v) => String(v), color = 
 }) {
   const top = max ?? Math.max(1, ...bars.map((b) => b.value));
   const rowH = 26;
+  const valueText = (b: Bar) => `${b.text ?? format(b.value)}${b.note ? ` ${b.note}` : ""}`;
   // Drawn at its own size in CSS pixels (never scaled down with the page), so its 13 px text stays
-  // 13 px; the figure scrolls sideways when the column is narrower. Labels get the room they need
-  // up to LABEL_MAX_CHARS characters, longer ones are shortened with their full text as a tooltip.
+  // 13 px. The labels and the values get the room their drawn text takes (measured once drawn;
+  // estimated from their length before), labels up to LABEL_MAX_CHARS characters (longer ones are
+  // shortened with their full text as a tooltip); the bars take what is left of the figure's width.
+  const figure = useRef<HTMLElement>(null);
+  const svg = useRef<SVGSVGElement>(null);
+  const [available, setAvailable] = useState<number | undefined>(undefined);
+  const [drawn, setDrawn] = useState<{ label: number; value: number } | null>(null);
+  useLayoutEffect(() => {
+    const el = figure.current;
+    if (!el) return undefined;
+    const read = () => {
+      const style = getComputedStyle(el);
+      setAvailable(el.clientWidth - Number.parseFloat(style.paddingLeft) - Number.parseFloat(style.paddingRight));
+    };
+    read();
+    const watch = new ResizeObserver(read);
+    watch.observe(el);
+    return () => watch.disconnect();
+  }, []);
+  const texts = bars.map((b) => `${b.label}\u0000${valueText(b)}`).join("\u0001");
+  useLayoutEffect(() => {
+    const label = widest(svg.current, ".chart-label");
+    const value = widest(svg.current, ".chart-value");
+    if (label !== null && value !== null && (label !== drawn?.label || value !== drawn?.value)) setDrawn({ label, value });
+  }, [texts]);
   const labelChars = Math.min(LABEL_MAX_CHARS, Math.max(4, ...bars.map((b) => b.label.length)));
-  const labelW = Math.ceil(labelChars * CHAR_PX) + 12;
-  const valueW = Math.ceil(Math.max(6, ...bars.map((b) => `${b.text ?? format(b.value)}${b.note ? ` ${b.note}` : ""}`.length)) * CHAR_PX) + 12;
-  const barW = 260;
-  const width = labelW + barW + valueW;
+  const { labelW, barW, width } = barLayout({
+    labelPx: drawn?.label ?? labelChars * CHAR_PX,
+    valuePx: drawn?.value ?? Math.max(6, ...bars.map((b) => valueText(b).length)) * CHAR_PX,
+    available,
+  });
   const height = bars.length * rowH + 4;
   const summary = bars.map((b) => `${b.label}: ${b.text ?? format(b.value)}`).join(", ");
   return (
-    <figure className="chart">
+    <figure className="chart" ref={figure}>
       <figcaption>{title}</figcaption>
-      <svg role="img" aria-label={`${title}. ${summary}`} viewBox={`0 0 ${width} ${height}`} width={width} height={height}>
+      <svg ref={svg} role="img" aria-label={`${title}. ${summary}`} viewBox={`0 0 ${width} ${height}`} width={width} height={height}>
         {bars.map((b, i) => {
           const w = top > 0 ? (Math.max(0, b.value) / top) * barW : 0;
           const y = i * rowH + 2;
@@ -52,10 +99,7 @@ export function BarChart({ title, bars, max, format = (v) => String(v), color = 
               </text>
               <rect x={labelW} y={y + 3} width={barW} height={rowH - 8} className="chart-track" />
               <rect x={labelW} y={y + 3} width={w} height={rowH - 8} fill={color} />
-              <text x={labelW + barW + 8} y={y + 16} className="chart-value">
-                {b.text ?? format(b.value)}
-                {b.note ? ` ${b.note}` : ""}
-              </text>
+              <text x={labelW + barW + 8} y={y + 16} className="chart-value">{valueText(b)}</text>
             </g>
           );
         })}

@@ -3,6 +3,7 @@
 
 import { api } from "../api/endpoints";
 import type { Me, QueueCount } from "../api/types";
+import { count } from "../components/plural";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { useAsync } from "../components/useAsync";
 import { REVIEW_STAGES } from "../review/stages";
@@ -13,11 +14,11 @@ function queueCard(q: QueueCount) {
   const spec = REVIEW_STAGES.find((s) => s.stage === q.stage);
   const title = q.kind === "adjudication" ? `Adjudication · ${spec?.title ?? q.stage}` : spec?.title ?? q.stage;
   const to = q.kind === "adjudication" ? "/adjudication" : spec ? `/review/${spec.path}` : null;
-  const count = `${q.available}${q.more ? "+" : ""}`;
+  const shown = `${q.available}${q.more ? "+" : ""}`;
   return (
     <li key={`${q.kind}:${q.stage}`} className="queue-card">
       <h2>{title}</h2>
-      <p className="count" aria-label={`${count} items available`}>{count}</p>
+      <p className="count" aria-label={`${q.more ? `${q.available}+ items` : count(q.available, "item")} available`}>{shown}</p>
       <p className="muted">
         {q.kind === "adjudication" ? "items without a majority" : "items you can take"}
         {q.done > 0 && ` · ${q.done} done by you`}

@@ -6,6 +6,7 @@ import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } fr
 import { api } from "../api/endpoints";
 import type { Crop, Video } from "../api/types";
 import { MediaImage } from "../components/MediaImage";
+import { count } from "../components/plural";
 import { ariaKeys, useShortcut } from "../keyboard/useShortcut";
 import { PlayerController } from "./controller";
 import { loadFrameImage, takeDecodedAhead } from "./frameCache";
@@ -352,7 +353,7 @@ export function TrackView({ controller, video, track, style, range, zoom = 0.8, 
 function describeTrack({ track, style }: PlayerTrack): string {
   const gaps = track.gaps();
   const gapText = gaps.length === 0 ? "no gaps" : `gaps at frames ${gaps.map((g) => (g.start === g.end ? g.start : `${g.start}–${g.end}`)).join(", ")}`;
-  return `${style.label}: observed on ${track.length} frames from ${track.first} to ${track.last}, ${gapText}.`;
+  return `${style.label}: observed on ${count(track.length, "frame")} from ${track.first} to ${track.last}, ${gapText}.`;
 }
 
 /** The chronological crops of one trajectory; the one nearest the playhead is highlighted and

@@ -104,15 +104,17 @@ describe("PlayerController", () => {
     await s.load(0);
     await s.load(1);
     s.c.play();
-    s.setNow(800);
+    s.setNow(800); // the clock wants frame 8: 1 is the last one there, and it waits there
     await s.flush();
-    expect(s.c.state).toMatchObject({ frame: 1, buffering: false });
+    expect(s.c.state).toMatchObject({ frame: 1, buffering: true });
+    await s.load(2, 3);
     s.setNow(900);
     await s.flush();
-    expect(s.c.state.buffering).toBe(true);
+    expect(s.c.state).toMatchObject({ frame: 1, buffering: true }); // half a second ahead is not there yet
     expect(s.drawn.filter(([f, p]) => f > 0 && p === null)).toEqual([]); // never a frame without its picture
-    await s.load(2, 3);
-    s.setNow(1000); // clock restarted at 900 from frame 1: wants frame 2
+    await s.load(4, 5, 6); // frames 2-6 are there: the clock restarts (at 900) from frame 1
+    expect(s.c.state).toMatchObject({ frame: 1, buffering: false });
+    s.setNow(1000);
     await s.flush();
     expect(s.c.state).toMatchObject({ frame: 2, buffering: false });
   });

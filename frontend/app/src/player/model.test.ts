@@ -100,7 +100,7 @@ describe("Track", () => {
     expect(() => new Track(1, [], [])).toThrow(/at least one/);
     expect(() => new Track(1, [3, 3], [box(0), box(1)])).toThrow(/strictly/);
     expect(() => new Track(1, [4, 3], [box(0), box(1)])).toThrow(/strictly/);
-    expect(() => new Track(1, [1, 2], [box(0)])).toThrow(/2 frames but 1 boxes/);
+    expect(() => new Track(1, [1, 2], [box(0)])).toThrow(/2 frames but 1 box$/);
     expect(() => new Track(1, [1], [[5, 5, 5, 9]])).toThrow(/x2 > x1/);
     expect(() => new Track(1, [1.5], [box(0)])).toThrow(/integer/);
   });
@@ -204,13 +204,84 @@ describe("PlayerModel", () => {
     m.play(0);
     m.tick(250, (f) => loaded.has(f));
     expect(m.snapshot).toMatchObject({ frame: 2, buffering: false });
-    m.tick(1000, (f) => loaded.has(f)); // wants 10, only 3 is there
-    expect(m.snapshot).toMatchObject({ frame: 3, buffering: false });
-    m.tick(2000, (f) => loaded.has(f)); // nothing new: buffering
+    m.tick(1000, (f) => loaded.has(f)); // wants 10, only 3 is there: shows 3 and waits
+    expect(m.snapshot).toMatchObject({ frame: 3, buffering: true, playing: true });
+    m.tick(2000, (f) => loaded.has(f)); // nothing new: still waiting
     expect(m.snapshot).toMatchObject({ frame: 3, buffering: true, playing: true });
     for (let f = 4; f < 50; f++) loaded.add(f);
-    m.tick(5000, (f) => loaded.has(f)); // clock restarted at 2000 from frame 3
-    expect(m.snapshot).toMatchObject({ frame: 33, buffering: false });
+    m.tick(5000, (f) => loaded.has(f)); // the buffer is there: the clock restarts at 5000 from frame 3
+    expect(m.snapshot).toMatchObject({ frame: 3, buffering: false });
+    m.tick(6000, (f) => loaded.has(f));
+    expect(m.frame).toBe(13);
+  });
+
+  // issue 27, finding 15: on a cold cache frames arrive out of order, and playback jumped to the
+  // furthest one loaded (0 to 17 frames in 1.5 s)
+  it("waits for the next frame rather than skipping to a later one that is there", () => {
+    const m = new PlayerModel({ start: 0, end: 50 }, 10);
+    const loaded = new Set([0, 1, 2, 3, 7, 8, 9, 10, 11]); // 4-6 still on their way
+    m.play(0);
+    m.tick(1000, (f) => loaded.has(f)); // the clock wants 10
+    expect(m.snapshot).toMatchObject({ frame: 3, buffering: true });
+    for (const f of [4, 5, 6]) loaded.add(f);
+    m.tick(1100, (f) => loaded.has(f)); // 4-8 are there: half a second ahead, it plays on from 3
+    expect(m.snapshot).toMatchObject({ frame: 3, buffering: false });
+    m.tick(1200, (f) => loaded.has(f));
+    expect(m.frame).toBe(4);
+  });
+
+  it("resumes once half a second is loaded ahead, not frame by frame", () => {
+    const m = new PlayerModel({ start: 0, end: 50 }, 10);
+    const loaded = new Set([0]);
+    m.play(0);
+    m.tick(100, (f) => loaded.has(f));
+    expect(m.snapshot).toMatchObject({ frame: 0, buffering: true });
+    for (const f of [1, 2, 3, 4]) {
+      loaded.add(f);
+      m.tick(100 + f, (x) => loaded.has(x));
+      expect(m.snapshot).toMatchObject({ frame: 0, buffering: true }); // 5 frames ahead are needed at 10 fps
+    }
+    loaded.add(5);
+    m.tick(200, (f) => loaded.has(f));
+    expect(m.snapshot).toMatchObject({ frame: 0, buffering: false });
+    // near the end it needs only what is left
+    const end = new PlayerModel({ start: 0, end: 2 }, 10);
+    end.play(0);
+    end.tick(150, (f) => f === 0);
+    expect(end.snapshot.buffering).toBe(true);
+    end.tick(160, (f) => f <= 2);
+    expect(end.snapshot.buffering).toBe(false);
+  });
+
+  it("advances steadily on a cold cache whose frames arrive out of order", () => {
+    // 4 downloads at a time in playing order, each taking 50 ms to 1.5 s (so later frames often
+    // land first); a tick every 16 ms, 12 fps
+    let seed = 7;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const m = new PlayerModel({ start: 0, end: 120 }, 12);
+    const arrives = new Map<number, number>();
+    const slots = [0, 0, 0, 0];
+    for (let f = 0; f <= 120; f++) {
+      const slot = slots.indexOf(Math.min(...slots));
+      slots[slot] += 50 + random() * 1450;
+      arrives.set(f, slots[slot]);
+    }
+    m.play(0);
+    const shown: number[] = [];
+    const stretches: number[] = []; // frames shown between two waits
+    for (let t = 0; t < 120_000 && m.snapshot.playing; t += 16) {
+      const before = m.snapshot;
+      m.tick(t, (f) => (arrives.get(f) ?? Infinity) <= t);
+      if (shown.at(-1) !== m.frame) {
+        shown.push(m.frame);
+        if (before.buffering || stretches.length === 0) stretches.push(0);
+        stretches[stretches.length - 1] += 1;
+      }
+    }
+    // every frame is shown, in order, none skipped
+    expect(shown).toEqual(Array.from({ length: 121 }, (_, i) => i));
+    // and each wait buys half a second of playback (6 frames), but the last stretch may be shorter
+    expect(stretches.slice(0, -1).every((n) => n >= 6)).toBe(true);
   });
 
   it("replays from the start, and play at the end starts over", () => {

@@ -7,6 +7,8 @@
 // time, which frames to fetch next — and owns the playback clock, so all of it is unit-tested
 // without a browser.
 
+import { count } from "../components/plural";
+
 /** A box `[x1, y1, x2, y2]` in original-image pixels. */
 export type Box = readonly [number, number, number, number];
 
@@ -25,7 +27,7 @@ export class Track {
   constructor(id: number, frames: ArrayLike<number>, boxes: ArrayLike<ArrayLike<number>>) {
     if (frames.length === 0) throw new RangeError(`track ${id}: a trajectory needs at least one observation`);
     if (boxes.length !== frames.length) {
-      throw new RangeError(`track ${id}: ${frames.length} frames but ${boxes.length} boxes`);
+      throw new RangeError(`track ${id}: ${count(frames.length, "frame")} but ${count(boxes.length, "box")}`);
     }
     this.id = id;
     this.frames = new Int32Array(frames.length);
@@ -220,11 +222,16 @@ export interface PlayerState {
   readonly buffering: boolean;
 }
 
+/** Playback time that must be loaded ahead before playback resumes after a wait (seconds). */
+export const RESUME_AHEAD_S = 0.5;
+
 /** Playhead, play/pause and speed over a frame range, with a wall-clock driven `tick`.
  *
- *  Playback follows the clock, but never shows a frame that has not loaded: `tick` moves to the
- *  furthest loaded frame the clock has reached and, when the next one is missing, holds the
- *  playhead (buffering) and restarts the clock from there once it arrives. */
+ *  Playback follows the clock, but never shows a frame that has not loaded and never skips one:
+ *  `tick` moves through the loaded frames that follow the playhead, up to where the clock is. When
+ *  the next frame is missing it holds the playhead (buffering) until `RESUME_AHEAD_S` of playback
+ *  after it has loaded, then restarts the clock from there, so a cold cache plays in steady runs
+ *  instead of jumping to whatever frame happened to arrive first. */
 export class PlayerModel {
   readonly range: FrameRange;
   readonly fps: number;
@@ -315,27 +322,28 @@ export class PlayerModel {
   tick(nowMs: number, ready: (frame: number) => boolean): boolean {
     if (!this.state.playing) return false;
     this.lastNowMs = nowMs;
+    if (this.state.buffering) {
+      // Waiting: play on once the frames of the next RESUME_AHEAD_S are all there.
+      const need = Math.min(this.range.end - this.state.frame, Math.max(1, Math.ceil(this.fps * this.state.speed * RESUME_AHEAD_S)));
+      for (let f = this.state.frame + 1; f <= this.state.frame + need; f++) {
+        if (!ready(f)) return false;
+      }
+      this.anchorMs = nowMs;
+      this.anchorFrame = this.state.frame;
+      this.set({ buffering: false });
+      return true;
+    }
     const elapsed = Math.max(0, nowMs - this.anchorMs) / 1000;
     const target = Math.min(this.range.end, this.anchorFrame + Math.floor(elapsed * this.fps * this.state.speed + 1e-6));
     if (target <= this.state.frame) return false;
-    let shown = -1;
-    for (let f = target; f > this.state.frame; f--) {
-      if (ready(f)) {
-        shown = f;
-        break;
-      }
-    }
-    if (shown < 0) {
-      // Nothing new has loaded: hold here and restart the clock when it does.
-      this.anchorMs = nowMs;
-      this.anchorFrame = this.state.frame;
-      if (this.state.buffering) return false;
-      this.set({ buffering: true });
-      return true;
-    }
+    let shown = this.state.frame;
+    while (shown < target && ready(shown + 1)) shown++; // the loaded frames that follow, in order
     if (shown < target) {
+      // The next frame is missing: show what is there and wait for it (and the frames after it).
       this.anchorMs = nowMs;
       this.anchorFrame = shown;
+      this.set({ frame: shown, buffering: true });
+      return true;
     }
     const ended = shown >= this.range.end;
     this.set({ frame: shown, buffering: false, playing: !ended });

@@ -45,12 +45,29 @@ export function fullViewport(image: Size, aspect: number): Viewport {
   return fitViewport(image.width / 2, image.height / 2, image.width, image.height, aspect, image);
 }
 
-/** The viewport that follows `box` at `zoom` (1: the box fills a third of the view's width). */
+/** The part of `box` inside the image, or null when none of it is. */
+export function visiblePart(box: Box, image: Size): Box | null {
+  const part: Box = [Math.max(0, box[0]), Math.max(0, box[1]), Math.min(image.width, box[2]), Math.min(image.height, box[3])];
+  return part[2] > part[0] && part[3] > part[1] ? part : null;
+}
+
+/** The viewport that follows `box` at `zoom` (1: the box fills a third of the view's width).
+ *
+ *  It follows the part of the box inside the image (an object half out of the frame has a box
+ *  that is a strip at the edge), and stays inside the image only as far as that keeps the box in
+ *  the middle half of the view: at an edge, the view shows what is beyond it as empty rather than
+ *  slide onto whoever stands next to the object. */
 export function followViewport(box: Box, zoom: number, aspect: number, image: Size): Viewport {
   if (!(zoom > 0)) throw new RangeError(`zoom must be positive, got ${zoom}`);
-  const bw = box[2] - box[0];
-  const bh = box[3] - box[1];
-  return fitViewport((box[0] + box[2]) / 2, (box[1] + box[3]) / 2, (3 * bw) / zoom, (1.6 * bh) / zoom, aspect, image);
+  const seen = visiblePart(box, image) ?? box;
+  const bw = seen[2] - seen[0];
+  const bh = seen[3] - seen[1];
+  const cx = (seen[0] + seen[2]) / 2;
+  const cy = (seen[1] + seen[3]) / 2;
+  const vp = fitViewport(cx, cy, (3 * bw) / zoom, (1.6 * bh) / zoom, aspect, image);
+  // the box's centre within the middle half: start between c - 3/4 size and c - 1/4 size
+  const middle = (start: number, size: number, c: number) => Math.min(c - size / 4, Math.max(c - (3 * size) / 4, start));
+  return { ...vp, x: middle(vp.x, vp.w, cx), y: middle(vp.y, vp.h, cy) };
 }
 
 /** A box in canvas pixels for a viewport drawn over a canvas of `canvas` size. */

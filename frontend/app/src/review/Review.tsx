@@ -7,6 +7,7 @@ import { ApiError, holdSignedOutRedirect, isSignedOut } from "../api/client";
 import { api, requestId } from "../api/endpoints";
 import type { Assignment, OwnVote, VoteAnswer, VoteInput } from "../api/types";
 import { Link } from "../components/Link";
+import { count } from "../components/plural";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { ariaKeys, useShortcut, useShortcutList } from "../keyboard/useShortcut";
 import { markFirstFrame, markItemOpen, markVoteSent, voteRoundTrips } from "../perf";
@@ -68,7 +69,7 @@ export function ReviewClaim({ spec }: { spec: StagePresentation }) {
     return (
       <EmptyState title={`No items left in ${spec.title.toLowerCase()}`}>
         <p>Every item is decided or has its full panel. New items appear when a proposal run finishes.</p>
-        {history.length > 0 && <p>You voted on {history.length} items in this session (press P to look back).</p>}
+        {history.length > 0 && <p>You voted on {count(history.length, "item")} in this session (press P to look back).</p>}
         <p>
           <Link to="/">Back to your queues</Link>
         </p>
@@ -307,18 +308,24 @@ function UndoBar({ label, secondsLeft, onUndo, onSendNow }: { label: string; sec
 }
 
 /** A failed vote, next to the vote controls; an ended session says the vote was not saved and
- *  signs in again back to this item. */
+ *  signs in again back to this item. It shows itself: the side panel scrolls it into view, and
+ *  its way out (try again, sign in again) takes the focus, so Enter is the next step. */
 function VoteError({ error, returnTo, onRetry }: { error: unknown; returnTo: string; onRetry: () => void }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    box.current?.scrollIntoView({ block: "nearest" });
+    box.current?.querySelector<HTMLElement>("button, a[href]")?.focus();
+  }, []);
   if (isSignedOut(error)) {
     return (
-      <div className="error vote-error" role="alert">
+      <div className="error vote-error" role="alert" ref={box}>
         <h2>Your vote was not saved — sign in again</h2>
         <p>Your session ended before the vote reached the server. Sign in and you come back to this item to vote again.</p>
         <a className="button" href={`/accounts/login/?next=${encodeURIComponent(returnTo)}`}>Sign in again</a>
       </div>
     );
   }
-  return <div className="vote-error"><ErrorState error={error} title="Your vote was not recorded" onRetry={onRetry} /></div>;
+  return <div className="vote-error" ref={box}><ErrorState error={error} title="Your vote was not recorded" onRetry={onRetry} /></div>;
 }
 
 function SkipForm({ onSkip, onCancel }: { onSkip: (reason: string) => void; onCancel: () => void }) {
@@ -372,15 +379,15 @@ function SessionProgress({ stage, done, position, voted, load }: { stage: string
     };
   }, [stage, load]);
   const sessionTotal = Math.max(done, position);
+  // Two lines, both always there: the stage's count arrives later and moves nothing.
   return (
     <p className="session-progress" aria-label="Progress">
-      {queue && !voted && (
-        <span title="Your votes on this stage, this item, and the items still open to you">
-          Item <strong>{queue.done + (done - queue.votedHere) + 1}</strong> of {queue.done + 1 + queue.available}
-          {queue.more ? "+" : ""} ·{" "}
-        </span>
-      )}
-      This session: item {position} of {sessionTotal}, {done} voted
+      <span className="stage-count" title="Your votes on this stage, this item, and the items still open to you">
+        {queue && !voted ? (
+          <>Item <strong>{queue.done + (done - queue.votedHere) + 1}</strong> of {queue.done + 1 + queue.available}{queue.more ? "+" : ""} on this stage</>
+        ) : "\u00a0"}
+      </span>
+      <span>This session: item {position} of {sessionTotal}, {count(done, "vote")}</span>
     </p>
   );
 }

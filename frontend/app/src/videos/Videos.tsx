@@ -7,6 +7,7 @@ import { Link } from "../components/Link";
 import { EmptyState, ErrorState, Loading } from "../components/states";
 import { useAsync } from "../components/useAsync";
 import { TrajectoryTarget, trajectoryOnly } from "../review/targets";
+import { count } from "../components/plural";
 
 export function VideosScreen() {
   const videos = useAsync(() => api.videos(500), []);
@@ -17,7 +18,7 @@ export function VideosScreen() {
   }
   return (
     <table className="data">
-      <caption>{videos.data.count} videos</caption>
+      <caption>{count(videos.data.count, "video")}</caption>
       <thead><tr><th scope="col">video</th><th scope="col">split</th><th scope="col">frames</th><th scope="col">size</th><th scope="col">fps</th></tr></thead>
       <tbody>
         {videos.data.results.map((v) => (
@@ -50,7 +51,7 @@ export function VideoScreen({ videoId, trajectoryId }: { videoId: number; trajec
         <EmptyState title="No trajectories yet"><p>They appear when a proposal run of this video finishes.</p></EmptyState>
       ) : (
         <table className="data">
-          <caption>{list.data.count} trajectories</caption>
+          <caption>{count(list.data.count, "trajectory")}</caption>
           <thead>
             <tr><th scope="col">trajectory</th><th scope="col">run</th><th scope="col">category</th><th scope="col">frames</th><th scope="col">observations</th><th scope="col">coverage</th><th scope="col">longest run</th><th scope="col">abrupt changes</th></tr>
           </thead>

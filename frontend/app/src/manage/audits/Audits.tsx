@@ -7,6 +7,7 @@ import { useState } from "react";
 import { api } from "../../api/endpoints";
 import type { Audit, AuditStratumStats } from "../../api/types";
 import { ProgressBar } from "../../components/charts";
+import { count } from "../../components/plural";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
@@ -93,7 +94,7 @@ export function AuditsScreen() {
         <section key={a.id} className="panel" aria-label={`Audit ${a.id}`}>
           <h2>Audit {a.id} · {a.split} · seed {a.seed}</h2>
           <ProgressBar value={a.n_samples ? a.n_judged / a.n_samples : 0} label={`Audit ${a.id} checked`} />
-          <p className="small muted">{a.n_judged} of {a.n_samples} records checked · {a.n_random} random and {a.n_difficult} difficult per kind
+          <p className="small muted">{a.n_judged} of {count(a.n_samples, "record")} checked · {a.n_random} random and {a.n_difficult} difficult per kind
             · population: {Object.entries(a.population).map(([k, p]) => `${k} ${p.accepted} accepted (${p.difficult} difficult)`).join(", ")}</p>
           <AuditStatsTable audit={a} />
         </section>

@@ -9,6 +9,7 @@ import type { ExperimentDetail, ExperimentPreset, Snapshot } from "../../api/typ
 import { Link } from "../../components/Link";
 import { defaultEvalSnapshot } from "../training/Training";
 import { experimentGrid, parseSeeds } from "./table";
+import { count } from "../../components/plural";
 
 const label = (s: Snapshot) => `#${s.id} ${s.split}${s.name ? ` · ${s.name}` : ""}${s.complete ? "" : " (incomplete)"}`;
 
@@ -149,7 +150,7 @@ export function CreateForm({ presets, snapshots, onCreated }: {
       )}
       <div className="form-actions">
         <button type="submit" className="primary" disabled={busy || !preset || "error" in parsed || snapshot === "" || evalSnapshot === ""}>
-          {busy ? "Queueing…" : `Run the experiment (${nRuns} training run${nRuns === 1 ? "" : "s"})`}
+          {busy ? "Queueing…" : `Run the experiment (${count(nRuns, "training run")})`}
         </button>
         {"error" in parsed ? <p id="seeds-hint" className="error-inline form-error" role="alert">{parsed.error}</p>
           : error !== null && <Refusal error={error} />}

@@ -16,6 +16,7 @@ import { useShortcutList } from "../../keyboard/useShortcut";
 import { LIVE_POLL_MS, STAMP_REASONS, Stamps } from "../training/Training";
 import { ResultTable } from "./ResultTable";
 import { cellActions, cellProgress, codeCommit, hasFigures, shortSha, sortCells } from "./table";
+import { count } from "../../components/plural";
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "–");
 
@@ -40,7 +41,7 @@ function ConfirmCancel({ experiment, open, busy, onConfirm, onKeep }: {
     <div className="confirm" role="dialog" aria-modal="true" aria-labelledby="confirm-cancel-title" tabIndex={-1} ref={box}>
       <h3 id="confirm-cancel-title">Cancel experiment {experiment.id}?</h3>
       <p>
-        Its {open} unfinished cell{open === 1 ? "" : "s"} stop (a running one after its next checkpoint). Finished cells and
+        Its {count(open, "unfinished cell")} stop (a running one after its next checkpoint). Finished cells and
         their figures are kept; Resume queues the cancelled cells again.
       </p>
       <div className="confirm-actions">
@@ -64,7 +65,7 @@ function Controls({ experiment, onDone }: { experiment: ExperimentDetail; onDone
     try {
       const after = which === "resume" ? await api.resumeExperiment(experiment.id) : await api.cancelExperiment(experiment.id);
       const open = after ? cellActions(after.cells).open : 0;
-      setDone(which === "resume" ? `Queued again: ${open} cell${open === 1 ? "" : "s"} to run.` : "Cancel requested for the unfinished cells.");
+      setDone(which === "resume" ? `Queued again: ${count(open, "cell")} to run.` : "Cancel requested for the unfinished cells.");
       setConfirming(false);
       onDone();
     } catch (e) {

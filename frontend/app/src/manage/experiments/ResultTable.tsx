@@ -18,6 +18,7 @@ import {
   TASKS,
   taskLabel,
 } from "./table";
+import { count } from "../../components/plural";
 
 export function ResultTable({ result, experimentId }: { result: Partial<ExperimentResult>; experimentId: number }) {
   const [asked, setAsked] = useState<{ task: string; stratum: string }>({ task: "t2traj", stratum: "all" });
@@ -82,7 +83,7 @@ export function ResultTable({ result, experimentId }: { result: Partial<Experime
       </table>
       <p className="muted small">
         <span className="delta excludes-zero">* bold</span>: the interval excludes 0. Hover a figure for each seed's value,
-        the p-value and the queries paired. {result.n_resamples ? `${result.n_resamples} resamples.` : ""}
+        the p-value and the queries paired. {result.n_resamples ? `${count(result.n_resamples, "resample")}.` : ""}
       </p>
     </div>
   );

@@ -10,6 +10,7 @@ import type {
   ExperimentTableRow,
   ExperimentTask,
 } from "../../api/types";
+import { count } from "../../components/plural";
 
 export const TASKS: readonly { id: ExperimentTask; label: string }[] = [
   { id: "t2traj", label: "T2Traj" },
@@ -134,7 +135,7 @@ export function cellTitle(row: ExperimentTableRow | undefined, reference: string
     : `seed ${row.seeds.map((s, i) => `${s}: ${fmt(row.values[i])}`).join(", ")}`;
   if (row.reference) return `${seeds} · the reference`;
   const pct = Math.round(confidence * 100);
-  return `${seeds} · ${formatP(row.p_value)} · ${row.n_queries} queries paired with ${reference} · ${pct}% paired-bootstrap interval`;
+  return `${seeds} · ${formatP(row.p_value)} · ${count(row.n_queries, "query")} paired with ${reference} · ${pct}% paired-bootstrap interval`;
 }
 
 export function taskLabel(task: string): string {

@@ -93,7 +93,7 @@ function PoolRunForm({ kind, pools, defaultBackend, start, onStarted }: {
             <li key={pool.id}>
               <label>
                 <input type="checkbox" checked={chosen.has(pool.id)} onChange={() => toggle(pool.id)} />
-                pool {pool.id} · {video ? `${video.name} (${video.split || "no split"})` : `video ${pool.video}`} · v{pool.version} · {pool.n_members} members
+                pool {pool.id} · {video ? `${video.name} (${video.split || "no split"})` : `video ${pool.video}`} · v{pool.version} · {count(pool.n_members, "member")}
               </label>
             </li>
           ))}

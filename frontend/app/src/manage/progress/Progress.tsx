@@ -8,6 +8,7 @@ import { ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { REVIEW_STAGES } from "../../review/stages";
+import { count } from "../../components/plural";
 
 const sum = (o: Record<string, number> | undefined) => Object.values(o ?? {}).reduce((a, b) => a + b, 0);
 
@@ -94,7 +95,7 @@ export function ProgressScreen() {
                   { name: "videos with a pool", value: pool.videos_with_pool, className: "part-done" },
                   { name: "videos without", value: Math.max(0, pool.videos - pool.videos_with_pool), className: "part-open" },
                 ]} />
-                <span className="cell-text">{pool.videos_with_pool} of {pool.videos} videos{pool.pools > pool.videos_with_pool ? ` (${pool.pools} versions)` : ""}</span>
+                <span className="cell-text">{pool.videos_with_pool} of {count(pool.videos, "video")}{pool.pools > pool.videos_with_pool ? ` (${pool.pools} versions)` : ""}</span>
               </td>
             );
           })}

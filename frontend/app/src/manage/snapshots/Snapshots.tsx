@@ -14,12 +14,13 @@ import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { SPLITS } from "../splits";
+import { count } from "../../components/plural";
 
 function MissingPairs({ report }: { report: Completeness }) {
   if (report.missing_pairs.length === 0) return null;
   return (
     <details open={report.missing_pairs.length <= 12}>
-      <summary>{report.missing} missing relation{report.missing === 1 ? "" : "s"}{report.missing_pairs.length < report.missing ? ` (first ${report.missing_pairs.length} listed)` : ""}</summary>
+      <summary>{count(report.missing, "missing relation")}{report.missing_pairs.length < report.missing ? ` (first ${report.missing_pairs.length} listed)` : ""}</summary>
       <table className="data compact">
         <caption className="sr-only">Missing (query, trajectory) pairs of the {report.split} split</caption>
         <thead><tr><th scope="col">query</th><th scope="col">trajectory</th></tr></thead>
@@ -41,7 +42,7 @@ export function CompletenessReport({ report }: { report: Completeness }) {
         { name: "missing", value: report.missing, className: "part-bad" },
       ]} />
       <p className="small">
-        {report.queries} admitted quer{report.queries === 1 ? "y" : "ies"} × {report.trajectories} trajector{report.trajectories === 1 ? "y" : "ies"} ={" "}
+        {count(report.queries, "admitted query", "admitted queries")} × {count(report.trajectories, "trajectory")} ={" "}
         {report.needed} needed · <strong>{report.binary} binary</strong> · <strong>{report.missing} missing</strong>
         {report.missing > 0 && <> ({kinds.within_video ?? 0} within videos, {kinds.cross_video ?? 0} across videos)</>}
       </p>
@@ -78,7 +79,7 @@ function SplitCard({ split, report, onChanged }: { split: string; report: Comple
   };
   const take = () => act(async () => {
     const snap = await api.takeSnapshot({ split, name: name.trim(), allow_incomplete: strict && allowIncomplete });
-    return `Snapshot #${snap?.id} of ${split} taken: ${snap?.counts.n_relations ?? "?"} relations, sha256 ${snap?.content_sha256.slice(0, 12)}${snap?.complete ? "" : " (marked incomplete)"}.`;
+    return `Snapshot #${snap?.id} of ${split} taken: ${typeof snap?.counts.n_relations === "number" ? count(snap.counts.n_relations, "relation") : "? relations"}, sha256 ${snap?.content_sha256.slice(0, 12)}${snap?.complete ? "" : " (marked incomplete)"}.`;
   });
   const queue = () => act(async () => {
     const r = await api.queueCompletion(split);
@@ -129,7 +130,7 @@ function SnapshotTable({ snapshots }: { snapshots: Snapshot[] }) {
   }
   return (
     <table className="data">
-      <caption>{snapshots.length} sealed snapshot{snapshots.length === 1 ? "" : "s"} (immutable), newest first</caption>
+      <caption>{count(snapshots.length, "sealed snapshot")} (immutable), newest first</caption>
       <thead>
         <tr><th scope="col">snapshot</th><th scope="col">split</th><th scope="col">name</th><th scope="col">videos</th><th scope="col">queries</th><th scope="col">trajectories</th><th scope="col">relations (1 · 0 · ⊥)</th><th scope="col">complete</th><th scope="col">content</th><th scope="col">sealed</th></tr>
       </thead>

@@ -9,10 +9,16 @@
 // Keyboard: 1 / 0 / U label the selected candidate and move on to the next one without a label;
 // ↑ / ↓ select; V plays the selected candidate; F / Shift+F faithful or not; Shift+1..5
 // naturalness; Ctrl+Enter sends. The row's state lives in relationGrid.ts.
+//
+// Layout: nothing moves once shown. The query, the side panel and a place for every candidate are
+// drawn at once (the player and each candidate's view fill places of their final size), the page
+// scrolls only when the person moves the selection, and the query stays in view in the side
+// panel (sticky), where it covers nothing.
 
 import { useEffect, useMemo, useRef, useState } from "react";
 import { api } from "../../api/endpoints";
 import type { ModelProposal, PoolDetail, Predicate, RelationLabel, RelationRowTarget, Video } from "../../api/types";
+import { count } from "../../components/plural";
 import { ErrorState, Loading } from "../../components/states";
 import { ariaKeys, useShortcutList } from "../../keyboard/useShortcut";
 import type { PlayerController } from "../../player/controller";
@@ -39,6 +45,20 @@ import {
   toVote,
 } from "./relationGrid";
 import { type TargetProps, videoOnce } from "../targets";
+
+/** Width of each candidate's own view (canvas pixels; it is drawn at the card's width). */
+const TRACK_VIEW_WIDTH = 280;
+
+/** The place of a candidate's view while the player starts: the size the view will take (its
+ *  frame at 4:3 and its timeline), so nothing below moves when it comes. */
+function TrackViewSlot({ width }: { width: number }) {
+  return (
+    <figure className="track-view track-view-slot" aria-hidden="true">
+      <div style={{ aspectRatio: `${width} / ${Math.round(width * 0.75)}` }} />
+      <div className="timeline" style={{ aspectRatio: `${width} / 24` }} />
+    </figure>
+  );
+}
 
 /** Distinct box colours for a row's candidates (cycled when a pool is larger). */
 export const CANDIDATE_COLORS = ["#ffd166", "#2ec4b6", "#ff6b6b", "#9b8cff", "#4cc9f0", "#f4a261", "#80ed99", "#f72585"];
@@ -169,10 +189,15 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
     track: data.tracks.get(t)!, style: { color: colorOf(t), label: `#${t}` },
   })) : []), [data, ids]);
 
-  // Show the selected candidate: its card in view, the shared playhead on its first frame unless
-  // it is already seen there.
+  // Show the selected candidate: its card in view once the person moves the selection (never on
+  // open: the page stays where it opened), the shared playhead on its first frame unless it is
+  // already seen there.
+  const scrolledTo = useRef(current);
   useEffect(() => {
-    cards.current.get(current)?.scrollIntoView({ block: "nearest" });
+    if (scrolledTo.current !== current) {
+      scrolledTo.current = current;
+      cards.current.get(current)?.scrollIntoView({ block: "nearest" });
+    }
     const track = data?.tracks.get(current);
     if (controller && track && track.indexAt(controller.state.frame) < 0) {
       controller.pause();
@@ -224,8 +249,7 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
   ]);
 
   if (error) return <ErrorState error={error} onRetry={retry} title="The candidates could not be loaded" />;
-  if (!data) return <Loading what={`the ${ids.length} candidates`} />;
-  const range = playRange(playerTracks.map((p) => p.track), data.video.frame_count, Math.round(data.video.fps / 2));
+  const range = data ? playRange(playerTracks.map((p) => p.track), data.video.frame_count, Math.round(data.video.fps / 2)) : null;
   const t = tally(grid);
   const gaps = missing(grid);
   const hints = new Map(row.candidates.map((c) => [c.trajectory, c.prelabel]));
@@ -234,52 +258,62 @@ function RelationGrid({ seat, row, voted, busy, submit, say, onFirstFrame, foote
     <div className="review relation-review">
       <div className="review-main">
         <QueryPanel row={row} />
-        <Player video={data.video} tracks={playerTracks} range={range} start={playerTracks[0].track.first} layout="overview"
-          crops={false} label={`Pool ${row.pool} of ${data.video.name}: ${ids.length} candidates`} onFirstFrame={onFirstFrame}
-          onController={setController} />
-        <ol className="candidates" aria-label={`Candidates (${ids.length})`}>
-          {ids.map((tid, i) => {
-            const track = data.tracks.get(tid)!;
-            const value = grid.labels.get(tid);
-            const isSelected = tid === current;
-            const own = voted?.judgments?.[String(tid)];
-            return (
-              <li key={tid} ref={(el) => { if (el) cards.current.set(tid, el); else cards.current.delete(tid); }}
-                className={`candidate${isSelected ? " selected" : ""}`} style={{ borderColor: colorOf(tid) }}
-                aria-current={isSelected ? "true" : undefined} aria-label={`Candidate #${tid}`}
-                onClick={() => setGrid((g) => select(g, i))}>
-                <div className="candidate-head">
-                  <strong><span className="swatch" style={{ background: colorOf(tid) }} /> #{tid}</strong>
-                  <span className="muted small">frames {track.first}–{track.last} · {track.length} obs.</span>
-                  {sameAs(row, tid).length > 0 && (
-                    <span className="small warning-text" title="identity review left this pair unresolved">
-                      maybe the same object as {sameAs(row, tid).map((o) => `#${o}`).join(", ")}
-                    </span>
-                  )}
-                  <span className={`rel rel-${value ?? own ?? "none"}`} aria-label={`label ${labelText(value ?? own)}`}>{labelText(value ?? own)}</span>
-                </div>
-                {controller && <TrackView controller={controller} video={data.video} track={track}
-                  style={playerTracks[i].style} range={range} label={`Candidate #${tid}`} width={280} />}
-                <Hint proposal={hints.get(tid) ?? null} />
-                {!voted && (
-                  <div className="rel-buttons" role="group" aria-label={`Label of candidate #${tid}`}>
-                    {([1, 0, -1] as RelationLabel[]).map((v) => (
-                      <button key={v} type="button" className={`rel-button rel-${v}`} aria-pressed={value === v} disabled={busy}
-                        onClick={(e) => { e.stopPropagation(); if (open) setGrid((g) => labelTrajectory(g, tid, v)); }}>
-                        {labelText(v)} <span className="small">{labelMeaning(v)}</span>
-                      </button>
-                    ))}
-                    <button type="button" className="icon" onClick={(e) => { e.stopPropagation(); play(tid); }}
-                      aria-label={`Play candidate #${tid} from its first frame`}>▶</button>
-                  </div>
-                )}
-              </li>
-            );
-          })}
-        </ol>
+        {!data || !range ? (
+          // Only this place changes when the candidates arrive: nothing is drawn below it yet.
+          <div className="player player-overview player-slot" aria-busy="true"><Loading what={`the ${count(ids.length, "candidate")}`} /></div>
+        ) : (
+          <>
+            <Player video={data.video} tracks={playerTracks} range={range} start={playerTracks[0].track.first} layout="overview"
+              crops={false} label={`Pool ${row.pool} of ${data.video.name}: ${count(ids.length, "candidate")}`} onFirstFrame={onFirstFrame}
+              onController={setController} />
+            <ol className="candidates" aria-label={`Candidates (${ids.length})`}>
+              {ids.map((tid, i) => {
+                const track = data.tracks.get(tid)!;
+                const value = grid.labels.get(tid);
+                const isSelected = tid === current;
+                const own = voted?.judgments?.[String(tid)];
+                return (
+                  <li key={tid} ref={(el) => { if (el) cards.current.set(tid, el); else cards.current.delete(tid); }}
+                    className={`candidate${isSelected ? " selected" : ""}`} style={{ borderColor: colorOf(tid) }}
+                    aria-current={isSelected ? "true" : undefined} aria-label={`Candidate #${tid}`}
+                    onClick={() => setGrid((g) => select(g, i))}>
+                    <div className="candidate-head">
+                      <strong><span className="swatch" style={{ background: colorOf(tid) }} /> #{tid}</strong>
+                      <span className="muted small">frames {track.first}–{track.last} · {track.length} obs.</span>
+                      {sameAs(row, tid).length > 0 && (
+                        <span className="small warning-text" title="identity review left this pair unresolved">
+                          maybe the same object as {sameAs(row, tid).map((o) => `#${o}`).join(", ")}
+                        </span>
+                      )}
+                      <span className={`rel rel-${value ?? own ?? "none"}`} aria-label={`label ${labelText(value ?? own)}`}>{labelText(value ?? own)}</span>
+                    </div>
+                    {controller ? <TrackView controller={controller} video={data.video} track={track}
+                      style={playerTracks[i].style} range={range} label={`Candidate #${tid}`} width={TRACK_VIEW_WIDTH} />
+                      : <TrackViewSlot width={TRACK_VIEW_WIDTH} />}
+                    <Hint proposal={hints.get(tid) ?? null} />
+                    {!voted && (
+                      <div className="rel-buttons" role="group" aria-label={`Label of candidate #${tid}`}>
+                        {([1, 0, -1] as RelationLabel[]).map((v) => (
+                          <button key={v} type="button" className={`rel-button rel-${v}`} aria-pressed={value === v} disabled={busy}
+                            onClick={(e) => { e.stopPropagation(); if (open) setGrid((g) => labelTrajectory(g, tid, v)); }}>
+                            {labelText(v)} <span className="small">{labelMeaning(v)}</span>
+                          </button>
+                        ))}
+                        <button type="button" className="icon" onClick={(e) => { e.stopPropagation(); play(tid); }}
+                          aria-label={`Play candidate #${tid} from its first frame`}>▶</button>
+                      </div>
+                    )}
+                  </li>
+                );
+              })}
+            </ol>
+          </>
+        )}
       </div>
       <aside className="vote-panel" aria-label="Your labels">
-        <p className="question">Does each candidate satisfy every predicate of the query at once?</p>
+        <p className="question">
+          Does each candidate satisfy every predicate of <q className="query-in-view" aria-label="The query">{row.text}</q> at once?
+        </p>
         <p className="small muted">
           <kbd>1</kbd> match: all predicates jointly supported · <kbd>0</kbd> mismatch: a necessary condition visibly
           violated · <kbd>U</kbd> ⊥: cannot tell (absence needs the interval covered)
