@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from common.errors import ApplicationError
 from common.models import Job
@@ -26,14 +27,19 @@ def proposal_run_task(self, run_id: int) -> dict:
         return {"run": run_id, "status": "missing"}
     if kind == ProposalRun.Kind.IMPORTED:
         run = track_import_execute(run_id=run_id)
-        return {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
-    try:
-        run = proposal_run_execute(run_id=run_id)
-    except ApplicationError as exc:
-        # A refused configuration or input: recorded on the run and its job; retrying won't help.
-        logger.warning("proposal run %s failed: %s", run_id, exc.message)
-        return {"run": run_id, "status": "failed", "error": exc.message}
-    return {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
+    else:
+        try:
+            run = proposal_run_execute(run_id=run_id)
+        except ApplicationError as exc:
+            # A refused configuration or input: recorded on the run and its job; retrying won't help.
+            logger.warning("proposal run %s failed: %s", run_id, exc.message)
+            return {"run": run_id, "status": "failed", "error": exc.message}
+    out = {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
+    if run.status == ProposalRun.Status.SUCCEEDED and settings.TRAJLAB_PRECOMPUTE_CROPS:
+        # the crop strips now, in this worker, rather than behind every run queued after this one
+        # (the crop_strips_task the store queued finds them made)
+        out["crops"] = crop_strips_store(run=run)
+    return out
 
 
 @shared_task(bind=True, acks_late=True, max_retries=0)

@@ -20,7 +20,7 @@ from common.jobs import runs as runs_module
 from models.tracks_io.mot import format_mot
 from models.tracks_io.records import ImportedTrack
 from trajectories.models import ProposalConfig, ProposalRun, TrackImport
-from trajectories.tasks import proposal_run_task
+from trajectories.tasks import crop_strips_task, proposal_run_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 TUD_CAMPUS = Path(motmetrics.__file__).parent / "data" / "TUD-Campus" / "gt.txt"
@@ -33,15 +33,18 @@ def worker(monkeypatch):
     threads: list[threading.Thread] = []
 
     def run(name, args=None, queue=None, **kwargs):
-        assert name == "trajectories.tasks.proposal_run_task" and queue == "cpu"
+        tasks = {"trajectories.tasks.proposal_run_task": proposal_run_task,
+                 "trajectories.tasks.crop_strips_task": crop_strips_task}   # a stored run's crop strips
+        assert name in tasks and queue == "cpu", (name, queue)
 
         def work():
             try:
-                proposal_run_task(*args)
+                tasks[name](*args)
             finally:
                 connection.close()
 
-        threads.append(threading.Thread(target=work, name=f"worker-{args[0]}"))
+        kind = "worker" if name.endswith("proposal_run_task") else "crops"
+        threads.append(threading.Thread(target=work, name=f"{kind}-{args[0]}"))
         threads[-1].start()
 
     monkeypatch.setattr(runs_module.current_app, "send_task", run)
@@ -87,7 +90,7 @@ def test_import_form_refuses_a_bad_file_then_imports_mot_ground_truth(people, sc
     expect(form.get_by_role("figure")).to_contain_text("3 boxes from the file")        # checked, with its preview
     form.get_by_role("button", name="Import").click()
     expect(form.get_by_role("status")).to_have_text(re.compile(r"Imported 3 tracks as run \d+ \(reviewed\)"))
-    assert len(worker) == 1                                                           # stored by its job
+    assert sum(t.name.startswith("worker-") for t in worker) == 1                     # stored by its job
     record = TrackImport.objects.get()
     assert record.format == "mot" and record.options["gt"] is True and record.source == "ui_walk ground truth"
     row = page.get_by_role("row").filter(has=page.get_by_text("imported", exact=True))
@@ -169,4 +172,4 @@ def test_a_file_of_another_video_shows_its_boxes_and_needs_import_anyway(people,
                                                     timeout=60_000)
     record = TrackImport.objects.get()
     assert [f["code"] for f in record.fit_findings] == ["boxes_outside"] and record.options["clip"] is True
-    assert record.run.status == "succeeded" and len(worker) == 1
+    assert record.run.status == "succeeded" and sum(t.name.startswith("worker-") for t in worker) == 1

@@ -81,3 +81,21 @@ def test_no_crops_are_queued_when_turned_off(media_root, settings, monkeypatch, 
     with django_capture_on_commit_callbacks(execute=True):
         trajectories_store(run=run_factory(), proposals=[proposal(1, 0, 5)])
     assert sent == []
+
+
+def test_a_proposal_runs_worker_makes_its_strips_right_after_the_run(media_root, tmp_path, monkeypatch):
+    """The run's own task makes the strips at once, not behind every run queued after it."""
+    from trajectories import tasks
+    from trajectories.services.ingestion import video_import
+    from trajectories.services.proposals import proposal_config_create, proposal_run_create
+    from trajectories.services.splits import splits_assign
+
+    monkeypatch.setattr(crops.current_app, "send_task", lambda *a, **k: None)
+    video = video_import(path=write_video(tmp_path / "v.mp4", n_frames=30, size=(200, 150)), source="c").video
+    splits_assign(seed=0, ratios={"train": 1})
+    config = proposal_config_create(name="m", backend="hog-bytetrack", categories=["moving object"])
+    run, _ = proposal_run_create(video=video, config=config, enqueue=False)
+    out = tasks.proposal_run_task(run.pk)
+    assert out["status"] == "succeeded" and out["trajectories"] > 0
+    assert out["crops"]["made"] > 0 and out["crops"]["failed"] == 0
+    assert len(list((media_root / "crops").rglob("*.jpg"))) == out["crops"]["made"]
