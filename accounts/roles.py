@@ -108,7 +108,12 @@ class ManagerPathsSerializer(serializers.ModelSerializer):
         data = super().to_representation(instance)
         request = self.context.get("request")
         if request is None or not user_has_role(request.user, Role.MANAGER):
-            for name in self.manager_only:
-                if name in data:
-                    data[name] = ""
+            data = self.hidden_from_others(data)
+        return data
+
+    def hidden_from_others(self, data: dict) -> dict:
+        """What a reader who is not a manager sees of ``data`` (subclasses hide more)."""
+        for name in self.manager_only:
+            if name in data:
+                data[name] = ""
         return data

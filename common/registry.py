@@ -21,6 +21,7 @@ never what it stands for, and the name is resolved again wherever the backend is
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -32,6 +33,7 @@ from models.backends.llm import BACKENDS as LLMS
 from models.backends.tracking import BACKENDS as TRACKERS
 from models.backends.vlm import BACKENDS as DESCRIBERS
 from models.backends.vlm.scoring import SCORER_BACKENDS
+from models.facts import canonical_json
 
 # Settings that say where something is or what it may use: set by the operator only.
 LOCATION_KEYS = frozenset({
@@ -40,13 +42,19 @@ LOCATION_KEYS = frozenset({
     "model_config", "model_config_path", "bpe_path",
     "cache_dir", "out_dir", "cache_folder",                              # server folders
     "synonym_encoder",                                                   # the template writer's encoder folder
+    "roi_projector",                                                     # an encoder's projector file
 })
 # Folder fields of model configurations that may hold the name of a registered folder entry.
-FOLDER_KEYS = frozenset({"path", "lm_path", "model_path"})
+FOLDER_KEYS = frozenset({"path", "lm_path", "model_path", "roi_projector"})
 # Values of location keys that name a model packaged with the platform, not a place.
 PACKAGED = frozenset({"packaged-minilm"})
 # Implementations that call an endpoint or load a model folder: usable through an entry only.
 REACHING = frozenset({"openai", "transformers"})
+# What a request may set on a registered backend; everything else (its model, endpoint, limits,
+# extra request fields) is the operator's entry.
+TUNABLE = frozenset({"temperature", "seed"})
+# The implementation families a request names a backend of, by use.
+FAMILIES = (("tracker", TRACKERS), ("describer", DESCRIBERS), ("scorer", SCORER_BACKENDS), ("writer", LLMS))
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -66,8 +74,7 @@ class RegisteredBackend:
         configuration's folder field)."""
         if self.path:
             return ["folder"]
-        families = (("tracker", TRACKERS), ("describer", DESCRIBERS), ("scorer", SCORER_BACKENDS), ("writer", LLMS))
-        return [use for use, names in families if self.backend in names]
+        return [use for use, names in FAMILIES if self.backend in names]
 
     def public(self, *, manager: bool) -> dict:
         """The entry as the API shows it: the settings (and so every location) to managers only."""
@@ -102,8 +109,7 @@ def parse_backends(raw: object, *, reserved: frozenset[str] = frozenset()) -> di
 
 def embedded_backends() -> dict[str, list[str]]:
     """Per use, the implementations a request may name without an entry (they reach nothing)."""
-    families = (("tracker", TRACKERS), ("describer", DESCRIBERS), ("scorer", SCORER_BACKENDS), ("writer", LLMS))
-    return {use: [name for name in names if name not in REACHING] for use, names in families}
+    return {use: [name for name in names if name not in REACHING] for use, names in FAMILIES}
 
 
 def implementation_names() -> frozenset[str]:
@@ -148,18 +154,28 @@ def refuse_locations(value: object, *, field: str, folders: bool = False) -> Non
 def backend_resolve(name: object, request_settings: dict | None, *, field: str,
                     settings_field: str | None = None) -> tuple[str, dict]:
     """The implementation and complete settings a request's backend ``name`` stands for: a
-    registered name gives its entry's implementation with the entry's settings over the request's;
-    any other name is an implementation taken with the request's settings, refused when it
-    reaches out (:data:`REACHING`). The request's settings (``settings_field`` in messages;
-    default ``<field>.settings``) never carry a location."""
+    registered name gives its entry's implementation with the entry's settings, and the request
+    may tune only :data:`TUNABLE` ones on top (any other key is the operator's: 400
+    ``setting_not_allowed``); any other name is an implementation taken with the request's
+    settings, refused when it reaches out (:data:`REACHING`). The request's settings
+    (``settings_field`` in messages; default ``<field>.settings``) never carry a location."""
+    if request_settings is not None and not isinstance(request_settings, dict):
+        raise ApplicationError(f"{field}: settings must be a JSON object", code="invalid_backend",
+                               extra={"field": field})
     request_settings = dict(request_settings or {})
-    refuse_locations(request_settings, field=f"{field}.settings" if settings_field is None else settings_field)
+    where = f"{field}.settings" if settings_field is None else settings_field
+    refuse_locations(request_settings, field=where)
     entry = registered_backends().get(name) if isinstance(name, str) else None
     if entry is not None:
         if entry.path:
             raise ApplicationError(f"{field}: {name!r} is a registered model folder, not a backend",
                                    code="backend_not_registered", extra={"field": field})
-        return entry.backend, {**request_settings, **entry.settings}
+        fixed = sorted(str(k) for k in set(request_settings) - TUNABLE)
+        if fixed:
+            raise ApplicationError(
+                f"{where}.{fixed[0]}: the operator's entry {name!r} sets everything but {', '.join(sorted(TUNABLE))}",
+                code="setting_not_allowed", extra={"field": f"{where}.{fixed[0]}", "tunable": sorted(TUNABLE)})
+        return entry.backend, {**entry.settings, **request_settings}
     if name in REACHING:
         raise ApplicationError(f"{field}: {name!r} calls a model endpoint or loads a model folder; {_registry_hint()}",
                                code="backend_not_registered", extra={"field": field})
@@ -171,8 +187,32 @@ def is_registered(name: object) -> bool:
 
 
 def without_locations(values: dict) -> dict:
-    """``values`` without its location keys (what a record of a registered backend keeps)."""
+    """``values`` without its location keys (what a record of an embedded backend keeps)."""
     return {k: v for k, v in values.items() if k not in LOCATION_KEYS}
+
+
+def locations_hidden(value: object) -> object:
+    """A copy of ``value`` without any location key at any depth (a record as non-managers see it)."""
+    if isinstance(value, dict):
+        return {k: locations_hidden(v) for k, v in value.items() if k not in LOCATION_KEYS}
+    if isinstance(value, list):
+        return [locations_hidden(v) for v in value]
+    return value
+
+
+def tunables(values: dict) -> dict:
+    """What a record of a registered backend keeps of its settings: the request's tunables."""
+    return {k: v for k, v in values.items() if k in TUNABLE}
+
+
+def entry_digest(name: object) -> str:
+    """SHA-256 of what a registered name stands for (its implementation, settings and path), for
+    records that must change when the operator re-points the name; ``""`` for other names."""
+    entry = registered_backends().get(name) if isinstance(name, str) else None
+    if entry is None:
+        return ""
+    return hashlib.sha256(canonical_json({"backend": entry.backend, "settings": entry.settings,
+                                          "path": entry.path}).encode()).hexdigest()
 
 
 def folders_resolve(value: object) -> object:

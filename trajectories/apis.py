@@ -14,7 +14,7 @@ from accounts.roles import IsManager, IsStaffMember, ManagerPathsSerializer
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
 from common.params import flag_field, int_param, seed_field
-from common.registry import refuse_locations
+from common.registry import locations_hidden, refuse_locations
 from common.schema import ERROR, PlainChoiceField
 from models.backends.tracking import BACKENDS
 from trajectories import selectors
@@ -197,6 +197,15 @@ class VideoFrameApi(APIView):
 # -- proposal configs and runs ---------------------------------------------------------------------
 class ProposalConfigOutputSerializer(ManagerPathsSerializer):
     manager_only = ("checkpoint_path", "model_config_path")
+
+    def hidden_from_others(self, data: dict) -> dict:
+        """Besides the files' paths, any path a registered tracker's settings brought (SAM 3's
+        ``bpe_path``, a detector's model files)."""
+        data = super().hidden_from_others(data)
+        for name in ("tracker_settings", "detector_settings", "anchor_policy"):
+            if name in data:
+                data[name] = locations_hidden(data[name])
+        return data
 
     class Meta:
         model = ProposalConfig

@@ -13,6 +13,13 @@ from models.media.video import (
     draw_target,
     encode_jpeg,
 )
+from trajectories.crop_files import (
+    CROP_PAD,
+    crop_file_read,
+    crop_file_write,
+    in_strip,
+    strip_frames,
+)
 from trajectories.models import (
     DuplicateCandidate,
     ProposalConfig,
@@ -22,7 +29,6 @@ from trajectories.models import (
     Trajectory,
     Video,
 )
-from trajectories.services.crops import CROP_PAD, crop_file_read, crop_file_write, strip_frames
 
 # One pool per process: decoders stay open between requests and keep an LRU of frames.
 _readers = ReaderPool(size=settings.TRAJLAB_OPEN_VIDEOS, cache_bytes=settings.TRAJLAB_FRAME_CACHE_MB * 2**20)
@@ -113,10 +119,11 @@ def _box(trajectory: Trajectory, index: int):
 def trajectory_crop_jpeg(*, trajectory: Trajectory, index: int, max_size: int | None = None,
                          pad: float = CROP_PAD) -> bytes:
     """The crop of the trajectory's box on frame ``index``: the stored file when the run's crop
-    strips made it (``trajectories.services.crops``), else made now and kept for the next reader."""
+    strips made it (``trajectories.services.crops``), else made now; a strip's crop is kept on
+    disk for the next reader, any other in the process's memory only."""
     box = _box(trajectory, index)
     max_size = _check_size(max_size)
-    stored = pad == CROP_PAD
+    stored = in_strip(trajectory, index, max_size, pad)
     if stored and (data := crop_file_read(trajectory=trajectory, index=index, max_size=max_size)) is not None:
         return data
     data = _encoded.get(("crop", trajectory.video.abspath, index, tuple(float(v) for v in box), pad, max_size),

@@ -9,7 +9,7 @@ from django.conf import settings
 from common.errors import ApplicationError
 from common.models import Job
 from trajectories.models import ProposalRun
-from trajectories.services.crops import crop_strips_store
+from trajectories.services.crops import crop_strips_store, crops_queued
 from trajectories.services.imports import track_import_execute
 from trajectories.services.ingestion import video_import_job_execute
 from trajectories.services.proposals import proposal_run_execute
@@ -35,9 +35,9 @@ def proposal_run_task(self, run_id: int) -> dict:
             logger.warning("proposal run %s failed: %s", run_id, exc.message)
             return {"run": run_id, "status": "failed", "error": exc.message}
     out = {"run": run.pk, "status": run.status, "trajectories": run.trajectory_count}
-    if run.status == ProposalRun.Status.SUCCEEDED and settings.TRAJLAB_PRECOMPUTE_CROPS:
-        # the crop strips now, in this worker, rather than behind every run queued after this one
-        # (the crop_strips_task the store queued finds them made)
+    if run.status == ProposalRun.Status.SUCCEEDED and settings.TRAJLAB_PRECOMPUTE_CROPS and not crops_queued(run):
+        # a cpu run's crop strips now, in this worker, rather than behind every run queued after it
+        # (a gpu run's go to the cpu queue: crops_queued)
         out["crops"] = crop_strips_store(run=run)
     return out
 

@@ -10,6 +10,7 @@ from django.db import models, transaction
 
 from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError
+from common.registry import folders_resolve, refuse_locations
 from common.versions import software_versions
 
 MAX_CANDIDATES = 16          # text encoders compared in one report
@@ -77,6 +78,9 @@ def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha
     if not isinstance(text_encoders, dict) or not 1 <= len(text_encoders) <= MAX_CANDIDATES:
         raise ApplicationError(f"text_encoders must be an object of 1 to {MAX_CANDIDATES} candidates "
                                "{name: TextEncoderConfig}", code="invalid_candidates")
+    # model folders are the operator's: a folder field names a registered folder entry, never a path
+    refuse_locations({"text_encoders": text_encoders, "appearance": appearance or {}, "features": features or {}},
+                     field="", folders=True)
     try:
         candidates = check_candidates(text_encoders)
     except ValueError as exc:
@@ -85,8 +89,9 @@ def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha
         raise ApplicationError("k must be >= 1, n_folds >= 2 and alpha >= 0", code="invalid_alignment")
     data = relation_snapshot_load(snapshot=snapshot)
     try:
-        report = snapshot_alignment(data, candidates, appearance=appearance, features=features, geometry=geometry,
-                                    k=k, alpha=alpha, n_folds=n_folds, seed=seed, cache_dir=_feature_cache_dir())
+        report = snapshot_alignment(data, folders_resolve(candidates), appearance=folders_resolve(appearance),
+                                    features=folders_resolve(features), geometry=geometry, k=k, alpha=alpha,
+                                    n_folds=n_folds, seed=seed, cache_dir=_feature_cache_dir())
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise ApplicationError(f"alignment of snapshot {snapshot.pk}: {exc}", code="invalid_alignment") from None
     with transaction.atomic():

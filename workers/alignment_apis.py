@@ -14,8 +14,9 @@ from common.params import flag_field, id_field, query_filters
 from workers.alignment import AlignmentReport, alignment_report_create, alignment_report_list
 
 ERROR = OpenApiTypes.OBJECT
-CANDIDATES_HELP = ('{name: TextEncoderConfig}, e.g. {"minilm": {}, "clip": {"kind": "clip", "path": "/models/clip"}}: '
-                   'the candidate frozen text targets')
+CANDIDATES_HELP = ('{name: TextEncoderConfig}, e.g. {"minilm": {}, "clip": {"kind": "clip", "path": "lab-clip"}}: '
+                   'the candidate frozen text targets; a model folder is named by a folder entry the operator '
+                   'registered (GET /api/backends/), never by a path')
 
 
 class AlignmentReportOutputSerializer(serializers.ModelSerializer):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.errors import ApplicationError
-from common.registry import backend_resolve, without_locations
+from common.registry import backend_resolve, is_registered, tunables, without_locations
 from models.backends.llm import build_llm, resolve_llm_settings
 from models.backends.llm.base import GenerationBudget
 from models.backends.llm.openai_chat import EndpointError
@@ -61,6 +61,15 @@ def _split(backend: dict | None, default: dict) -> tuple[str, str, dict]:
     return name, implementation, settings
 
 
+def _recorded(name: str, implementation: str, settings: dict, resolve) -> dict:
+    """A run's record of its backend's settings: an embedded one's complete settings (every
+    default filled in) without locations; a registered one's tunables only (the entry is the
+    operator's, resolved again by name)."""
+    if is_registered(name):
+        return tunables(settings)
+    return without_locations(resolve(implementation, settings))
+
+
 # -- describer ------------------------------------------------------------------------------------
 @dataclass
 class Described:
@@ -97,8 +106,7 @@ def describer_settings(backend: dict | None, budget: dict | None) -> RunSettings
     """Check that the describer can be built and its budget is valid; the run's record."""
     adapter = build_describer(backend, budget)
     name, implementation, settings = _split(backend, DEFAULT_DESCRIBER)
-    resolved = without_locations(resolve_describer_settings(implementation, settings))
-    return RunSettings(backend={"name": name, **resolved},
+    return RunSettings(backend={"name": name, **_recorded(name, implementation, settings, resolve_describer_settings)},
                        budget=adapter.budget.to_dict(), prompt_version="", prompt_sha256="")
 
 
@@ -153,6 +161,6 @@ def build_writer(backend: dict | None, budget: dict | None) -> WriterAdapter:
 def writer_settings(backend: dict | None, budget: dict | None) -> RunSettings:
     adapter = build_writer(backend, budget)
     name, implementation, settings = _split(backend, DEFAULT_WRITER)
-    resolved = without_locations(resolve_llm_settings(implementation, settings))
-    return RunSettings(backend={"name": name, **resolved}, budget=adapter.budget.to_dict(),
+    return RunSettings(backend={"name": name, **_recorded(name, implementation, settings, resolve_llm_settings)},
+                       budget=adapter.budget.to_dict(),
                        prompt_version="", prompt_sha256="")

@@ -36,7 +36,6 @@ snapshot's :meth:`model_inputs` view (videos, frames, boxes) and backends' outpu
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from models.backends.vlm import BACKENDS as DESCRIBER_BACKENDS
 from models.backends.vlm import build_describer, build_scorer
 from models.backends.vlm.scoring import SCORER_BACKENDS, ScoreCounts
 from models.config import PlainConfig
+from models.facts import canonical_json
 from models.retrievers.actpair.pipeline import VLMComparator, dual_view_union
 from models.retrievers.actpair.rewrite import rewrite_queries
 from models.retrievers.comparators import ChatPairJudge, DescriptionComparator, ScorerComparator
@@ -163,11 +163,16 @@ class RetrievalPipeline(PlainConfig):
 
     def sha256(self) -> str:
         """SHA-256 of the pipeline's canonical JSON (what stored runs are keyed by)."""
-        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return record_sha256(self.as_dict())
 
     @classmethod
     def coerce(cls, pipeline: RetrievalPipeline | dict | None) -> RetrievalPipeline:
         return pipeline if isinstance(pipeline, cls) else cls.from_dict(pipeline)
+
+
+def record_sha256(record: dict) -> str:
+    """SHA-256 of a pipeline record's canonical JSON (``models.facts.canonical_json``)."""
+    return hashlib.sha256(canonical_json(record).encode()).hexdigest()
 
 
 @dataclass

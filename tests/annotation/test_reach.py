@@ -48,8 +48,10 @@ def test_a_registered_backend_is_built_from_its_entry_and_recorded_by_name(setti
     adapter = build_writer({"name": "lab-llm", "temperature": 0.5}, None)
     assert adapter.writer.config.base_url == "http://vllm.internal:8000/v1"
     record = writer_settings({"name": "lab-llm", "temperature": 0.5}, None).backend
-    assert record["name"] == "lab-llm" and record["temperature"] == 0.5 and record["model"] == "Qwen2.5-7B-Instruct"
-    assert "base_url" not in record and "api_key_env" not in record
+    assert record == {"name": "lab-llm", "temperature": 0.5}       # the rest is the operator's entry
+    with pytest.raises(ApplicationError) as refused:                # which a request cannot override
+        build_writer({"name": "lab-llm", "model": "another", "timeout_s": 1e9}, None)
+    assert refused.value.code == "setting_not_allowed"
     assert build_writer(record, None).writer is not None  # a run rebuilds its backend from its record
     with pytest.raises(ApplicationError) as refused:  # the name cannot be pointed elsewhere
         build_writer({"name": "lab-llm", "base_url": "http://127.0.0.2:9/v1"}, None)

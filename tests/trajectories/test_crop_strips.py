@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import write_video
 from tests.trajectories.factories import proposal, run_factory, video_factory
-from trajectories import selectors
+from trajectories import crop_files, selectors
 from trajectories.models import Trajectory
 from trajectories.services import crops
 from trajectories.services.proposals import trajectories_store
@@ -40,7 +40,7 @@ def test_the_strips_are_what_the_screens_ask_for_made_once(stored, monkeypatch):
     run, _ = stored
     made = crops.crop_strips_store(run=run)
     trajectories = list(Trajectory.objects.filter(run=run))
-    wanted = sum(len(crops.strip_frames(t, n)) for t in trajectories for n, _ in crops.CROP_STRIPS)
+    wanted = sum(len(crop_files.strip_frames(t, n)) for t in trajectories for n, _ in crop_files.CROP_STRIPS)
     assert made == {"made": wanted, "kept": 0, "failed": 0} and wanted == 2 * 12 + 2 * 6 + 2 * 4
     assert crops.crop_strips_store(run=run) == {"made": 0, "kept": wanted, "failed": 0}
 
@@ -49,8 +49,8 @@ def test_the_strips_are_what_the_screens_ask_for_made_once(stored, monkeypatch):
         raise AssertionError("a stored crop was decoded again")
 
     t = trajectories[0]
-    index = crops.strip_frames(t, 12)[3]
-    on_file = crops.crop_path(trajectory=t, index=index, max_size=160).read_bytes()
+    index = crop_files.strip_frames(t, 12)[3]
+    on_file = crop_files.crop_path(trajectory=t, index=index, max_size=160).read_bytes()
     monkeypatch.setattr(selectors, "video_frame", no_decoding)
     assert selectors.trajectory_crop_jpeg(trajectory=t, index=index, max_size=160) == on_file
 
@@ -58,12 +58,12 @@ def test_the_strips_are_what_the_screens_ask_for_made_once(stored, monkeypatch):
 def test_a_stored_crop_is_the_crop_made_on_request(stored, settings, tmp_path):
     run, _ = stored
     t = Trajectory.objects.filter(run=run).order_by("pk").first()
-    index = crops.strip_frames(t, 6)[2]
+    index = crop_files.strip_frames(t, 6)[2]
     fresh = selectors.trajectory_crop_jpeg(trajectory=t, index=index, max_size=120)   # made now, kept
-    assert crops.crop_path(trajectory=t, index=index, max_size=120).read_bytes() == fresh
-    crops.crop_path(trajectory=t, index=index, max_size=120).unlink()
+    assert crop_files.crop_path(trajectory=t, index=index, max_size=120).read_bytes() == fresh
+    crop_files.crop_path(trajectory=t, index=index, max_size=120).unlink()
     crops.crop_strips_store(run=run)
-    assert crops.crop_path(trajectory=t, index=index, max_size=120).read_bytes() == fresh
+    assert crop_files.crop_path(trajectory=t, index=index, max_size=120).read_bytes() == fresh
 
 
 def test_an_unreadable_video_leaves_crops_to_be_made_on_request(stored, media_root):
@@ -99,3 +99,17 @@ def test_a_proposal_runs_worker_makes_its_strips_right_after_the_run(media_root,
     assert out["status"] == "succeeded" and out["trajectories"] > 0
     assert out["crops"]["made"] > 0 and out["crops"]["failed"] == 0
     assert len(list((media_root / "crops").rglob("*.jpg"))) == out["crops"]["made"]
+
+
+def test_only_the_strips_crops_are_kept_on_disk(stored, media_root):
+    """A crop of any other size or frame is made on request and kept in memory only: what a request
+    can make the server write is bounded by the run's strips."""
+    run, _ = stored
+    t = Trajectory.objects.filter(run=run).order_by("pk").first()
+    off_strip = next(int(f) for f in t.frames_array() if int(f) not in crop_files.strip_frames(t, 12))
+    for index, size in ((crop_files.strip_frames(t, 12)[0], 200), (off_strip, 160), (off_strip, None)):
+        assert selectors.trajectory_crop_jpeg(trajectory=t, index=index, max_size=size)
+        assert not crop_files.crop_path(trajectory=t, index=index, max_size=size).exists()
+    kept = crop_files.strip_frames(t, 12)[0]
+    selectors.trajectory_crop_jpeg(trajectory=t, index=kept, max_size=160)
+    assert crop_files.crop_path(trajectory=t, index=kept, max_size=160).is_file()

@@ -37,8 +37,10 @@ def tiny_clip(tmp_path_factory) -> str:
 
 
 @pytest.fixture
-def candidates(tiny_clip) -> dict:
-    return {"minilm": {}, "random-clip": {"kind": "clip", "path": tiny_clip}}
+def candidates(tiny_clip, settings) -> dict:
+    """The packaged MiniLM and a CLIP folder the operator registered (requests name, never a path)."""
+    settings.TRAJLAB_BACKENDS = {"tiny-clip": {"path": tiny_clip}}
+    return {"minilm": {}, "random-clip": {"kind": "clip", "path": "tiny-clip"}}
 
 
 @pytest.fixture
@@ -47,6 +49,7 @@ def staff(make_user, client_for):
 
 
 def test_the_service_ranks_the_candidates_and_stores_the_report(snapshots, var_dir, candidates):
+    from common.registry import folders_resolve
     from models.retrievers.scout.alignment import METRICS, alignment_report
     from models.retrievers.scout.selection import match_pairs, snapshot_alignment
     from models.training.snapshot import RelationSnapshotData
@@ -65,7 +68,7 @@ def test_the_service_ranks_the_candidates_and_stores_the_report(snapshots, var_d
     assert report.params["k"] == 3 and set(report.params["encoders"]) == {"minilm", "random-clip"}
     # recomputed from the features, the same figures (deterministic), and a candidate that is the
     # visual side itself ranks first by every lens
-    again = snapshot_alignment(data, candidates, k=3, n_folds=3)
+    again = snapshot_alignment(data, folders_resolve(candidates), k=3, n_folds=3)   # the registered folder's path
     assert again.scores == report.scores
     x_only = alignment_report(np.eye(6)[:, :4], {"same": np.eye(6)[:, :4], "noise": np.random.default_rng(0).normal(
         size=(6, 4))}, k=2, n_folds=2)
@@ -94,6 +97,10 @@ def test_managers_create_reports_and_staff_read_them(snapshots, var_dir, staff, 
     ({"text_encoders": {"bad": {"kind": "word2vec"}}}, "invalid_candidates"),
     ({"text_encoders": {}}, "invalid_candidates"),
     ({"k": 10_000}, "invalid_alignment"),                                   # fewer than k + 1 pairs
+    # a model folder named by path: the server reads only what the operator registered
+    ({"text_encoders": {"clip": {"kind": "clip", "path": "/etc"}}}, "location_in_request"),
+    ({"appearance": {"kind": "hf", "path": "/etc"}}, "location_in_request"),
+    ({"appearance": {"roi_projector": "/etc/passwd"}}, "location_in_request"),
 ])
 def test_bad_input_is_a_400_and_stores_nothing(snapshots, var_dir, staff, change, code):
     body = {"snapshot": snapshots["train"].pk, "text_encoders": {"minilm": {}}, "k": 3, "n_folds": 3, **change}

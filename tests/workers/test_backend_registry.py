@@ -134,6 +134,14 @@ def test_a_registered_backend_is_reached_by_name_and_recorded_by_name(snapshots,
     assert posts and all(p["path"] == "/v1/chat/completions" for p in posts)
     out = r.json()
     assert out["pipeline"]["scorer"]["backend"] == "lab-vlm" and url not in json.dumps(out)
+    # of a registered backend a request tunes only temperature and seed: the rest is the operator's
+    for settings_, code in (({"temperature": 0.2}, None), ({"timeout_s": 9999}, "setting_not_allowed"),
+                            ({"extra_body": {"n": 64}}, "setting_not_allowed"), ([1], "invalid_pipeline")):
+        body = {"run": run.pk, "text": "a person", "pipeline": {**pipeline, "scorer": {"backend": "lab-vlm",
+                                                                                      "settings": settings_}}}
+        r = staff["annotator"].post("/api/search/", body, format="json")
+        assert (r.status_code == 200) if code is None else (r.status_code == 400 and r.json()["code"] == code), \
+            (settings_, r.content)
     # a request cannot point the registered name elsewhere: its settings never carry a location
     pipeline["scorer"]["settings"] = {"base_url": "http://127.0.0.3:9/v1"}
     r = staff["annotator"].post("/api/search/", {"run": run.pk, "text": "a person", "pipeline": pipeline},
@@ -146,6 +154,30 @@ def test_a_registered_backend_is_reached_by_name_and_recorded_by_name(snapshots,
     assert "heuristic" in listed["embedded"]["scorer"] and "openai" not in listed["embedded"]["scorer"]
     managed = staff["manager"].get("/api/backends/").json()["registered"][0]
     assert managed["settings"]["base_url"] == url
+
+
+@pytest.mark.parametrize("pipeline", [{"scorer": []}, {"scorer": "x"}, {"rewrite": None}, {"comparator": 3},
+                                      {"scorer": {"backend": "openai", "settings": [1]}}])
+def test_a_malformed_pipeline_stage_is_a_400(pipeline):
+    from common.errors import ApplicationError
+    from workers.pipelines import pipeline_resolve
+
+    with pytest.raises(ApplicationError) as refused:
+        pipeline_resolve(pipeline)
+    assert refused.value.code == "invalid_pipeline" and refused.value.status_code == 400
+
+
+def test_re_pointing_a_registered_name_keys_a_new_evaluation(settings):
+    from workers.pipelines import pipeline_resolve, pipeline_sha256
+
+    settings.TRAJLAB_BACKENDS = {"lab-vlm": {"backend": "openai", "settings": {"base_url": "http://a/v1", "model": "m"}}}
+    _, record = pipeline_resolve({"reranker": "pointwise", "scorer": {"backend": "lab-vlm"}})
+    first = pipeline_sha256(record)
+    settings.TRAJLAB_BACKENDS = {"lab-vlm": {"backend": "openai", "settings": {"base_url": "http://b/v1", "model": "m"}}}
+    assert pipeline_sha256(record) != first and "http" not in str(record)
+    _, plain = pipeline_resolve({"reranker": "pointwise"})
+    from models.retrievers.pipeline import RetrievalPipeline
+    assert pipeline_sha256(plain) == RetrievalPipeline.from_dict(plain).sha256()
 
 
 def test_a_bad_registry_stops_start_up_with_the_entry_named(settings):
@@ -163,6 +195,14 @@ def test_a_bad_registry_stops_start_up_with_the_entry_named(settings):
 
 
 def test_server_paths_are_shown_to_managers_only(snapshots, staff, trained_dirs):
+    from tests.trajectories.factories import config_factory
+
+    config_factory(backend="sam3", checkpoint_path="/models/sam3.pt",
+                   tracker_settings={"bpe_path": "/models/bpe.txt.gz", "device": "cpu"})
+    seen = {role: staff[role].get("/api/proposal-configs/").json()["results"][0] for role in staff}
+    assert seen["manager"]["checkpoint_path"] == "/models/sam3.pt"
+    assert seen["manager"]["tracker_settings"]["bpe_path"] == "/models/bpe.txt.gz"
+    assert seen["annotator"]["checkpoint_path"] == "" and seen["annotator"]["tracker_settings"] == {"device": "cpu"}
     run = finished_run(snapshots, trained_dirs["vtrajembed"])
     for url in (f"/api/training-runs/{run.pk}/", "/api/training-runs/"):
         seen = {role: staff[role].get(url).json() for role in staff}

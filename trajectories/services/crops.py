@@ -5,68 +5,25 @@ request, each crop costs a seek, a decode, a crop and an encode, seconds under l
 meanwhile waited behind them. :func:`crop_strips_store` makes every strip the screens ask for
 (:data:`CROP_STRIPS`) after a run's trajectories are stored (``crop_strips_task`` on the cpu queue,
 sent after the run's transaction commits), reading each video once, forward; the crop endpoint
-then answers from the file (:func:`crop_file_read`) and makes any other crop on request, keeping it
-too. Files live under ``MEDIA_ROOT/crops/<video>/<trajectory>/<frame>-<max size>.jpg`` and are
-written whole (a temporary file renamed into place), so a reader never sees half a JPEG; a crop is a
-function of the video file, the stored box and the size, all immutable once a run is stored.
+then answers from the file (``trajectories.crop_files``), and keeps a strip's crop it had to make
+itself; any other crop is made on request and kept in memory only. A crop is a function of the video
+file, the stored box and the size, all immutable once a run is stored.
 """
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-from pathlib import Path
 
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
 from models.media.video import FrameReader, VideoError, crop_box, encode_jpeg
+from trajectories.crop_files import CROP_PAD, CROP_STRIPS, crop_file_write, crop_path, strip_frames
 from trajectories.models import ProposalRun, Trajectory
 
 logger = logging.getLogger(__name__)
-# (crops per trajectory, longer side in pixels) of the strips the review screens show: the
-# player's strip (frontend player/Player.tsx) and a pair's target strip (review/pair/PairTarget.tsx).
-CROP_STRIPS = ((12, 160), (6, 120))
-CROP_PAD = 0.1                                   # the crop endpoint's default margin around the box
 TASK = "trajectories.tasks.crop_strips_task"
 MAX_TRAJECTORIES = 5000                          # a bigger run's crops are made on request only
-
-
-def crop_path(*, trajectory: Trajectory, index: int, max_size: int | None) -> Path:
-    return (Path(settings.MEDIA_ROOT) / "crops" / str(trajectory.video_id) / str(trajectory.pk)
-            / f"{int(index)}-{int(max_size or 0)}.jpg")
-
-
-def crop_file_read(*, trajectory: Trajectory, index: int, max_size: int | None) -> bytes | None:
-    """The stored crop, or ``None`` when it was not made yet."""
-    try:
-        return crop_path(trajectory=trajectory, index=index, max_size=max_size).read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def crop_file_write(*, trajectory: Trajectory, index: int, max_size: int | None, data: bytes) -> None:
-    """Keep a crop: written to a temporary file in its folder and renamed into place (atomic)."""
-    path = crop_path(trajectory=trajectory, index=index, max_size=max_size)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".crop-", suffix=".jpg")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def strip_frames(trajectory: Trajectory, n: int) -> list[int]:
-    """Up to ``n`` observed frames spread evenly over the trajectory (what the crop list shows)."""
-    frames = trajectory.frames_array()
-    if n >= len(frames):
-        return [int(f) for f in frames]
-    step = (len(frames) - 1) / max(n - 1, 1)
-    return sorted({int(frames[round(i * step)]) for i in range(n)})
 
 
 def crop_strips_store(*, run: ProposalRun) -> dict:
@@ -116,10 +73,19 @@ def crop_strips_store(*, run: ProposalRun) -> dict:
     return counts
 
 
+def crops_queued(run: ProposalRun) -> bool:
+    """Whether a stored run's strips go to the cpu queue as their own task: a run stored by a
+    gpu-queue job (a GPU worker decodes no video for crops) or by no job; a cpu-queue job's worker
+    makes them itself right after the run (``trajectories.tasks``)."""
+    queue = run.job.queue if run.job_id else None
+    return queue != "cpu"
+
+
 def crop_strips_enqueue(*, run: ProposalRun) -> None:
-    """Send ``crop_strips_task`` for ``run`` to the cpu queue once the current transaction commits
-    (best effort: a refused message only means crops are made on request)."""
-    if not settings.TRAJLAB_PRECOMPUTE_CROPS:
+    """Send ``crop_strips_task`` for ``run`` to the cpu queue once the current transaction commits,
+    where :func:`crops_queued` says so (best effort: a refused message only means crops are made
+    on request)."""
+    if not settings.TRAJLAB_PRECOMPUTE_CROPS or not crops_queued(run):
         return
     pk = run.pk
 

@@ -302,6 +302,11 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
         locked = ProposalRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == ProposalRun.Status.SUCCEEDED:
             raise ConflictError(f"proposal run {run.pk} already has its trajectories", code="run_finished")
+        if locked.status in (ProposalRun.Status.FAILED, ProposalRun.Status.CANCELLED):
+            # ended while this delivery worked (its job swept as abandoned, or cancelled): its
+            # result is dropped, and a retry runs the run again
+            raise ConflictError(f"proposal run {run.pk} was {locked.status} while it ran; nothing was stored",
+                                code="run_ended")
         Trajectory.objects.filter(run=run).delete()
         created = Trajectory.objects.bulk_create(rows, batch_size=500)
         n_dups = duplicate_candidates_store(video=video, pairs=pairs, ids=[t.pk for t in created])

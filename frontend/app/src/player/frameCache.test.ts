@@ -147,6 +147,24 @@ describe("frames loaded ahead of their player", () => {
     plain.abort(); // gives its slot back
   });
 
+  it("gives up a frame fetched ahead that newer ones push out, unless a player waits on it", async () => {
+    vi.stubGlobal("Image", FakeImage);
+    const dropped = loadAhead("/g/0.jpg");
+    const kept = loadAhead("/g/1.jpg");
+    void loadFrameImage("/g/1.jpg", new AbortController().signal); // a player joined this one
+    for (let i = 2; i < 10; i++) void loadAhead(`/g/${i}.jpg`).catch(() => undefined);
+    await expect(dropped).rejects.toMatchObject({ name: "AbortError" });
+    let settled = false;
+    kept.then(() => (settled = true), () => (settled = true));
+    await settle();
+    expect(settled).toBe(false); // still loading for its player
+    for (let round = 0; round < 12; round++) { // let every load finish: the page's budget is shared
+      for (const img of FakeImage.made.splice(0)) img.onload?.();
+      await settle();
+    }
+    expect(settled).toBe(true);
+  });
+
   it("forgets a frame whose download failed, so it can be tried again", async () => {
     vi.stubGlobal("Image", FakeImage);
     void loadAhead("/f/9.jpg").catch(() => undefined);

@@ -165,12 +165,16 @@ function downloadImage(url: string, signal: AbortSignal): Promise<HTMLImageEleme
     };
     signal.addEventListener("abort", abort, { once: true });
     img.onload = () => {
+      signal.removeEventListener("abort", abort); // a later abort must not blank a loaded image
       img.decode().then(
         () => resolve(img),
         () => resolve(img), // decode() can reject for detached images; onload already means usable
       );
     };
-    img.onerror = () => reject(new Error(`could not load ${url}`));
+    img.onerror = () => {
+      signal.removeEventListener("abort", abort);
+      reject(new Error(`could not load ${url}`));
+    };
     img.src = url;
   });
 }
@@ -179,16 +183,22 @@ function downloadImage(url: string, signal: AbortSignal): Promise<HTMLImageEleme
 // review/prefetch.ts), by address. The player takes its opening frame from here already decoded,
 // so it draws it on its first paint; a download still under way is joined, not repeated.
 const AHEAD_KEPT = 8;
-const ahead = new Map<string, { image: Promise<HTMLImageElement>; decoded: HTMLImageElement | null }>();
+interface Ahead {
+  image: Promise<HTMLImageElement>;
+  decoded: HTMLImageElement | null;
+  ctrl: AbortController;
+  joined: boolean; // a player waits on it (loadFrameImage): never cancelled under it
+}
+const ahead = new Map<string, Ahead>();
 
-/** Start loading and decoding `url` for a player that does not exist yet (once per address). */
+/** Start loading and decoding `url` for a player that does not exist yet (once per address). An
+ *  entry pushed out by newer ones (the reviewer moved on faster than they loaded) gives up its
+ *  wait or its download, so it holds no media slot the current screen needs. */
 export function loadAhead(url: string): Promise<HTMLImageElement> {
   const known = ahead.get(url);
   if (known) return known.image;
-  const entry: { image: Promise<HTMLImageElement>; decoded: HTMLImageElement | null } = {
-    image: loadImage(url, new AbortController().signal, "ahead"),
-    decoded: null,
-  };
+  const ctrl = new AbortController();
+  const entry: Ahead = { image: loadImage(url, ctrl.signal, "ahead"), decoded: null, ctrl, joined: false };
   entry.image.then(
     (img) => {
       entry.decoded = img;
@@ -196,7 +206,12 @@ export function loadAhead(url: string): Promise<HTMLImageElement> {
     () => ahead.get(url) === entry && ahead.delete(url),
   );
   ahead.set(url, entry);
-  while (ahead.size > AHEAD_KEPT) ahead.delete(ahead.keys().next().value as string);
+  while (ahead.size > AHEAD_KEPT) {
+    const oldest = ahead.keys().next().value as string;
+    const dropped = ahead.get(oldest) as Ahead;
+    ahead.delete(oldest);
+    if (!dropped.decoded && !dropped.joined) dropped.ctrl.abort();
+  }
   return entry.image;
 }
 
@@ -213,5 +228,6 @@ export function takeDecodedAhead(url: string): HTMLImageElement | null {
  *  too: both then draw the same decoded image, which nothing changes). */
 export function loadFrameImage(url: string, signal: AbortSignal): Promise<HTMLImageElement> {
   const entry = ahead.get(url);
+  if (entry) entry.joined = true;
   return entry ? entry.image : loadImage(url, signal);
 }
