@@ -97,6 +97,9 @@ _loaded: OrderedDict[tuple[int, str], _Loaded] = OrderedDict()
 _descriptions: OrderedDict[tuple[str, str, int], str] = OrderedDict()  # (snapshot hash, describer, id) -> text
 _lock = threading.Lock()
 _tools: dict[str, object] = {}
+# Backends built from pipelines' settings (scorers, comparators), least recently used first.
+_built: OrderedDict[str, object] = OrderedDict()
+MAX_BACKENDS = 8
 
 
 def search_index_path(*, run: TrainingRun, snapshot) -> Path:
@@ -395,12 +398,16 @@ def _text_encoder():
 
 
 def _cached(kind: str, backend: str, settings: dict, build):
-    """One backend per (kind, name, settings) in this process (scorers keep per-trajectory caches)."""
+    """One backend per (kind, name, settings) in this process (scorers keep per-trajectory caches),
+    at most :data:`MAX_BACKENDS` of them: the least recently used is dropped first."""
     key = f"{kind}:{backend}:{json.dumps(settings, sort_keys=True, default=str)}"
     with _lock:
-        if key not in _tools:
-            _tools[key] = build(backend, settings)
-        return _tools[key]
+        if key not in _built:
+            _built[key] = build(backend, settings)
+            while len(_built) > MAX_BACKENDS:
+                _built.popitem(last=False)
+        _built.move_to_end(key)
+        return _built[key]
 
 
 def _describer():

@@ -209,3 +209,15 @@ def test_server_paths_are_shown_to_managers_only(snapshots, staff, trained_dirs)
         rows = {role: (body["results"][0] if "results" in body else body) for role, body in seen.items()}
         assert rows["manager"]["out_dir"] == str(trained_dirs["vtrajembed"])
         assert rows["annotator"]["out_dir"] == ""
+
+
+def test_the_built_backends_of_search_are_bounded(monkeypatch):
+    """Settings a request varies cannot make one process build backends without end."""
+    from workers import search as search_module
+
+    monkeypatch.setattr(search_module, "_built", type(search_module._built)())
+    built = []
+    for i in range(3 * search_module.MAX_BACKENDS):
+        search_module._cached("scorer", "heuristic", {"seed": i}, lambda b, s: built.append(s) or object())
+    assert len(search_module._built) == search_module.MAX_BACKENDS and len(built) == 3 * search_module.MAX_BACKENDS
+    search_module._cached("scorer", "heuristic", {"seed": 3 * search_module.MAX_BACKENDS - 1}, lambda b, s: 1 / 0)
