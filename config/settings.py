@@ -198,6 +198,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 TRAJLAB_TRACK_FILE_MAX_BYTES = env_int("TRAJLAB_TRACK_FILE_MAX_BYTES", 32 * 1024**2)
 TRAJLAB_TRACK_IMPORT_MAX_TRACKS = env_int("TRAJLAB_TRACK_IMPORT_MAX_TRACKS", 50_000)
 TRAJLAB_TRACK_IMPORT_MAX_BOXES = env_int("TRAJLAB_TRACK_IMPORT_MAX_BOXES", 1_000_000)
+# An import's job stores at most this many duplicate pairs (each a review item); more fail it.
+TRAJLAB_TRACK_IMPORT_MAX_DUPLICATES = env_int("TRAJLAB_TRACK_IMPORT_MAX_DUPLICATES", 20_000)
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

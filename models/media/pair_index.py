@@ -10,10 +10,13 @@ condition that arrays can test for all pairs at once:
    ``frame + 1j * x1`` so that one ``searchsorted`` of ``frame + 1j * x2`` finds every box that
    starts left of a box's right edge on its frame. IoU is summed per pair and divided by the
    pair's shared frames (counted run by run of consecutive frames) to test the mean.
-2. Pairs where one ends before the other starts, at most the horizon (``max_gap_frames``, or
-   ``max_appearance_gap`` when appearance is known) apart: the nearest observations are the end of
-   one and the start of the other, and the gap, endpoint IoU, centre distance and appearance
-   similarity are computed in arrays from those boxes (a sweep over tracks sorted by first frame).
+2. Pairs where one ends before the other starts: the nearest observations are the end of one and
+   the start of the other, and the gap, endpoint IoU, centre distance and appearance similarity are
+   computed in arrays from those boxes. ``adjacent`` needs a gap of at most ``max_gap_frames`` and
+   boxes that overlap or lie within ``max_endpoint_distance`` heights: partners are looked up on a
+   grid of cells as wide as two boxes reach, among the tracks starting within the gap. ``appearance``
+   needs alike descriptors: those pairs are found by multiplying the descriptors in blocks (BLAS),
+   then kept when they lie within ``max_appearance_gap`` frames.
 3. Pairs whose spans interleave without a shared frame (found among the pairs whose spans
    overlap): kept as they are, few in practice.
 
@@ -35,6 +38,7 @@ EPS = 1e-6              # margin on IoU, distance and mean thresholds
 APPEARANCE_EPS = 1e-4   # margin on the cosine of float32 descriptors
 APART_IOU = 0.05        # pair_signals: co-visible tracks below this mean IoU are seen apart
 CHUNK = 1 << 21         # candidate pairs handled at once
+SIMILARITY_BLOCK = 1 << 24   # cosine similarities computed at once (64 MB of float32)
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -69,7 +73,7 @@ class _Tracks:
 
     def __init__(self, frames: list[np.ndarray], boxes: list[np.ndarray], apps: list[np.ndarray | None]):
         self.n = len(frames)
-        lengths = np.array([len(f) for f in frames], np.int64)             # [n]
+        self.lengths = lengths = np.array([len(f) for f in frames], np.int64)   # [n]
         self.offset = np.concatenate([[0], np.cumsum(lengths)[:-1]])      # [n] first observation of each
         self.track = np.repeat(np.arange(self.n), lengths)                 # [N]
         self.frame = np.concatenate([np.asarray(f, np.int64) for f in frames])          # [N]
@@ -114,10 +118,13 @@ class _Tracks:
         return np.where(ok, np.einsum("pd,pd->p", self.app[a], self.app[b]), np.nan)
 
 
-def _intersecting(t: _Tracks) -> tuple[np.ndarray, np.ndarray]:
+def _intersecting(t: _Tracks, s: DuplicateSettings) -> tuple[np.ndarray, np.ndarray]:
     """Pair keys ``a * n + b`` (a < b) of tracks whose boxes intersect on a shared frame, and the
-    sum of their IoU over those frames."""
-    order = np.lexsort((t.box[:, 0], t.frame))                              # by frame, then x1
+    sum of their IoU over those frames; among the tracks that can be co-visible duplicates: with
+    ``min_covisible`` observations (``overlap``) or a descriptor (``appearance``)."""
+    able = (t.lengths >= s.min_covisible) | (t.app_len > 0)                 # [n]
+    obs = np.flatnonzero(able[t.track])                                     # [N'] their observations
+    order = obs[np.lexsort((t.box[obs, 0], t.frame[obs]))]                  # by frame, then x1
     fr, bx, tr = t.frame[order].astype(np.float64), t.box[order], t.track[order]
     keys = fr + 1j * bx[:, 0]                                              # [N] lexicographic: frame, x1
     ends = np.searchsorted(keys, fr + 1j * bx[:, 2], side="left")          # [N] first box starting at or past x2
@@ -140,30 +147,97 @@ def _sorted_by_first(t: _Tracks) -> tuple[np.ndarray, np.ndarray]:
     return order, t.first[order]
 
 
-def _apart_in_time(t: _Tracks, s: DuplicateSettings, horizon: int) -> Iterator[np.ndarray]:
-    """Pair keys of tracks where one ends before the other starts within ``horizon`` frames and the
-    end and start boxes pass the adjacency or appearance thresholds (with margins)."""
-    order, firsts = _sorted_by_first(t)
-    lo = np.searchsorted(firsts, t.last, side="right")                      # [n] starts after k ends
-    hi = np.searchsorted(firsts, t.last + horizon, side="right")           # [n] ... within the horizon
-    end_obs = t.offset + np.bincount(t.track, minlength=t.n) - 1           # [n] last observation of each
-    for k, pos in _ranges(lo, hi):
-        m = order[pos]
-        gap = (t.first[m] - t.last[k]).astype(np.float64)                  # [P] >= 1
-        end, start = t.box[end_obs[k]], t.box[t.offset[m]]                 # [P, 4]
-        _, eiou = _iou(end, start)
-        height = np.maximum.reduce([end[:, 3] - end[:, 1], start[:, 3] - start[:, 1], np.full(len(k), 1e-6)])
-        dist = np.hypot((end[:, 0] + end[:, 2] - start[:, 0] - start[:, 2]) / 2,
-                        (end[:, 1] + end[:, 3] - start[:, 1] - start[:, 3]) / 2) / height
-        adjacent = (gap <= s.max_gap_frames) & ((eiou >= s.min_endpoint_iou - EPS)
-                                                | (dist <= s.max_endpoint_distance + EPS))
-        cos = t.cosine(k, m)
-        with np.errstate(invalid="ignore"):
-            alike = ((gap <= s.max_appearance_gap) & (cos >= s.min_appearance - APPEARANCE_EPS)
-                     & (dist <= 1.0 + s.max_speed * gap + EPS))
-        keep = adjacent | alike
-        a, b = k[keep], m[keep]
-        yield np.minimum(a, b) * t.n + np.maximum(a, b)
+def _reach(t: _Tracks, s: DuplicateSettings) -> np.ndarray | None:
+    """How far (in pixels, along x and along y) each box reaches for an adjacent fragment: the end
+    and start boxes of two fragments pass the adjacency thresholds only if their centres are at
+    most ``reach_a + reach_b`` apart along each axis. Intersecting boxes (IoU above
+    ``min_endpoint_iou`` > 0) lie within half their widths and heights; a centre distance of ``d``
+    box heights (the larger of the two) within ``d`` times the sum of their heights. ``None``: no
+    bound (an endpoint IoU of 0 is enough)."""
+    if s.min_endpoint_iou <= EPS:
+        return None
+    w, h = t.box[:, 2] - t.box[:, 0], t.box[:, 3] - t.box[:, 1]            # [N]
+    return np.maximum(np.maximum(w, h) / 2, (s.max_endpoint_distance + EPS) * np.maximum(h, 1e-6))  # [N]
+
+
+def _end_obs(t: _Tracks) -> np.ndarray:
+    return t.offset + t.lengths - 1                                        # [n] last observation of each
+
+
+def _adjacent_in_time(t: _Tracks, s: DuplicateSettings) -> Iterator[np.ndarray]:
+    """Pair keys of tracks where one ends before the other starts within ``max_gap_frames`` and the
+    end and start boxes pass the adjacency (or appearance) thresholds, with margins.
+
+    Partners are looked up on a grid of cells at least twice the largest reach (:func:`_reach`)
+    wide: a track's end box is compared with the start boxes in its cell and the 8 around it that
+    start within the gap (tracks sorted by (cell, first frame), two binary searches per cell)."""
+    horizon = s.max_gap_frames
+    end_obs = _end_obs(t)
+    end, start = t.box[end_obs], t.box[t.offset]                           # [n, 4]
+    reach = _reach(t, s)
+    centre = np.concatenate([(end[:, :2] + end[:, 2:]) / 2, (start[:, :2] + start[:, 2:]) / 2])  # [2n, 2]
+    lo_xy = centre.min(axis=0)
+    span = float((centre.max(axis=0) - lo_xy).max()) + 1.0
+    cell = span if reach is None else min(span, max(2.0 * float(np.concatenate([reach[end_obs], reach[t.offset]]).max()),
+                                                     span / 1024, 1e-6))
+    cells = int(span // cell) + 1                                          # per axis, at most 1025
+    cx = ((centre[:, 0] - lo_xy[0]) // cell).astype(np.int64)
+    cy = ((centre[:, 1] - lo_xy[1]) // cell).astype(np.int64)
+    end_cx, end_cy, start_cell = cx[:t.n], cy[:t.n], cy[t.n:] * cells + cx[t.n:]
+    frames = int(t.last.max() - t.first.min()) + horizon + 2
+    key = start_cell * frames + (t.first - t.first.min())                  # [n] by cell, then first frame
+    order = np.argsort(key, kind="stable")
+    keys = key[order]
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            nx, ny = end_cx + dx, end_cy + dy
+            inside = (nx >= 0) & (nx < cells) & (ny >= 0) & (ny < cells)
+            base = (ny * cells + nx) * frames - t.first.min()
+            lo = np.where(inside, np.searchsorted(keys, base + t.last, side="right"), 0)       # starts after k ends
+            hi = np.where(inside, np.searchsorted(keys, base + t.last + horizon, side="right"), 0)
+            for k, pos in _ranges(lo, hi):
+                yield _passing(t, s, k, order[pos], end_obs)
+
+
+def _alike_in_time(t: _Tracks, s: DuplicateSettings) -> Iterator[np.ndarray]:
+    """Pair keys of tracks with alike appearance (cosine at least ``min_appearance``, less a margin)
+    where one ends before the other starts within ``max_appearance_gap`` and the end and start boxes
+    pass the thresholds. Appearance may link fragments far apart in the frame, so the alike pairs
+    are found first, by multiplying the descriptors in blocks (BLAS), per descriptor length."""
+    end_obs = _end_obs(t)
+    for dim in np.unique(t.app_len[t.app_len > 0]):
+        idx = np.flatnonzero(t.app_len == dim)                             # [m] tracks with such descriptors
+        a = t.app[idx, :dim].astype(np.float32)                            # [m, D]
+        rows = max(1, SIMILARITY_BLOCK // len(idx))
+        for top in range(0, len(idx), rows):
+            sim = a[top:top + rows] @ a.T                                  # [rows, m]
+            r, c = np.nonzero(sim >= s.min_appearance - APPEARANCE_EPS)
+            once = top + r < c
+            p, q = idx[top + r[once]], idx[c[once]]
+            k = np.where(t.last[p] < t.first[q], p, q)                     # the one that ends first
+            m = np.where(k == p, q, p)
+            apart = (t.last[k] < t.first[m]) & (t.first[m] - t.last[k] <= s.max_appearance_gap)
+            yield _passing(t, s, k[apart], m[apart], end_obs)
+
+
+def _passing(t: _Tracks, s: DuplicateSettings, k: np.ndarray, m: np.ndarray, end_obs: np.ndarray) -> np.ndarray:
+    """Pair keys of the pairs (``k`` ends before ``m`` starts) whose end and start boxes pass the
+    adjacency or appearance thresholds, computed as ``pair_signals`` computes them (with margins)."""
+    gap = (t.first[m] - t.last[k]).astype(np.float64)                      # [P] >= 1
+    end, start = t.box[end_obs[k]], t.box[t.offset[m]]                     # [P, 4]
+    _, eiou = _iou(end, start)
+    height = np.maximum.reduce([end[:, 3] - end[:, 1], start[:, 3] - start[:, 1], np.full(len(k), 1e-6)])
+    dist = np.hypot((end[:, 0] + end[:, 2] - start[:, 0] - start[:, 2]) / 2,
+                    (end[:, 1] + end[:, 3] - start[:, 1] - start[:, 3]) / 2) / height
+    adjacent = (gap <= s.max_gap_frames) & ((eiou >= s.min_endpoint_iou - EPS)
+                                            | (dist <= s.max_endpoint_distance + EPS))
+    cos = t.cosine(k, m)
+    with np.errstate(invalid="ignore"):
+        alike = ((gap <= s.max_appearance_gap) & (cos >= s.min_appearance - APPEARANCE_EPS)
+                 & (dist <= 1.0 + s.max_speed * gap + EPS))
+    keep = adjacent | alike
+    a, b = k[keep], m[keep]
+    return np.minimum(a, b) * t.n + np.maximum(a, b)
 
 
 def _spans_overlapping(t: _Tracks, s: DuplicateSettings) -> Iterator[np.ndarray]:
@@ -189,7 +263,7 @@ def candidate_pairs(frames: list[np.ndarray], boxes: list[np.ndarray], apps: lis
         return []
     t = _Tracks(frames, boxes, apps)
     found: list[np.ndarray] = []
-    keys, sums = _intersecting(t)
+    keys, sums = _intersecting(t, settings)
     if len(keys):
         a, b = keys // t.n, keys % t.n
         shared = t.shared(a, b)
@@ -199,10 +273,8 @@ def candidate_pairs(frames: list[np.ndarray], boxes: list[np.ndarray], apps: lis
             keep = (((shared >= settings.min_covisible) & (mean >= settings.min_mean_iou - EPS))
                     | ((mean >= APART_IOU - EPS) & (cos >= settings.min_appearance - APPEARANCE_EPS)))
         found.append(keys[keep])
-    horizon = settings.max_gap_frames
-    if (t.app_len > 0).any():
-        horizon = max(horizon, settings.max_appearance_gap)
-    found.extend(_apart_in_time(t, settings, horizon))
+    found.extend(_adjacent_in_time(t, settings))
+    found.extend(_alike_in_time(t, settings))
     found.extend(_spans_overlapping(t, settings))
     keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
     return list(zip((keys // t.n).tolist(), (keys % t.n).tolist()))

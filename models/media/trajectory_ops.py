@@ -263,23 +263,38 @@ def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettin
     return sig
 
 
+class TooManyPairs(ValueError):
+    """More duplicate pairs than the caller stores (``limit``)."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"more than {limit} duplicate pairs")
+        self.limit = limit
+
+
 def propose_duplicate_pairs(tracks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]],
-                            settings: DuplicateSettings = DuplicateSettings()) -> list[PairSignals]:
+                            settings: DuplicateSettings = DuplicateSettings(), *, max_pairs: int | None = None,
+                            progress=None) -> list[PairSignals]:
     """All pairs ``(id_a < id_b)`` with at least one reason. ``tracks``: (id, frames, boxes, appearance).
 
     The pairs that can have a reason are found in arrays (``models.media.pair_index``: boxes that
     intersect on a shared frame, ends and starts within the horizon, interleaved fragments), and
     only those are compared by :func:`pair_signals`; the result is the pairwise comparison's
     (:func:`propose_duplicate_pairs_pairwise`, the tests' oracle and the benchmark's baseline).
+    ``max_pairs``: :class:`TooManyPairs` as soon as more pairs than that are found.
+    ``progress(fraction)`` is told as the candidates are compared.
     """
     pairs = candidate_pairs([t[1] for t in tracks], [t[2] for t in tracks], [t[3] for t in tracks], settings)
     out = []
-    for i, j in pairs:
+    for n, (i, j) in enumerate(pairs):
         first, second = (tracks[i], tracks[j]) if tracks[i][0] < tracks[j][0] else (tracks[j], tracks[i])
         sig = pair_signals(first[1], first[2], second[1], second[2], first[3], second[3], settings,
                            a=first[0], b=second[0])
         if sig.reasons:
             out.append(sig)
+            if max_pairs is not None and len(out) > max_pairs:
+                raise TooManyPairs(max_pairs)
+        if progress is not None and n % 4096 == 0:
+            progress(n / len(pairs))
     return sorted(out, key=lambda p: (p.a, p.b))
 
 

@@ -266,3 +266,16 @@ def test_appearance_of_many_tracks_reads_each_frame_once_and_equals_one_by_one()
     assert reads == sorted(set(reads))                               # in order, each frame once
     for (frames, boxes), vec in zip(tracks, batched):
         np.testing.assert_array_equal(vec, trajectory_appearance(images.__getitem__, frames, boxes))
+
+
+def test_the_index_finds_adjacent_wide_boxes_whose_centres_lie_far_apart():
+    """Wide, flat boxes overlap with IoU 0.053 while their centres lie 90 px (9 heights) apart: the
+    index's grid must reach as far as the widest box."""
+    frames_a, frames_b = np.arange(0, 5), np.arange(6, 11)
+    wide_a = np.tile([9.0, 100.0, 109.0, 110.0], (5, 1))                  # ends centred at x 59
+    wide_b = np.tile([99.0, 100.0, 199.0, 110.0], (5, 1))                 # starts centred at x 149
+    small = (np.arange(50, 56), np.tile([5.0, 300.0, 15.0, 320.0], (6, 1)))
+    tracks = [(1, frames_a, wide_a, None), (2, frames_b, wide_b, None), (3, *small, None)]
+    (pair,) = propose_duplicate_pairs(tracks)
+    assert (pair.a, pair.b, pair.reasons, pair.gap_frames) == (1, 2, ["adjacent"], 2)
+    assert pair.endpoint_iou == pytest.approx(100 / 1900)

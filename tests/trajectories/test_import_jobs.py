@@ -28,7 +28,7 @@ from trajectories.models import (
     Trajectory,
     Video,
 )
-from trajectories.services import proposals
+from trajectories.services import imports
 from trajectories.services.imports import track_import, track_import_create, track_import_execute
 
 ROWS = ("track_id,frame,x1,y1,x2,y2\n" + "".join(f"1,{f},{10 + f},20,{50 + f},100\n" for f in range(10))
@@ -62,7 +62,7 @@ def test_the_job_finds_duplicates_holding_no_lock_and_stores_them_at_once(transa
     assert result.created and run.status == "queued" and run.job.kind == "track_import" and run.job.queue == "cpu"
     assert sent == [("trajectories.tasks.proposal_run_task", [run.pk], "cpu")]
     assert not Trajectory.objects.exists() and TrackImport.objects.get().data == ROWS
-    real, seen = proposals.propose_duplicate_pairs, []
+    real, seen = imports.propose_duplicate_pairs, []
 
     def propose(*args, **kwargs):
         # while the pairs are computed, every other request can lock the rows the import touches
@@ -71,7 +71,7 @@ def test_the_job_finds_duplicates_holding_no_lock_and_stores_them_at_once(transa
         seen.append(Trajectory.objects.count())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(proposals, "propose_duplicate_pairs", propose)
+    monkeypatch.setattr(imports, "propose_duplicate_pairs", propose)
     assert tasks.proposal_run_task(run.pk)["status"] == "succeeded"       # the worker's entry point
     run.refresh_from_db()
     assert seen == [0] and run.status == "succeeded" and run.trajectory_count == 2 and run.duplicate_count == 1
@@ -100,6 +100,20 @@ def test_a_failed_job_keeps_no_trajectory_and_is_queued_again(db, media_root, se
     assert run.status == "queued" and run.retries == 1 and run.job.kind == "track_import"
     assert tasks.proposal_run_task(run.pk)["trajectories"] == 2
     assert ProposalRun.objects.get().status == "succeeded"
+
+
+def test_more_duplicate_pairs_than_an_import_stores_fail_its_job_and_tubes_store_none(db, media_root, settings):
+    settings.TRAJLAB_TRACK_IMPORT_MAX_DUPLICATES = 0
+    video = video_factory(split="train", frame_count=12)
+    run = track_import_create(video=video, data=ROWS, file_name="t.csv", fmt="csv", source="lab", queue=False).run
+    run = track_import_execute(run_id=run.pk)
+    assert run.status == "failed" and "make more than 0 duplicate pairs" in run.error
+    assert not Trajectory.objects.exists()
+    # annotated tubes are supervision: their overlaps are no duplicates to review
+    tubes = track_import_create(video=video, data=ROWS, file_name="t.csv", fmt="csv", source="lab", purpose="tubes",
+                                queue=False).run
+    tubes = track_import_execute(run_id=tubes.pk)
+    assert tubes.status == "succeeded" and tubes.trajectory_count == 2 and tubes.duplicate_count == 0
 
 
 def test_an_import_here_that_fails_keeps_nothing(db, media_root, monkeypatch):

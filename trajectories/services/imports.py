@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
@@ -42,7 +43,11 @@ from common.jobs.services import job_create
 from common.models import Job
 from common.text import checked_text
 from models.backends.tracking.base import TrackProposal
-from models.media.trajectory_ops import trajectories_appearance
+from models.media.trajectory_ops import (
+    TooManyPairs,
+    propose_duplicate_pairs,
+    trajectories_appearance,
+)
 from models.media.video import FrameReader, VideoError
 from trajectories.models import ProposalConfig, ProposalRun, TrackImport, Video
 from trajectories.services.proposals import _is_stale, _lock_split_group, trajectories_store
@@ -64,9 +69,9 @@ def _config_for(*, fmt: str, purpose: str, file_sha256: str, options: dict, cate
                 created_by) -> ProposalConfig:
     """The configuration of an import: backend ``imported``, identified by the file's hash and the
     reading options (so the same file read the same way is one configuration)."""
-    settings = {"format": fmt, "purpose": purpose, "file_sha256": file_sha256, "options": options,
-                "reader": IMPORT_VERSION}
-    config_hash = hashlib.sha256(json.dumps({"backend": "imported", **settings}, sort_keys=True).encode()).hexdigest()
+    reading = {"format": fmt, "purpose": purpose, "file_sha256": file_sha256, "options": options,
+               "reader": IMPORT_VERSION}
+    config_hash = hashlib.sha256(json.dumps({"backend": "imported", **reading}, sort_keys=True).encode()).hexdigest()
     existing = ProposalConfig.objects.filter(config_hash=config_hash).first()
     if existing is not None:
         return existing
@@ -74,7 +79,7 @@ def _config_for(*, fmt: str, purpose: str, file_sha256: str, options: dict, cate
     version = (ProposalConfig.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     return ProposalConfig.objects.create(
         name=name, version=version, backend=ProposalConfig.Backend.IMPORTED, categories=categories,
-        tracker_settings=settings, software={"trajlab-tracks-io": IMPORT_VERSION}, config_hash=config_hash,
+        tracker_settings=reading, software={"trajlab-tracks-io": IMPORT_VERSION}, config_hash=config_hash,
         created_by=created_by)
 
 
@@ -189,6 +194,21 @@ def _appearances(video: Video, proposals: list[TrackProposal], progress) -> list
         reader.close()
 
 
+def _duplicate_pairs(proposals: list[TrackProposal], appearances: list[np.ndarray] | None, progress) -> list:
+    """The duplicate pairs among the proposals (on their indices, as ``trajectories_store`` takes
+    them), at most ``TRAJLAB_TRACK_IMPORT_MAX_DUPLICATES``: more fail the job (``too_many_duplicates``)."""
+    limit = settings.TRAJLAB_TRACK_IMPORT_MAX_DUPLICATES
+    try:
+        return propose_duplicate_pairs([(i, p.frames, p.boxes, appearances[i] if appearances is not None else None)
+                                        for i, p in enumerate(proposals)], max_pairs=limit, progress=progress)
+    except TooManyPairs:
+        raise ApplicationError(
+            f"the file's {len(proposals)} tracks make more than {limit} duplicate pairs (tracks that overlap, or end "
+            "where another starts): too many to review. Check that the file belongs to the video, import it as "
+            "annotated tubes, or ask the operator to raise TRAJLAB_TRACK_IMPORT_MAX_DUPLICATES",
+            code="too_many_duplicates", extra={"limit": limit}) from None
+
+
 def _track_import_body(run: ProposalRun, reporter) -> RunOutcome:
     run = ProposalRun.objects.select_related("video").get(pk=run.pk)
     record = TrackImport.objects.get(run=run)
@@ -198,11 +218,12 @@ def _track_import_body(run: ProposalRun, reporter) -> RunOutcome:
     proposals = [TrackProposal(track_id=t.track_id, category=t.category, frames=t.frames, boxes=t.boxes,
                                scores=t.scores) for t in checked.parsed.tracks]
     reporter(0.05, f"{len(proposals)} tracks read from {record.file_name}")
-    appearances = None
+    appearances, pairs = None, []          # annotated tubes are supervision: no duplicate review among them
     if record.purpose == TrackImport.Purpose.PROPOSALS:
-        appearances = _appearances(video, proposals, lambda f: reporter(0.05 + 0.6 * f, "appearance descriptors"))
-    reporter(0.7, "finding duplicate pairs and storing the trajectories")
-    n_dups = trajectories_store(run=run, proposals=proposals, appearances=appearances)
+        appearances = _appearances(video, proposals, lambda f: reporter(0.05 + 0.5 * f, "appearance descriptors"))
+        pairs = _duplicate_pairs(proposals, appearances, lambda f: reporter(0.55 + 0.3 * f, "duplicate pairs"))
+    reporter(0.85, f"storing {len(proposals)} trajectories and {len(pairs)} duplicate pairs")
+    n_dups = trajectories_store(run=run, proposals=proposals, appearances=appearances, pairs=pairs)
     TrackImport.objects.filter(pk=record.pk).update(data=b"")
     run.refresh_from_db()
     return RunOutcome(result={"trajectories": run.trajectory_count, "duplicate_candidates": n_dups},

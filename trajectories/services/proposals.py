@@ -262,10 +262,11 @@ def _fail(run: ProposalRun, message: str) -> None:
 
 
 def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
-                       appearances: list[np.ndarray] | None = None) -> int:
+                       appearances: list[np.ndarray] | None = None, pairs: list | None = None) -> int:
     """Validate every proposal, then write all trajectories, the duplicate candidates and the run's
     status in one transaction; returns the number of duplicate candidates. Locks the run row, so
-    two deliveries of one run cannot both store.
+    two deliveries of one run cannot both store. ``pairs``: the duplicate pairs, found beforehand
+    on the proposals' indices (an import bounds them); by default they are found here.
 
     Any invalid observation (NaN, a box outside the frame, an unordered frame index) refuses the
     whole set with ``ApplicationError(code="invalid_observations")`` and writes nothing.
@@ -284,8 +285,9 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
         raise ApplicationError(f"{len(errors)} trajectories have invalid observations: {errors[0]}",
                                code="invalid_observations", extra={"errors": errors[:50]})
     # Pairs are found before the transaction (it is pure computation) and stored inside it.
-    pairs = propose_duplicate_pairs([(i, p.frames, p.boxes, appearances[i] if appearances is not None else None)
-                                     for i, p in enumerate(proposals)])
+    if pairs is None:
+        pairs = propose_duplicate_pairs([(i, p.frames, p.boxes, appearances[i] if appearances is not None else None)
+                                         for i, p in enumerate(proposals)])
     rows = []
     for i, p in enumerate(proposals):
         q = quality_signals(p.frames, p.boxes, p.scores)
