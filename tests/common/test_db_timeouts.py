@@ -87,3 +87,23 @@ def test_the_busy_errors_of_both_databases_are_recognised():
     lock.__cause__ = Cause()
     assert is_busy(lock) and is_busy(OperationalError("database is locked"))
     assert not is_busy(OperationalError("no such table: x")) and not is_busy(ValueError("database is locked"))
+
+
+def test_a_web_request_on_sqlite_waits_for_the_write_lock_the_web_bound(settings):
+    """SQLite has no statement timeout: the bound is its wait for the write lock (busy_timeout),
+    which the settings set to 30 s for every connection and a request lowers for its own."""
+    import sqlite3
+
+    from common.db_timeouts import _bound
+
+    class Wrapper:                                   # what the middleware reads of Django's wrapper
+        vendor = "sqlite"
+
+        def __init__(self):
+            self.connection = sqlite3.connect(":memory:", timeout=30)
+
+    settings.TRAJLAB_WEB_LOCK_TIMEOUT_MS = 1500
+    wrapper = Wrapper()
+    assert wrapper.connection.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
+    _bound(wrapper)
+    assert wrapper.connection.execute("PRAGMA busy_timeout").fetchone()[0] == 1500

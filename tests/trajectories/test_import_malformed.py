@@ -101,3 +101,13 @@ def test_seqinfo_interpolation_is_read_as_written(db, media_root, manager_client
     response = _post(manager_client, video, "mot", GT, seqinfo)
     assert response.status_code == 202, response.json()
     assert TrackImport.objects.get().counts["rows"] == 1
+
+
+def test_captions_stored_before_text_was_checked_are_repaired():
+    """SQLite kept the JSON escape ``"\\ud800"`` of a caption, and every list of imports failed to
+    render it since: the migration replaces a lone surrogate with U+FFFD and drops a NUL."""
+    import importlib
+
+    migration = importlib.import_module("trajectories.migrations.0008_track_import_file_and_fit")
+    assert migration._repaired("a man \ud800 walks\x00") == "a man \ufffd walks"
+    assert migration._repaired("a man 🚶 walks") == "a man 🚶 walks"
