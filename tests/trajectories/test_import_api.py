@@ -114,3 +114,29 @@ def test_tube_captions_are_proposed_through_the_api(db, media_root, manager_clie
         "a person walks right"
     assert manager_client.post("/api/tube-match-reports/999/captions/", {"pool": pool.pk},
                                format="json").status_code == 404
+
+
+def test_files_over_the_limits_are_413_and_400_and_store_nothing(db, media_root, manager_client, settings):
+    """Issue 27, finding 2: uploads and their tracks and boxes are bounded, with answers that say so."""
+    video = video_factory(split="train", frame_count=12)
+    settings.TRAJLAB_TRACK_FILE_MAX_BYTES = len(ROWS) - 1
+    response = _upload(manager_client, video, ROWS)
+    assert response.status_code == 413 and response.json()["code"] == "too_large"
+    assert response.json()["extra"]["limit_bytes"] == len(ROWS) - 1
+    check = manager_client.post("/api/track-imports/check/", {
+        "file": SimpleUploadedFile("t.csv", ROWS.encode()), "video": video.pk, "format": "csv"}, format="multipart")
+    assert check.status_code == 413
+    # a body that says it is larger than a file and its form is refused before it is read
+    settings.TRAJLAB_TRACK_FILE_MAX_BYTES = 10
+    big = manager_client.post("/api/track-imports/", data=b"x" * 10, content_type="multipart/form-data; boundary=b",
+                              CONTENT_LENGTH=str(2 * 1024 * 1024))
+    assert big.status_code == 413
+    settings.TRAJLAB_TRACK_FILE_MAX_BYTES = 1024 * 1024
+    settings.TRAJLAB_TRACK_IMPORT_MAX_BOXES = 9
+    response = _upload(manager_client, video, ROWS)
+    assert response.status_code == 400 and response.json()["code"] == "too_many_boxes"
+    assert response.json()["extra"] == {"limit": 9, "count": 10, "setting": "TRAJLAB_TRACK_IMPORT_MAX_BOXES",
+                                        "file": "tracks.csv"}
+    settings.TRAJLAB_TRACK_IMPORT_MAX_TRACKS = 0
+    assert _upload(manager_client, video, ROWS).json()["code"] == "too_many_tracks"
+    assert not ProposalRun.objects.exists() and not TrackImport.objects.exists()
