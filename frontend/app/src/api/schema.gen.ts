@@ -1832,7 +1832,7 @@ export interface components {
         AlignmentReportListInputRequest: {
             /** @description a sealed relation snapshot (its verified matches pair trajectories with queries) */
             snapshot: number;
-            /** @description {name: TextEncoderConfig}, e.g. {"minilm": {}, "clip": {"kind": "clip", "path": "/models/clip"}}: the candidate frozen text targets */
+            /** @description {name: TextEncoderConfig}, e.g. {"minilm": {}, "clip": {"kind": "clip", "path": "lab-clip"}}: the candidate frozen text targets; a model folder is named by a folder entry the operator registered (GET /api/backends/), never by a path */
             text_encoders: unknown;
             /**
              * @description neighbours of mutual k-NN
