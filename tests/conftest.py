@@ -129,3 +129,14 @@ def sam3_tiny_checkpoint(tmp_path_factory):
 
     with tiny_sam3_architecture():
         return build_tiny_sam3(tmp_path_factory.mktemp("sam3_tiny"))
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Tasks handed to the broker, as ``(name, args, queue)``; nothing is queued for real."""
+    from celery import current_app
+
+    out = []
+    monkeypatch.setattr(current_app, "send_task",
+                        lambda name, args=None, queue=None, **kw: out.append((name, args, queue)))
+    return out

@@ -28,7 +28,6 @@ from annotation.benchmark.services.snapshots import relation_snapshot_create
 from annotation.models import MiningRun, Release
 from annotation.releases.services.audits import audit_create
 from annotation.releases.services.releases import release_create
-from common.jobs import runs as runs_module
 from common.models import Job
 from tests.annotation.test_releases import build_rendered_benchmark
 from workers.models import TrainingRun
@@ -42,14 +41,6 @@ def train_benchmark(transactional_db, media_root, tmp_path, settings):
     settings.VAR_DIR = tmp_path / "var"
     return build_rendered_benchmark(tmp_path, ["train", "train"], accuracy=0.9)
 
-
-@pytest.fixture
-def sent(monkeypatch):
-    """Tasks handed to the broker: (name, args, queue); nothing is queued for real."""
-    out = []
-    monkeypatch.setattr(runs_module.current_app, "send_task",
-                        lambda name, args=None, queue=None, **kw: out.append((name, args, queue)))
-    return out
 
 
 def _publish_form(page, name: str, version: str) -> None:

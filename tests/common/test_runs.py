@@ -76,14 +76,6 @@ KINDS = {
 }
 
 
-@pytest.fixture
-def sent(monkeypatch):
-    """Tasks the retry service hands to Celery: (name, args, queue)."""
-    out = []
-    monkeypatch.setattr(runs_module.current_app, "send_task",
-                        lambda name, args=None, queue=None, **kw: out.append((name, args, queue)))
-    return out
-
 
 def make_run(kind: str, status: str = RunStatus.QUEUED):
     factory, job_kind, _ = KINDS[kind]

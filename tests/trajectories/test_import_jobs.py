@@ -12,7 +12,6 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from common.errors import ApplicationError
-from common.jobs import runs as runs_module
 from common.models import Job
 from models.tracks_io.mot import format_mot, format_seqinfo
 from models.tracks_io.records import ImportedTrack
@@ -34,14 +33,6 @@ from trajectories.services.imports import track_import, track_import_create, tra
 ROWS = ("track_id,frame,x1,y1,x2,y2\n" + "".join(f"1,{f},{10 + f},20,{50 + f},100\n" for f in range(10))
         + "".join(f"2,{f},{12 + f},21,{52 + f},101\n" for f in range(10))).encode()
 
-
-@pytest.fixture
-def sent(monkeypatch):
-    """Tasks handed to the broker: (name, args, queue); nothing is queued for real."""
-    out = []
-    monkeypatch.setattr(runs_module.current_app, "send_task",
-                        lambda name, args=None, queue=None, **kw: out.append((name, args, queue)))
-    return out
 
 
 def _nowait_locks(*tables_and_ids) -> None:
