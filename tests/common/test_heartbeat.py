@@ -17,7 +17,7 @@ from common.jobs.runs import RunOutcome, run_execute
 from common.jobs.services import JobAbandoned, JobReporter, job_create, job_start
 from common.jobs.sweep import jobs_sweep
 from common.models import Job, RunStatus
-from tests.common.test_runs import KINDS, make_run, sent  # noqa: F401 (fixture, reused)
+from tests.common.test_runs import KINDS, make_run
 from trajectories.services import ingestion
 
 
@@ -33,7 +33,7 @@ def _running(kind: str, *, silent_for: float):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", sorted(KINDS))  # every run kind (tests/common/test_runs.py checks the list)
-def test_a_lapsed_run_is_failed_by_the_sweep_and_can_be_retried(kind, manager_client, sent,  # noqa: F811
+def test_a_lapsed_run_is_failed_by_the_sweep_and_can_be_retried(kind, manager_client, sent,
                                                                  django_capture_on_commit_callbacks):
     timeout = job_timeout(KINDS[kind][1])
     lapsed = _running(kind, silent_for=timeout + 5)
@@ -75,7 +75,7 @@ def test_a_lapsed_job_without_a_run_is_failed_and_a_live_one_kept():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", ["proposalrun", "trainingrun"])
-def test_a_cancel_of_a_run_whose_worker_is_gone_takes_effect(kind, manager_client, sent,  # noqa: F811
+def test_a_cancel_of_a_run_whose_worker_is_gone_takes_effect(kind, manager_client, sent,
                                                               django_capture_on_commit_callbacks):
     timeout = job_timeout(KINDS[kind][1])
     stranded = _running(kind, silent_for=timeout + 60)

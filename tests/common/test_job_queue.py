@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from common.jobs.services import job_create, job_start
 from common.models import RunStatus
-from tests.common.test_runs import KINDS, make_run, sent  # noqa: F401 (fixture, reused)
+from tests.common.test_runs import KINDS, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ def test_queue_positions_count_the_queued_jobs_ahead_on_the_same_queue(manager_c
     assert manager_client.get(f"/api/jobs/{third.pk}/").json()["queue_position"] == 2
 
 
-def test_each_job_names_its_run_whatever_its_kind(manager_client, sent, django_capture_on_commit_callbacks):  # noqa: F811
+def test_each_job_names_its_run_whatever_its_kind(manager_client, sent, django_capture_on_commit_callbacks):
     made = {kind: make_run(kind, RunStatus.FAILED if i % 2 else RunStatus.QUEUED) for i, kind in enumerate(KINDS)}
     bare = job_create(kind="video_import")
     with CaptureQueriesContext(connection) as queries:
