@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
 from django.db.backends.signals import connection_created
 from django.http import HttpResponse, JsonResponse
+from psycopg.pq import TransactionStatus
 
 logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 2
@@ -33,7 +34,11 @@ _request = threading.local()
 
 
 def _bound(wrapper) -> None:
-    """Set the web bounds on ``wrapper``'s open connection, once per driver connection."""
+    """Set the web bounds on ``wrapper``'s open connection, once per driver connection.
+
+    A ``SET`` inside a transaction is undone when the transaction rolls back, so bounds set there
+    apply to that transaction and are set again by the next request; only bounds set outside a
+    transaction are remembered."""
     raw = wrapper.connection
     if raw is None or getattr(wrapper, "_trajlab_web_bounds", None) is raw:
         return
@@ -42,6 +47,8 @@ def _bound(wrapper) -> None:
     try:
         if wrapper.vendor == "postgresql":
             raw.execute(f"SET lock_timeout = {lock_ms}; SET statement_timeout = {statement_ms}")
+            if raw.info.transaction_status != TransactionStatus.IDLE:
+                return
         elif wrapper.vendor == "sqlite" and lock_ms:
             # 0 would mean "never wait" to SQLite: unbounded is the settings' own busy timeout.
             raw.execute(f"PRAGMA busy_timeout = {lock_ms}")

@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 
 from common.db_timeouts import is_busy
 from tests.trajectories.factories import video_factory
@@ -107,3 +107,18 @@ def test_a_web_request_on_sqlite_waits_for_the_write_lock_the_web_bound(settings
     assert wrapper.connection.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
     _bound(wrapper)
     assert wrapper.connection.execute("PRAGMA busy_timeout").fetchone()[0] == 1500
+
+
+def test_bounds_set_inside_a_transaction_that_rolls_back_are_set_again(transactional_db, manager_client,
+                                                                       unbound_afterwards):
+    """``SET`` is undone by the rollback of the transaction it ran in: a connection first bound inside
+    a transaction is bound again by the next request instead of keeping no bounds for its life."""
+    connection.close()
+    connection.ensure_connection()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        assert manager_client.get("/api/track-imports/").status_code == 200
+        assert _setting("lock_timeout") == "10s"
+        raise RuntimeError("roll back")
+    assert _setting("lock_timeout") == "0"                                   # the rollback undid it
+    assert manager_client.get("/api/track-imports/").status_code == 200
+    assert _setting("lock_timeout") == "10s" and _setting("statement_timeout") == "30s"
