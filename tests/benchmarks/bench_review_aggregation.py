@@ -3,19 +3,21 @@
 Stores N votes (100,000 by default, 1,000,000 with ``TRAJLAB_BENCH_FULL=1``) on ~N/3 usability
 items in PostgreSQL with COPY, then times in the same run:
 
-- bulk: ``decisions_audit`` (grouped counts in the database, the rule vectorised) and
-  ``agreement_stats`` (one column query, vectorised statistics);
-- item by item: all votes read in order, grouped per item in Python, ``decide`` per item, and
-  ``per_item_loop_report`` for the statistics.
+- bulk: ``decisions_audit`` and ``agreement_stats`` (the items and their votes read as integer
+  arrays through ``COPY``, counted with ``bincount``, the rule and the statistics vectorised), and
+  the manager's agreement page (``GET /api/review/agreement/``) that serves the latter;
+- item by item: all votes read in order through the ORM, grouped per item in Python, ``decide``
+  per item, and ``per_item_loop_report`` over the vote columns read one ORM row per vote.
 
 Both must agree, and the stored states must match the rule. Figures go to
-``var/bench/review_aggregation.json``.
+``var/bench/review_aggregation.json``, with the peak resident memory of each way and the bulk
+time per million votes.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
+import resource
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -24,13 +26,16 @@ import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import Case, FloatField, IntegerField, Value, When
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
-from annotation.curation.services.agreement import agreement_stats, decisions_audit, vote_columns
+from annotation.curation.services.agreement import agreement_stats, decisions_audit
 from annotation.curation.stages import usability
 from annotation.models import Vote, WorkItem
 from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide, decide_counts
 from models.curation.agreement import per_item_loop_report
+from tests.benchmarks.fill import copy_rows, next_id
 from tests.trajectories.factories import run_factory
 
 FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
@@ -39,40 +44,23 @@ N_RATERS = 200
 OUT = Path(__file__).resolve().parents[2] / "var" / "bench" / "review_aggregation.json"
 
 
-def _copy(table: str, columns: list[str], rows) -> None:
-    buffer = io.StringIO()
-    for row in rows:
-        buffer.write("\t".join("\\N" if v is None else str(v) for v in row) + "\n")
-    buffer.seek(0)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-            while chunk := buffer.read(1 << 20):
-                copy.write(chunk)
-
-
-def _next_id(table: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}")
-        return cursor.fetchone()[0]
-
-
 def _populate(rng) -> dict:
     users = get_user_model().objects.bulk_create(
         [get_user_model()(username=f"bench-rater-{i}", password="!") for i in range(N_RATERS)])
     raters = np.array([u.pk for u in users])
     run = run_factory()
     n_items = N_VOTES // 3
-    now = timezone.now().isoformat()
-    packed_frames = "\\\\x" + np.zeros(1, "<i4").tobytes().hex()
-    packed_boxes = "\\\\x" + np.array([[0, 0, 10, 10]], "<f4").tobytes().hex()
-    packed_scores = "\\\\x" + np.ones(1, "<f4").tobytes().hex()
-    first_traj = _next_id("trajectories_trajectory")
-    _copy("trajectories_trajectory",
+    now = timezone.now()
+    packed_frames = np.zeros(1, "<i4").tobytes()
+    packed_boxes = np.array([[0, 0, 10, 10]], "<f4").tobytes()
+    packed_scores = np.ones(1, "<f4").tobytes()
+    first_traj = next_id("trajectories_trajectory")
+    copy_rows("trajectories_trajectory",
           ["id", "run_id", "video_id", "track_id", "category", "n_obs", "first_frame", "last_frame", "frames", "boxes",
            "scores", "appearance", "temporal_coverage", "longest_run", "median_area", "abrupt_changes", "mean_score",
            "created_at"],
           ((first_traj + i, run.pk, run.video_id, i + 1, "person", 1, 0, 0, packed_frames, packed_boxes, packed_scores,
-            "\\\\x", 1.0, 1, 100.0, 0, 1.0, now) for i in range(n_items)))
+            b"", 1.0, 1, 100.0, 0, 1.0, now) for i in range(n_items)))
     # votes: three distinct panel raters per item, labels from rater accuracy; 1% of items pending
     truth = rng.integers(0, 2, n_items)                                            # usable / unusable
     panel_raters = np.stack([rng.choice(N_RATERS - 10, 3, replace=False) for _ in range(n_items)])
@@ -94,8 +82,8 @@ def _populate(rng) -> dict:
     state = np.where(final >= 0, "decided", np.where(final == PENDING_CODE, "open",
                      np.where(final == ADJUDICATE_CODE, "adjudicate", "unresolved")))
     decision = np.where(final >= 0, label_names[np.clip(final, 0, 2)], "")
-    first_item = _next_id("annotation_workitem")
-    _copy("annotation_workitem",
+    first_item = next_id("annotation_workitem")
+    copy_rows("annotation_workitem",
           ["id", "stage", "video_id", "trajectory_id", "panel_size", "required_votes", "state", "decision", "created_at",
            "prelabels", "disputed"],
           ((first_item + i, "usability", run.video_id, first_traj + i, 3, 2, state[i], decision[i], now, "{}", "[]")
@@ -112,13 +100,26 @@ def _populate(rng) -> dict:
                 yield (first_item + i, adjudicators[i % 10], label_names[adj_label[i]], "[]", "bench", seconds[i, 3],
                        "t", now, "{}")
 
-    _copy("annotation_vote",
+    copy_rows("annotation_vote",
           ["item_id", "annotator_id", "label", "reasons", "comment", "time_spent_ms", "is_adjudication", "created_at",
            "payload"],
           votes())
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE annotation_vote; ANALYZE annotation_workitem")
     return {"items": n_items, "votes": Vote.objects.count()}
+
+
+def _orm_columns() -> dict[str, np.ndarray]:
+    """The usability votes as columns read the obvious way: one ORM row per vote, in vote order."""
+    labels = usability.STAGE.label_values
+    index = Case(*[When(label=name, then=Value(i)) for i, name in enumerate(labels)], output_field=IntegerField())
+    seconds = Coalesce(Cast("time_spent_ms", FloatField()) / 1000.0, Value(float("nan")), output_field=FloatField())
+    rows = list(Vote.objects.filter(item__stage="usability").order_by("id")
+                .values_list("item_id", "annotator_id", index, Cast("is_adjudication", IntegerField()), seconds))
+    table = np.array(rows, dtype=np.float64).reshape(-1, 5)                                  # [V, 5]
+    return {"item": table[:, 0].astype(np.int64), "rater": table[:, 1].astype(np.int64),
+            "label": table[:, 2].astype(np.int64), "is_adjudication": table[:, 3].astype(bool),
+            "time_spent": table[:, 4]}
 
 
 def _item_by_item() -> tuple[list[int], dict]:
@@ -135,44 +136,78 @@ def _item_by_item() -> tuple[list[int], dict]:
         expected = {"pending": "open", "adjudicate": "adjudicate", "unresolved": "unresolved"}.get(outcome, "decided")
         if expected != state:
             mismatched.append(item_id)
-    columns = vote_columns(stage="usability")
+    columns = _orm_columns()
     _, index = np.unique(columns["item"], return_inverse=True)
     report = per_item_loop_report(index, columns["rater"], columns["label"], columns["is_adjudication"], 3,
                                   labels=list(usability.STAGE.label_values), time_spent=columns["time_spent"])
     return sorted(mismatched), report
 
 
+def _reset_peak_rss() -> None:
+    """Start this process's resident-memory high-water mark afresh (Linux; elsewhere it stays the
+    process's own peak)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _peak_rss_mb() -> float:
+    """This process's resident-memory high-water mark in MiB (since :func:`_reset_peak_rss`)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 @pytest.mark.benchmark
 @pytest.mark.django_db
-def test_bulk_aggregation_against_item_by_item():
+def test_bulk_aggregation_against_item_by_item(manager_client):
     rng = np.random.default_rng(7)
     t0 = time.perf_counter()
     sizes = _populate(rng)
     populate_s = time.perf_counter() - t0
 
+    _reset_peak_rss()
     t0 = time.perf_counter()
     audit = decisions_audit(stage="usability")
     audit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     stats = agreement_stats(stage="usability")
     stats_s = time.perf_counter() - t0
+    bulk_peak_mb = _peak_rss_mb()
+    t0 = time.perf_counter()
+    page = manager_client.get("/api/review/agreement/?stage=usability")
+    page_s = time.perf_counter() - t0
+    _reset_peak_rss()
     t0 = time.perf_counter()
     loop_mismatched, loop_report = _item_by_item()
     loop_s = time.perf_counter() - t0
+    loop_peak_mb = _peak_rss_mb()
 
     assert audit["mismatched"] == [] and loop_mismatched == []
     assert audit["n_items"] == sizes["items"]
     for key in ("raw_agreement", "fleiss_kappa", "krippendorff_alpha", "adjudication_rate"):
         assert stats[key] == pytest.approx(loop_report[key], rel=1e-9, abs=1e-12), key
+    assert page.status_code == 200 and page.json() == stats
     bulk_s = audit_s + stats_s
+    per_million = 1e6 / sizes["votes"]
     figures = {"mode": "full" if FULL else "quick", **sizes, "populate_s": round(populate_s, 2),
                "bulk_decisions_s": round(audit_s, 3), "bulk_agreement_s": round(stats_s, 3),
                "bulk_total_s": round(bulk_s, 3), "item_by_item_s": round(loop_s, 3),
-               "speedup": round(loop_s / bulk_s, 1), "outcomes": audit["outcomes"],
+               "speedup": round(loop_s / bulk_s, 1), "agreement_page_s": round(page_s, 3),
+               "bulk_s_per_million_votes": round(bulk_s * per_million, 3),
+               "agreement_page_s_per_million_votes": round(page_s * per_million, 3),
+               "peak_rss_mb": round(bulk_peak_mb, 1), "item_by_item_peak_rss_mb": round(loop_peak_mb, 1),
+               "outcomes": audit["outcomes"],
                "raw_agreement": stats["raw_agreement"], "krippendorff_alpha": stats["krippendorff_alpha"]}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(figures, indent=2))
     print(f"\n{sizes['votes']:,} votes on {sizes['items']:,} items (stored in {populate_s:.1f} s)")
-    print(f"  bulk: decisions {audit_s:.2f} s + agreement {stats_s:.2f} s = {bulk_s:.2f} s")
-    print(f"  item by item: {loop_s:.2f} s   ({loop_s / bulk_s:.1f}x slower)")
+    print(f"  bulk: decisions {audit_s:.2f} s + agreement {stats_s:.2f} s = {bulk_s:.2f} s "
+          f"(peak RSS {bulk_peak_mb:.0f} MiB); agreement page {page_s:.2f} s")
+    print(f"  item by item: {loop_s:.2f} s   ({loop_s / bulk_s:.1f}x slower; peak RSS {loop_peak_mb:.0f} MiB)")
     assert loop_s > 1.5 * bulk_s
