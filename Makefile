@@ -14,6 +14,7 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) TRAJLAB_VAR_DIR=$(CURDIR)/var/test \
 	DJANGO_SECRET_KEY=test-only-secret-key
 PYTEST_ARGS ?=
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 6 ? 6 : n )))
 
 # The web UI (frontend/app, TypeScript + React, built by Vite) needs Node 20 and npm.
 NPM ?= npm
@@ -83,9 +84,12 @@ serve: venv
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 ## Every test, against PostgreSQL and Redis (see .ci/run for starting them): the web UI's unit
-## tests, then the Python suite, whose browser tests drive Chromium against the built UI.
+## tests, then the Python suite, whose browser tests drive Chromium against the built UI. The suite
+## runs in TEST_WORKERS processes (one per core, at most 6), a test file to a process; each has its own
+## test database, Redis database (the broker's number counting down) and var folder
+## (tests/parallel.py). The 30 slowest tests are listed at the end. TEST_WORKERS=0 runs it in one.
 test: venv frontend-api-check frontend-test
-	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 ## Benchmarks at full size; figures go to var/bench/*.json.
 bench: venv
