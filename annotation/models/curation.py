@@ -139,7 +139,12 @@ class Assignment(models.Model):
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator"),
             models.UniqueConstraint(fields=["item", "seat"], name="assignment_seat_unique"),
         ]
-        indexes = [models.Index(fields=["annotator", "completed_at"], name="assignment_open_by_annotator")]
+        indexes = [
+            models.Index(fields=["annotator", "completed_at"], name="assignment_open_by_annotator"),
+            # a claim reads the video of the annotator's latest seat first: the top of this index, not a
+            # sort of every seat they ever held
+            models.Index(fields=["annotator", "-claimed_at", "-id"], name="assignment_latest_by_annotator"),
+        ]
 
 
 class Vote(models.Model):
