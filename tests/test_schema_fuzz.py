@@ -31,6 +31,9 @@ REPORTED_ONLY = {"ST202"}   # schema-valid data refused with a documented 4xx
 # the same for every role: the manager's run does it; the annotator's run is about what a reviewer
 # may call and what comes back.
 PHASES = {"manager": "examples,coverage,fuzzing", "annotator": "examples,fuzzing"}
+# One Schemathesis worker: with two threads, Hypothesis describing its strategies calls ``ast.parse``
+# from both at once, which this Python (3.11.7) does not survive ("AST constructor recursion depth
+# mismatch", a runtime error in the report); the suite's other process keeps the second core busy.
 
 
 def st_command() -> list[str]:
@@ -59,7 +62,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(role, fuzz_w
     examples = os.environ.get("TRAJLAB_FUZZ_EXAMPLES", str(EXAMPLES))
     command = [*st_command(), "--config-file", str(config), "run", f"{live_server.url}/api/schema/",
                "--checks", "all", "--max-examples", examples, "--phases", PHASES[role],
-               "--seed", "20261201", "--workers", "2", "--no-shrink", "--max-failures", "100000",
+               "--seed", "20261201", "--workers", "1", "--no-shrink", "--max-failures", "100000",
                "--report", "json", "--report-json-path", str(report), "--warnings", "off"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=900)
     if not report.exists():
