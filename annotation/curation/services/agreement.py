@@ -1,19 +1,24 @@
 """Agreement statistics of the stored votes, per stage and split (DESIGN 2.3, issue 3 item 7).
 
-Each stage says what its agreement units and categories are (``annotation.curation.stages``);
-its votes are read as columns (one query, no per-item Python) and handed to the vectorised
+Each stage says what its agreement units and categories are (``annotation.curation.stages``):
+it reads the votes on a queryset of its items as integer columns (``common.columns``: one
+statement, no Python step per vote) handed to the vectorised
 ``models.curation.agreement.agreement_report``; rater ids are mapped back to usernames at the end.
+:func:`decisions_audit` reads the items and their votes the same way and applies the rule to all
+of them at once.
 """
 from __future__ import annotations
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, QuerySet
+from django.db.models import ExpressionWrapper, F, IntegerField, Min, QuerySet
+from django.db.models.functions import Cast
 
 from annotation.curation.stages import STAGES, stage_get
 from annotation.curation.stages.base import ReviewStage
 from annotation.models import Vote, WorkItem
-from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, UNRESOLVED_CODE, decide_counts
+from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide_counts
+from common.columns import index_of, integer_columns, integer_columns_among, order_by_column
 from common.errors import ApplicationError
 from models.curation.agreement import agreement_report
 
@@ -21,29 +26,39 @@ from models.curation.agreement import agreement_report
 def vote_columns(*, stage: str, split: str | None = None) -> dict[str, np.ndarray]:
     """The stage's votes as parallel arrays over its agreement units (an item, or a relation row's
     candidate): unit, rater, category index, adjudication flag, seconds."""
-    rows = stage_get(stage).agreement_rows(_votes(stage, split))
+    rows = stage_get(stage).agreement_rows(_items(stage, split))
     return {"item": rows.unit, "rater": rows.rater, "label": rows.category, "is_adjudication": rows.is_adjudication,
             "time_spent": rows.seconds}
 
 
-def _votes(stage: str, split: str | None) -> QuerySet[Vote]:
-    votes = Vote.objects.filter(item__stage=stage)
-    return votes.filter(item__video__split_group__split=split) if split else votes
+def _items(stage: str, split: str | None) -> QuerySet[WorkItem]:
+    items = WorkItem.objects.filter(stage=stage)
+    return items.filter(video__split_group__split=split) if split else items
 
 
-def stage_agreement_report(*, stage: ReviewStage, votes: QuerySet[Vote], panel: int | None = None) -> dict | None:
-    """``models`` agreement figures of ``votes`` (one stage's) over the stage's agreement units and
-    categories; ``None`` without votes. Raters stay user ids (``per_rater``); ``panel`` defaults to
-    the stage's full panel."""
-    rows = stage.agreement_rows(votes)
+def stage_agreement_report(*, stage: ReviewStage, items: QuerySet[WorkItem], panel: int | None = None) -> dict | None:
+    """``models`` agreement figures of the votes on ``items`` (one stage's) over the stage's
+    agreement units and categories; ``None`` without votes. Raters stay user ids (``per_rater``);
+    ``panel`` defaults to the stage's full panel."""
+    rows = stage.agreement_rows(items)
     if rows.unit.size == 0:
         return None
-    _, unit_index = np.unique(rows.unit, return_inverse=True)
-    report = agreement_report(unit_index.reshape(-1), rows.rater, rows.category, rows.is_adjudication,
+    report = agreement_report(_unit_index(rows.unit), rows.rater, rows.category, rows.is_adjudication,
                               len(stage.categories), labels=list(stage.categories), time_spent=rows.seconds,
                               panel=panel or stage.agreement_panel)
     report["vote_distributions"].pop("combinations", None)  # tuple keys; "detail" says the same in text
     return report
+
+
+def _unit_index(unit: np.ndarray) -> np.ndarray:
+    """Each entry's position among the distinct units, as ``np.unique(unit, return_inverse=True)``
+    gives it; through a table over the units' range where that range is small (item ids)."""
+    low, high = int(unit.min()), int(unit.max())
+    if high - low >= 4 * unit.size + (1 << 16):
+        return np.unique(unit, return_inverse=True)[1].reshape(-1)
+    present = np.zeros(high - low + 1, bool)                                               # [range]
+    present[unit - low] = True
+    return (np.cumsum(present) - 1)[unit - low]                                            # [V]
 
 
 def agreement_stats(*, stage: str, split: str | None = None) -> dict:
@@ -55,8 +70,8 @@ def agreement_stats(*, stage: str, split: str | None = None) -> dict:
     declared = stage_get(stage)
     panel = declared.agreement_panel
     if declared.from_policy:
-        panel = int(WorkItem.objects.filter(stage=stage).values_list("panel_size", flat=True).first() or panel)
-    report = stage_agreement_report(stage=declared, votes=_votes(stage, split), panel=panel)
+        panel = int(_first_panel_size(stage) or panel)
+    report = stage_agreement_report(stage=declared, items=_items(stage, split), panel=panel)
     if report is None:
         empty = np.zeros(0, np.int64)
         report = agreement_report(empty, empty, empty, np.zeros(0, bool), len(declared.categories),
@@ -67,6 +82,16 @@ def agreement_stats(*, stage: str, split: str | None = None) -> dict:
     report["per_rater"] = {names.get(int(k), str(k)): v for k, v in report["per_rater"].items()}
     report.update(stage=declared.name, split=split or "all")
     return _json_safe(report)
+
+
+def _first_panel_size(stage: str) -> int | None:
+    """The panel size of the stage's first item in the items' order (video, then id): the first
+    video, then its first item, each through an index rather than a sort of every item."""
+    items = WorkItem.objects.filter(stage=stage)
+    first_video = items.aggregate(first=Min("video_id"))["first"]
+    if first_video is None:
+        return None
+    return items.filter(video_id=first_video).order_by("id").values_list("panel_size", flat=True).first()
 
 
 def _json_safe(value):
@@ -84,11 +109,13 @@ def _json_safe(value):
 
 def decisions_audit(*, stage: str) -> dict:
     """Recompute every item's state of a stage from its votes, in bulk, and compare with the stored
-    state: grouped counts from the database, the rule vectorised (``rules.decide_counts``).
+    state: the items and their votes read as integer arrays (``common.columns``), counted per item
+    and label with ``bincount``, and the rule vectorised (``rules.decide_counts``).
 
     Items reopened by a consolidation conflict follow ``decide`` over all their votes as one panel
     (``rules.decide_reopened``), or were closed unresolved by a later conflict, not the panel rule,
     and are left out. Returns counts per outcome and the ids of items whose stored state disagrees.
+    A vote whose label is not one of the stage's is refused with ``ValueError``.
     """
     declared = stage_get(stage)
     if not declared.majority_rule:
@@ -96,38 +123,44 @@ def decisions_audit(*, stage: str) -> dict:
         raise ApplicationError(f"the {stage} stage is not decided by the majority rule; audit one of "
                                f"{', '.join(majority)}", code="invalid_stage")
     labels = declared.label_values
-    items = list(WorkItem.objects.filter(stage=stage, reopened_at__isnull=True).order_by("id")
-                 .values_list("id", "state", "decision", "panel_size", "required_votes"))
-    if not items:
+    n_labels = len(labels)
+    items = WorkItem.objects.filter(stage=stage, reopened_at__isnull=True)
+    policy = ExpressionWrapper(F("panel_size") * _POLICY_RADIX + F("required_votes"), output_field=IntegerField())
+    ids, policy, stored = order_by_column(*integer_columns(
+        items, "id", policy, index_of("state", _STATES) * (n_labels + 2) + index_of("decision", ("", *labels))))
+    if not ids.size:
         return {"stage": stage, "n_items": 0, "outcomes": {}, "mismatched": []}
-    ids = np.fromiter((r[0] for r in items), np.int64, len(items))
-    grouped = (Vote.objects.filter(item__stage=stage, item__reopened_at__isnull=True).order_by()
-               .values_list("item_id", "label", "is_adjudication").annotate(n=Count("id")))
-    panel_counts = np.zeros((len(ids), len(labels)), np.int64)                  # [I, K]
-    adjudication_counts = np.zeros_like(panel_counts)                           # [I, K]
-    rows = list(grouped)
-    if rows:
-        row_item = np.searchsorted(ids, np.fromiter((r[0] for r in rows), np.int64, len(rows)))
-        row_label = np.fromiter((labels.index(r[1]) for r in rows), np.int64, len(rows))
-        row_adj = np.fromiter((r[2] for r in rows), bool, len(rows))
-        row_n = np.fromiter((r[3] for r in rows), np.int64, len(rows))
-        np.add.at(panel_counts, (row_item[~row_adj], row_label[~row_adj]), row_n[~row_adj])
-        np.add.at(adjudication_counts, (row_item[row_adj], row_label[row_adj]), row_n[row_adj])
+    radix = n_labels + 1                                     # label indices, and one for any other label
+    position, code = integer_columns_among(
+        Vote.objects.all(), Cast("is_adjudication", IntegerField()) * radix + index_of("label", labels),
+        field="item_id", keys=ids, parents=items, first_below=2 * radix)
+    if np.any(code % radix == n_labels):
+        stray = Vote.objects.filter(item__in=items).exclude(label__in=labels).values_list("label", flat=True).first()
+        raise ValueError(f"a vote on a {stage} item has the label {stray!r}, not one of {', '.join(labels)}")
+    counts = np.bincount(position * (2 * radix) + code, minlength=ids.size * 2 * radix)  # [I * 2 * (K + 1)]
+    counts = counts.reshape(ids.size, 2, radix)[:, :, :n_labels]                       # [I, 2, K]
+    panel_counts, adjudication_counts = counts[:, 0], counts[:, 1]                     # [I, K], [I, K]
     decisive = np.array([label in declared.decisive for label in labels])
-    outcome = np.full(len(ids), PENDING_CODE)
-    policies = {(r[3], r[4]) for r in items}
-    panel_sizes = np.fromiter((r[3] for r in items), np.int64, len(items))
-    required = np.fromiter((r[4] for r in items), np.int64, len(items))
-    for panel, req in policies:  # one vectorised pass per review policy (usually one)
-        rows_of = (panel_sizes == panel) & (required == req)
+    outcome = np.full(ids.size, PENDING_CODE)                                          # [I]
+    for rule in np.unique(policy):  # one vectorised pass per review policy (usually one)
+        rows_of = policy == rule                                                       # [I]
+        panel, required = divmod(int(rule), _POLICY_RADIX)
         outcome[rows_of] = decide_counts(panel_counts[rows_of], panel_counts[rows_of] + adjudication_counts[rows_of],
-                                         adjudication_counts[rows_of].sum(axis=1), decisive, req, panel)
-    names = {PENDING_CODE: "open", ADJUDICATE_CODE: "adjudicate", UNRESOLVED_CODE: "unresolved"}
-    expected_state = np.array([names.get(int(c), "decided") for c in outcome])
-    expected_decision = np.array(["" if c < 0 else labels[int(c)] for c in outcome])
-    stored_state = np.array([r[1] for r in items])
-    stored_decision = np.array([r[2] for r in items])
-    wrong = (expected_state != stored_state) | (expected_decision != stored_decision)
-    states, counts = np.unique(expected_state, return_counts=True)
-    return {"stage": stage, "n_items": len(ids), "outcomes": dict(zip(states.tolist(), counts.tolist())),
+                                         adjudication_counts[rows_of].sum(axis=1), decisive, required, panel)
+    expected_state = np.select([outcome >= 0, outcome == PENDING_CODE, outcome == ADJUDICATE_CODE],
+                               [_STATES.index(WorkItem.State.DECIDED), _STATES.index(WorkItem.State.OPEN),
+                                _STATES.index(WorkItem.State.ADJUDICATE)],
+                               _STATES.index(WorkItem.State.UNRESOLVED))               # [I]
+    expected_decision = np.where(outcome >= 0, outcome + 1, 0)                         # [I] index into ("", *labels)
+    wrong = stored != expected_state * (n_labels + 2) + expected_decision              # [I]
+    tally = np.bincount(expected_state, minlength=len(_STATES))                        # [S]
+    return {"stage": stage, "n_items": int(ids.size),
+            "outcomes": {name: int(n) for name, n in zip(_STATES, tally.tolist()) if n},
             "mismatched": ids[wrong].tolist()}
+
+
+# An item's states in name order (as the outcome counts list them); any other stored value reads
+# as the index past them, so it never matches an expected state.
+_STATES = tuple(sorted(WorkItem.State.values))
+_POLICY_RADIX = 1 << 16                                      # panel size and required votes, one number
+

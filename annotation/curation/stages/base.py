@@ -20,7 +20,8 @@ transaction with the item row locked (``annotation.curation.services.votes``):
   data that ``target_serializer`` writes out (blinding: ``second`` is set for the second reviewer
   of a widened item, :meth:`ReviewStage.second_reviewer`; ``suggestions`` is false for a blind
   reader and on audits; the stage leaves out what either may not see);
-- ``agreement_rows(votes)`` reads a vote queryset as agreement units and categories;
+- ``agreement_rows(items)`` reads the votes on a queryset of the stage's items as agreement units
+  and categories;
 - ``blinds(items)`` says what a person seated on open ``items`` of the stage may not read through
   any endpoint until those items close (:class:`Blind`): the records that share the items' target
   and predicates, whose pre-labels, proposals, votes and labels would tell what the item's other
@@ -35,12 +36,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Case, FloatField, IntegerField, Q, QuerySet, Value, When
+from django.db.models import ExpressionWrapper, IntegerField, Q, QuerySet, Value
 from django.db.models.functions import Cast, Coalesce
 from rest_framework import serializers
 
 from annotation.models import Query, Vote, WorkItem
 from annotation.rules import ADJUDICATE, PENDING, UNRESOLVED, decide
+from common.columns import (
+    index_of,
+    integer_columns,
+    integer_columns_among,
+    order_by_column,
+    sorted_distinct,
+)
 from common.errors import ApplicationError
 from models.facts import ATTRIBUTES, EVENTS
 
@@ -176,7 +184,7 @@ class ReviewStage:
     rule: Callable[[WorkItem], tuple[str, str]]
     on_closed: Callable[[WorkItem], None]
     read_target: Callable[..., dict | None]
-    agreement_rows: Callable[[QuerySet], AgreementRows] | None = None  # default: one unit per item
+    agreement_rows: Callable[[QuerySet], AgreementRows] | None = None  # the items' votes; default: one unit per item
     categories: tuple[str, ...] = ()         # agreement categories (default: the labels; a row's 1/0/⊥)
     agreement_panel: int                     # panel votes per unit that make a full panel
     accepted: tuple[str, ...]                # decisions that make an item's record part of the benchmark
@@ -289,23 +297,27 @@ class ModelProposalSerializer(serializers.Serializer):
 
 
 # -- agreement units -------------------------------------------------------------------------------
-def _seconds():
-    return Coalesce(Cast("time_spent_ms", FloatField()) / 1000.0, Value(float("nan")), output_field=FloatField())
-
-
 def label_rows(labels: tuple[str, ...]) -> Callable[[QuerySet], AgreementRows]:
     """Agreement units of a stage whose votes are labels: one unit per item, its labels the
-    categories. Labels become indices and missing times NaN in the database, so the rows arrive
-    as numbers and turn into one float array without a Python step per vote. Rows come in vote
-    order, so sums over them (a rater's mean time) are the same on every instance holding the
-    votes, an instance that imported a release included."""
-    def rows(votes: QuerySet[Vote]) -> AgreementRows:
-        index = Case(*[When(label=name, then=Value(i)) for i, name in enumerate(labels)], output_field=IntegerField())
-        values = list(votes.order_by("id").values_list("item_id", "annotator_id", index,
-                                                   Cast("is_adjudication", IntegerField()), _seconds()))
-        table = np.array(values, dtype=np.float64).reshape(-1, 5)                          # [V, 5]
-        return AgreementRows(unit=table[:, 0].astype(np.int64), rater=table[:, 1].astype(np.int64),
-                             category=table[:, 2].astype(np.int64), is_adjudication=table[:, 3].astype(bool),
-                             seconds=table[:, 4])
+    categories (-1 for a label outside them). The database turns each vote on the items into
+    integers (its item, adjudication flag and label index as one number; its id; its rater; its
+    milliseconds, -1 where none were recorded), read as arrays without a Python step per vote
+    (``common.columns``). Rows come in vote order, so sums over them (a rater's mean time)
+    are the same on every instance holding the votes, an instance that imported a release
+    included."""
+    radix = len(labels) + 1                                  # label indices, and one for any other label
+    code = ExpressionWrapper(Cast("is_adjudication", IntegerField()) * radix + index_of("label", labels),
+                             output_field=IntegerField())
+    milliseconds = Coalesce("time_spent_ms", Value(-1), output_field=IntegerField())
+
+    def rows(items: QuerySet[WorkItem]) -> AgreementRows:
+        keys = sorted_distinct(integer_columns(items, "id")[0])                            # [I]
+        position, codes, vote_id, rater, ms = integer_columns_among(
+            Vote.objects.all(), code, "id", "annotator_id", milliseconds, field="item_id", keys=keys, parents=items,
+            first_below=2 * radix)
+        _, position, codes, rater, ms = order_by_column(vote_id, position, codes, rater, ms)
+        adjudication, index = np.divmod(codes, radix)                                      # [V], [V]
+        return AgreementRows(unit=keys[position], rater=rater, category=np.where(index == len(labels), -1, index),
+                             is_adjudication=adjudication.astype(bool), seconds=np.where(ms < 0, np.nan, ms / 1000.0))
 
     return rows

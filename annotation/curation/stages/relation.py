@@ -23,7 +23,7 @@ their categories the labels 1, 0 and ⊥.
 from __future__ import annotations
 
 import numpy as np
-from django.db.models import FloatField, Q, QuerySet, Value
+from django.db.models import ExpressionWrapper, IntegerField, Q, QuerySet, Value
 from django.db.models.functions import Cast, Coalesce
 from rest_framework import serializers
 
@@ -40,6 +40,7 @@ from annotation.curation.stages.base import (
 )
 from annotation.models import PoolMember, Query, Relation, RelationJudgment, Vote, WorkItem
 from annotation.rules import relation_disputed, relation_final
+from common.columns import index_of, integer_columns, integer_columns_among, sorted_distinct
 from common.errors import ApplicationError
 
 REVIEWED = "reviewed"
@@ -48,6 +49,7 @@ DECISIVE = (REVIEWED,)
 MIN_NATURALNESS = 3          # ratings 1-5; below this the query is rejected as unnatural
 CATEGORIES = ("1", "0", "⊥")            # a candidate's label 1, 0, -1 (⊥), in this order
 CATEGORY_OF = {1: 0, 0: 1, -1: 2}
+_BY_CATEGORY = tuple(sorted(CATEGORY_OF, key=CATEGORY_OF.get))   # the labels in category order
 # The words of the rejection of a dev/test query whose row keeps a ⊥ (releases count them per split).
 BOTTOM_ROW = "needs a fully binary row"
 
@@ -316,26 +318,33 @@ def read_target(*, item: WorkItem, viewer, second: bool, suggestions: bool) -> d
                            for tid in candidates]}
 
 
-def agreement_rows(votes: QuerySet[Vote]) -> AgreementRows:
-    """One unit per (row, candidate); a vote's time is spread evenly over the candidates it labels.
-    Rows come in vote order (see ``base.label_rows``)."""
-    seconds = Coalesce(Cast("vote__time_spent_ms", FloatField()) / 1000.0, Value(float("nan")),
-                       output_field=FloatField())
-    rows = list(RelationJudgment.objects.filter(vote__in=votes.order_by().values("pk")).order_by("vote_id", "id")
-                .values_list("vote__item_id", "trajectory_id", "vote__annotator_id", "label", "vote__is_adjudication",
-                             "vote_id", seconds))
-    if not rows:
+def agreement_rows(items: QuerySet[WorkItem]) -> AgreementRows:
+    """One unit per (row, candidate) of the votes on ``items``; a vote's time is spread evenly over
+    the candidates it labels. The judgments arrive as integer columns (``common.columns``), in
+    vote order (see ``base.label_rows``), then judgment order."""
+    keys = sorted_distinct(integer_columns(items, "id")[0])                                # [I]
+    code = ExpressionWrapper(Cast("vote__is_adjudication", IntegerField()) * 4 + index_of("label", _BY_CATEGORY),
+                             output_field=IntegerField())
+    milliseconds = Coalesce("vote__time_spent_ms", Value(-1), output_field=IntegerField())
+    position, codes, judgment, vote, trajectory, rater, ms = integer_columns_among(
+        RelationJudgment.objects.all(), code, "id", "vote_id", "trajectory_id", "vote__annotator_id", milliseconds,
+        field="vote__item", keys=keys, parents=items, first_below=8)
+    if not position.size:
         empty = np.zeros(0, np.int64)
         return AgreementRows(unit=empty, rater=empty, category=empty, is_adjudication=np.zeros(0, bool),
                              seconds=np.zeros(0))
-    table = np.array([(i, t, a, CATEGORY_OF[int(lab)], adj, v, s) for i, t, a, lab, adj, v, s in rows],
-                     dtype=np.float64)                                                     # [J, 7]
-    pairs = table[:, :2].astype(np.int64)                                                  # [J, 2]
-    _, unit = np.unique(pairs, axis=0, return_inverse=True)                                # [J]
-    _, vote_index, per_vote = np.unique(table[:, 5].astype(np.int64), return_inverse=True, return_counts=True)
-    return AgreementRows(unit=unit.reshape(-1).astype(np.int64), rater=table[:, 2].astype(np.int64),
-                         category=table[:, 3].astype(np.int64), is_adjudication=table[:, 4].astype(bool),
-                         seconds=table[:, 6] / per_vote[vote_index])
+    in_order = np.all((vote[1:] > vote[:-1]) | ((vote[1:] == vote[:-1]) & (judgment[1:] > judgment[:-1])))
+    if not in_order:
+        order = np.lexsort((judgment, vote))                                               # [J]
+        position, codes, vote, trajectory, rater, ms = (
+            c[order] for c in (position, codes, vote, trajectory, rater, ms))
+    _, candidate = np.unique(trajectory, return_inverse=True)                              # [J]
+    _, unit = np.unique(position * (candidate.max() + 1) + candidate, return_inverse=True)  # [J] (row, candidate)
+    _, vote_index, per_vote = np.unique(vote, return_inverse=True, return_counts=True)
+    adjudication, category = np.divmod(codes, 4)                                           # [J], [J]
+    return AgreementRows(unit=unit.reshape(-1), rater=rater, category=category,
+                         is_adjudication=adjudication.astype(bool),
+                         seconds=np.where(ms < 0, np.nan, ms / 1000.0) / per_vote[vote_index])
 
 
 def blinds(items: QuerySet[WorkItem]) -> Blind:

@@ -20,7 +20,7 @@ from annotation.curation.stages import STAGES
 from annotation.curation.stages.base import ReviewStage
 from annotation.curation.stages.pair import BOTTOM_PAIR
 from annotation.curation.stages.relation import BOTTOM_ROW
-from annotation.models import Description, DescriptionVersion, ReviewPolicy, Vote
+from annotation.models import Description, DescriptionVersion, ReviewPolicy, Vote, WorkItem
 from annotation.releases.services.audits import audit_stats
 from annotation.releases.services.release_io.tables import ReleaseScope
 from common.reach import relative_path
@@ -47,7 +47,8 @@ def json_safe(value):
 def _agreement(scope: ReleaseScope, stage: ReviewStage) -> dict | None:
     """Pre-adjudication agreement and vote distributions of a stage's votes in the release, over
     the stage's agreement units (``annotation.curation.stages``), raters by pseudonym."""
-    report = stage_agreement_report(stage=stage, votes=scope.queryset("votes").filter(item__stage=stage.name))
+    voted = scope.queryset("votes").filter(item__stage=stage.name).values("item_id")
+    report = stage_agreement_report(stage=stage, items=WorkItem.objects.filter(pk__in=voted))
     if report is None:
         return None
     names = scope.pseudonyms
