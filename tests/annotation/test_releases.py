@@ -433,6 +433,30 @@ def test_a_release_withholds_the_votes_prelabels_and_proposals_of_open_items(db,
     assert release.stats["reviewer_time"]["pair"]["votes"] == built["release"].stats["reviewer_time"]["pair"]["votes"]
 
 
+def test_a_release_has_the_bytes_of_the_row_at_a_time_reference(db, built, make_user, tmp_path):
+    """The streaming writer (COPY, a chunk at a time) against the obvious one, on the rendered benchmark
+    with an open item withheld."""
+    from annotation.releases.services.pseudonyms import reviewer_pseudonyms_assign
+    from annotation.releases.services.release_io.export import ReleaseMeta, release_write
+    from annotation.releases.services.release_io.reference import (
+        reference_mot_write,
+        reference_tables_write,
+    )
+    from annotation.releases.services.release_io.tables import ReleaseScope
+
+    _open_pair_item(ReleaseScope.of(["dev", "test"]), make_user("annotator"))
+    scope = ReleaseScope.of(["dev", "test"])
+    reviewer_pseudonyms_assign(people=scope.people())
+    meta = ReleaseMeta(name="bytes", version="1.0.0", description="", license="CC-BY-4.0", splits=scope.splits,
+                       created_at=built["release"].created_at)
+    written = release_write(tmp_path / "new", meta=meta, scope=scope)
+    assert reference_tables_write(tmp_path / "old", scope) == written.counts
+    reference_mot_write(tmp_path / "old", scope)
+    old = sorted(p.relative_to(tmp_path / "old").as_posix() for p in (tmp_path / "old").rglob("*") if p.is_file())
+    assert old and all(p.startswith(("data/", "index/", "mot/")) for p in old)
+    assert [p for p in old if (tmp_path / "new" / p).read_bytes() != (tmp_path / "old" / p).read_bytes()] == []
+
+
 def test_version_components_are_bounded(db, built):
     client = APIClient()
     client.force_authenticate(built["manager"])

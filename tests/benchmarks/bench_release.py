@@ -11,7 +11,8 @@ versions, queries and relations.
 
 Peak memory is the process's resident high-water mark (``VmHWM``), reset through
 ``/proc/self/clear_refs`` before each phase, so it covers that phase alone; the figures are the
-peak and the peak above the resident size at the phase's start. The export must add less than
+peak and the peak above the resident size at the phase's start. The export's CPU seconds and the
+machine's load average beside its wall time tell a slow run on a busy machine from a slow export. The export must add less than
 1 GiB at full size (run alone, its whole process peaks near 430 MiB). Figures go to
 ``var/bench/release.json``; run with ``-s`` to see the table.
 """
@@ -85,9 +86,10 @@ def test_release_export_streams_with_bounded_memory(tmp_path):
     with override_settings(VAR_DIR=tmp_path / "var", MEDIA_ROOT=tmp_path / "media"):
         baseline = _status("VmRSS")
         _reset_peak()
-        start = time.perf_counter()
+        load = os.getloadavg()[0]
+        start, cpu_start = time.perf_counter(), time.process_time()
         release = release_create(name="bench", version="1.0.0", splits=["train"])
-        stream_s = time.perf_counter() - start
+        stream_s, stream_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
         stream_peak = _status("VmHWM")
     folder = Path(release.path)
     assert release.counts["relations"] == sizes["relations"]
@@ -114,6 +116,7 @@ def test_release_export_streams_with_bounded_memory(tmp_path):
         **{f"n_{k}": v for k, v in sizes.items()},
         "build_s": round(build_s, 2),
         "streaming": {"seconds": round(stream_s, 2), "records_per_s": round(sum(release.counts.values()) / stream_s),
+                      "cpu_s": round(stream_cpu_s, 2), "load_average_1m": round(load, 2),
                       "relations_per_s": round(sizes["relations"] / stream_s),
                       "bytes_written": stream_bytes, "mb_per_s": round(stream_bytes / stream_s / 1e6, 1),
                       "rss_before_mb": round(baseline / 2**20, 1), "peak_rss_mb": round(stream_peak / 2**20, 1),
@@ -140,7 +143,8 @@ def test_release_export_streams_with_bounded_memory(tmp_path):
           f"{s['peak_rss_mb']:>13.1f}{s['peak_above_baseline_mb']:>16.1f}", file=buf)
     print(f"{'read whole, then write (relations)':<38}{n['seconds']:>9.2f}{n['relations_per_s']:>14,}"
           f"{n['peak_rss_mb']:>13.1f}{n['peak_above_baseline_mb']:>16.1f}", file=buf)
-    print(f"streaming wrote {stream_bytes / 1e6:.1f} MB in {s['files']} files ({s['mb_per_s']} MB/s); "
+    print(f"streaming wrote {stream_bytes / 1e6:.1f} MB in {s['files']} files ({s['mb_per_s']} MB/s), "
+          f"{s['records_per_s']:,} records/s, {s['cpu_s']} s of CPU (load average {s['load_average_1m']}); "
           f"checksums verified in {verify_s:.2f} s", file=buf)
     print(buf.getvalue())
     # what the export adds to the process (the absolute peak also holds whatever earlier tests of the

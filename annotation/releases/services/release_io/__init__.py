@@ -3,7 +3,10 @@
 - :mod:`.tables`: what a release holds, table by table (columns, types, keys, references) and
   which records of the database belong to a release of some splits (:class:`.tables.ReleaseScope`);
 - :mod:`.export`: the streaming writer of a release folder (JSON Lines, Parquet, MOT, the record
-  index, statistics, dataset card, Croissant metadata, SHA-256 manifest) with bounded memory;
+  index, statistics, dataset card, Croissant metadata, SHA-256 manifest) with bounded memory; it
+  reads tables a chunk at a time as arrow arrays (:mod:`.reading`: ``COPY`` on PostgreSQL) and
+  encodes them column by column (:mod:`.encode`), byte for byte as the row-at-a-time writer
+  :mod:`.reference` does;
 - :mod:`.check`: checksum verification and reference resolution of a folder, and the record-level
   diff of two folders;
 - :mod:`.importer`: loading a verified folder into a fresh instance.

@@ -19,18 +19,23 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from django.conf import settings
 
-from annotation.models import CandidatePool, PoolMember
+from annotation.models import CandidatePool
+from annotation.releases.services.release_io.encode import ChunkEncoder, Packed, mot_texts
 from annotation.releases.services.release_io.metadata import croissant_metadata, dataset_card
 from annotation.releases.services.release_io.statistics import release_statistics
 from annotation.releases.services.release_io.tables import (
+    KINDS,
+    TABLE,
     TABLES,
     ReleaseScope,
     Table,
-    canonical_json,
+    any_of,
 )
+from models.facts import canonical_json
 from trajectories.models import Video
 
 FORMAT = "trajlab-release/1"
@@ -39,7 +44,6 @@ ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes e
 HASH_BLOCK = 1 << 20
 CHECKSUMS = "SHA256SUMS"
 INDEX = "index/records.tsv"
-INDEX_HASH_CHARS = 32                            # 128 bits of a record's SHA-256 name it in diffs
 
 
 @dataclass
@@ -88,16 +92,13 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-LIST_DTYPES = {"int32s": "<i4", "float32s": "<f4", "boxes": "<f4", "ids": "<i8"}
-
-
 class _TableWriter:
-    """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index.
+    """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index,
+    a chunk of rows at a time (:class:`ChunkEncoder` gives the bytes and the values).
 
-    A row goes to JSON Lines at once; for Parquet its scalars are buffered as Python values and its
-    lists as compact numpy arrays, written as one row group every ``ROW_GROUP`` rows or
-    ``ROW_GROUP_VALUES`` list elements, whichever comes first (both depend on the data only, so the
-    same records give the same row groups).
+    Parquet is written here alone: a chunk's columns become arrow arrays at once, kept until a row
+    group is full, which it is at ``ROW_GROUP`` rows or ``ROW_GROUP_VALUES`` list elements, whichever
+    comes first (both depend on the data only, so the same records give the same row groups).
     """
 
     def __init__(self, folder: Path, table: Table, index):
@@ -105,49 +106,56 @@ class _TableWriter:
         self.index = index
         self.rows = 0
         self.schema = table.schema()
-        self.json_columns = [c.kind == "json" for c in table.columns]
-        self.list_kinds = [c.kind if c.kind in LIST_DTYPES else None for c in table.columns]
-        self.values = 0
-        self.key_at = [table.names.index(k) for k in table.key]
-        self.buffers: list[list] = [[] for _ in table.columns]
+        self.encoder = ChunkEncoder(table)
+        self.pending: list[list[pa.Array]] = []  # arrays of the row group being gathered, a list per piece
+        self.pending_rows = 0
+        self.pending_values = 0
         self.jsonl = open(folder / "data" / f"{table.name}.jsonl", "wb", buffering=HASH_BLOCK)
         self.parquet = pq.ParquetWriter(folder / "data" / f"{table.name}.parquet", self.schema, compression="zstd")
 
-    def add(self, values: tuple) -> None:
-        line = canonical_json(dict(zip(self.table.names, values))).encode()
-        self.jsonl.write(line + b"\n")
-        key = "/".join(str(values[i]) for i in self.key_at)
-        self.index.write(f"{self.table.name}\t{key}\t{hashlib.sha256(line).hexdigest()[:INDEX_HASH_CHARS]}\n")
-        for buffer, is_json, list_kind, value in zip(self.buffers, self.json_columns, self.list_kinds, values):
-            if list_kind is not None:
-                array = np.asarray(value if value is not None else [], dtype=LIST_DTYPES[list_kind])
-                buffer.append(array)
-                self.values += array.size
-            else:
-                buffer.append(canonical_json(value) if is_json and value is not None else value)
-        self.rows += 1
-        if len(self.buffers[0]) >= ROW_GROUP or self.values >= ROW_GROUP_VALUES:
-            self._flush()
+    def add(self, columns: list) -> None:
+        """Write a chunk (one sequence per column, as ``ReleaseScope.chunks`` gives it)."""
+        chunk = self.encoder.encode(columns)
+        self.jsonl.write(chunk.jsonl)
+        self.index.write(chunk.index)
+        arrays = [self._array(values, f) for values, f in zip(chunk.values, self.schema)]
+        values = np.cumsum(chunk.sizes)                                                    # [R]
+        start = 0
+        while start < chunk.rows:
+            # the first row at which the group is full, as if rows were added one at a time
+            by_rows = start + ROW_GROUP - self.pending_rows - 1
+            by_values = int(np.searchsorted(values, ROW_GROUP_VALUES - self.pending_values
+                                            + (values[start - 1] if start else 0)))
+            stop = min(by_rows, by_values, chunk.rows - 1) + 1
+            self.pending.append([a.slice(start, stop - start) for a in arrays])
+            self.pending_rows += stop - start
+            self.pending_values += int(values[stop - 1] - (values[start - 1] if start else 0))
+            if self.pending_rows >= ROW_GROUP or self.pending_values >= ROW_GROUP_VALUES:
+                self._flush()
+            start = stop
+        self.rows += chunk.rows
 
     @staticmethod
-    def _list_array(arrays: list[np.ndarray], kind: str, field: pa.Field) -> pa.Array:
-        lengths = np.fromiter((len(a) for a in arrays), np.int64, len(arrays))             # [R]
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)            # [R + 1]
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, LIST_DTYPES[kind])
-        if kind == "boxes":                                                               # [N, 4] per row
-            inner = pa.ListArray.from_arrays(np.arange(0, flat.size + 1, 4, dtype=np.int32),
-                                             pa.array(flat.reshape(-1), type=pa.float32()))
-            return pa.ListArray.from_arrays(offsets, inner, type=field.type)
-        return pa.ListArray.from_arrays(offsets, pa.array(flat, type=field.type.value_type), type=field.type)
+    def _array(values, field: pa.Field) -> pa.Array:
+        """A column of a chunk as its Parquet column's arrow array."""
+        if isinstance(values, pa.Array):
+            return values
+        if isinstance(values, Packed):
+            offsets = values.offsets.astype(np.int32)                                     # [R + 1]
+            if field.type == KINDS["boxes"]:                                               # [N, 4] per row
+                inner = pa.ListArray.from_arrays(np.arange(0, values.flat.size + 1, 4, dtype=np.int32),
+                                                 pa.array(values.flat, type=pa.float32()))
+                return pa.ListArray.from_arrays(offsets // 4, inner, type=field.type)
+            return pa.ListArray.from_arrays(offsets, pa.array(values.flat, type=field.type.value_type),
+                                            type=field.type)
+        return pa.array(values, type=field.type)
 
     def _flush(self) -> None:
-        if not self.buffers[0]:
+        if not self.pending:
             return
-        arrays = [self._list_array(buffer, kind, f) if kind is not None else pa.array(buffer, type=f.type)
-                  for buffer, kind, f in zip(self.buffers, self.list_kinds, self.schema)]
-        self.parquet.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
-        self.buffers = [[] for _ in self.table.columns]
-        self.values = 0
+        columns = [pa.concat_arrays(list(pieces)) for pieces in zip(*self.pending)]
+        self.parquet.write_table(pa.Table.from_arrays(columns, schema=self.schema))
+        self.pending, self.pending_rows, self.pending_values = [], 0, 0
 
     def close(self) -> int:
         self._flush()
@@ -156,44 +164,68 @@ class _TableWriter:
         return self.rows
 
 
-def _write_mot(folder: Path, scope: ReleaseScope) -> int:
+class _MotWriter:
     """MOTChallenge ground truth of every released video's current pool: ``gt/gt.txt`` with
     ``frame, id, left, top, width, height, 1, 1, 1`` (frames and pixels 1-based, as MOT counts
-    them) sorted by frame then id, and ``seqinfo.ini``. Returns the number of videos written."""
-    pools = (CandidatePool.objects.filter(id__in=scope.current_pools).select_related("video__split_group")
-             .order_by("video_id"))
-    n = 0
-    for pool in pools.iterator(chunk_size=200):
-        video = pool.video
-        base = folder / "mot" / video.split_group.split / str(video.pk)
-        (base / "gt").mkdir(parents=True, exist_ok=True)
-        ids, frames, boxes = [], [], []
-        for trajectory, packed_frames, packed_boxes in PoolMember.objects.filter(pool=pool).order_by(
-                "trajectory_id").values_list("trajectory_id", "frames", "boxes"):
-            f = np.frombuffer(bytes(packed_frames), dtype="<i4")
-            ids.append(np.full(len(f), trajectory, np.int64))
-            frames.append(f)
-            boxes.append(np.frombuffer(bytes(packed_boxes), dtype="<f4").reshape(-1, 4).astype(np.float64))
-        with open(base / "gt" / "gt.txt", "w", encoding="ascii", newline="\n") as fh:
-            if ids:
-                track = np.concatenate(ids)                                       # [N]
-                frame = np.concatenate(frames).astype(np.int64)                   # [N]
-                box = np.concatenate(boxes)                                       # [N, 4]
-                order = np.lexsort((track, frame))
-                xywh = np.stack([box[:, 0] + 1, box[:, 1] + 1, box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]], 1)
-                for i in order:
-                    x, y, w, h = xywh[i]
-                    fh.write(f"{frame[i] + 1},{track[i]},{x:.3f},{y:.3f},{w:.3f},{h:.3f},1,1,1\n")
-        (base / "seqinfo.ini").write_text(
-            f"[Sequence]\nname={video.pk}\nimDir=img1\nframeRate={video.fps:g}\nseqLength={video.frame_count}\n"
-            f"imWidth={video.width}\nimHeight={video.height}\nimExt=.jpg\n", encoding="ascii")
-        n += 1
-    return n
+    them) sorted by frame then id, and ``seqinfo.ini``.
+
+    It is written from the ``pool_members`` chunks as the table streams by (members in pool order,
+    then trajectory order), a chunk of pools at a time (:func:`.encode.mot_texts`), each pool's file
+    at once; the members of a pool that a chunk leaves unfinished wait for the next chunk."""
+
+    def __init__(self, folder: Path, scope: ReleaseScope):
+        self.folder = folder
+        self.pools = {row[0]: row for row in CandidatePool.objects.filter(any_of("id", scope.current_pools))
+                      .values_list("id", "video_id", "video__split_group__split", "video__fps", "video__frame_count",
+                                   "video__width", "video__height")}
+        self.current = pa.array(sorted(self.pools), pa.int64())
+        names = TABLE["pool_members"].names
+        self.columns = [names.index(n) for n in ("pool_id", "trajectory_id", "frames", "boxes")]
+        self.carry: list[pa.Array] | None = None
+        self.written: set[int] = set()
+
+    def add(self, arrays: list[pa.Array]) -> None:
+        """Take a chunk of ``pool_members`` (its arrays, in column order)."""
+        members = [arrays[i] for i in self.columns]
+        keep = pc.is_in(members[0], self.current)
+        if keep.false_count:
+            members = [m.filter(keep) for m in members]
+        if self.carry is not None:
+            members = [pa.concat_arrays([c, m]) for c, m in zip(self.carry, members)]
+        if not len(members[0]):
+            return
+        last = pc.equal(members[0], members[0][-1]).to_numpy(zero_copy_only=False)
+        done = int(np.argmax(last))                                                         # first of the last pool
+        self.carry = [m.slice(done) for m in members]
+        if done:
+            self._write(mot_texts(*(m.slice(0, done) for m in members)))
+
+    def close(self) -> int:
+        """Write what is left (and the files of pools without members); the number of videos written."""
+        if self.carry is not None:
+            self._write(mot_texts(*self.carry))
+        self._write([(pool, b"") for pool in self.pools if pool not in self.written])
+        return len(self.pools)
+
+    def _write(self, texts: list[tuple[int, bytes]]) -> None:
+        for pool, text in texts:
+            _write_mot_video(self.folder, self.pools[pool], text)
+            self.written.add(pool)
+
+
+def _write_mot_video(folder: Path, pool: tuple, text: bytes) -> None:
+    _, video, split, fps, frame_count, width, height = pool
+    base = folder / "mot" / split / str(video)
+    (base / "gt").mkdir(parents=True, exist_ok=True)
+    (base / "gt" / "gt.txt").write_bytes(text)
+    (base / "seqinfo.ini").write_text(
+        f"[Sequence]\nname={video}\nimDir=img1\nframeRate={fps:g}\nseqLength={frame_count}\n"
+        f"imWidth={width}\nimHeight={height}\nimExt=.jpg\n", encoding="ascii")
 
 
 def _copy_media(folder: Path, scope: ReleaseScope) -> None:
 
-    for path in Video.objects.filter(id__in=scope.videos).order_by("id").values_list("path", flat=True):
+    for path in Video.objects.filter(any_of("id", scope.videos)).order_by("id").values_list("path", flat=True):
         source = Path(settings.MEDIA_ROOT) / path
         if not source.is_file():
             raise FileNotFoundError(f"video file {source} is missing; release without media or restore it")
@@ -203,7 +235,12 @@ def _copy_media(folder: Path, scope: ReleaseScope) -> None:
 
 
 def _relative_files(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    """Every file under ``folder``, as sorted relative POSIX paths."""
+    out = []
+    for top, _dirs, files in os.walk(folder):
+        base = Path(top).relative_to(folder).as_posix()
+        out += [name if base == "." else f"{base}/{name}" for name in files]
+    return sorted(out)
 
 
 def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, parent_folder: Path | None = None,
@@ -221,16 +258,19 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     (folder / "data").mkdir(parents=True, exist_ok=True)
     (folder / "index").mkdir(exist_ok=True)
     counts: dict[str, int] = {}
-    with open(folder / INDEX, "w", encoding="utf-8", newline="\n", buffering=HASH_BLOCK) as index:
+    mot = _MotWriter(folder, scope)
+    with open(folder / INDEX, "wb", buffering=HASH_BLOCK) as index:
         for table in TABLES:
             writer = _TableWriter(folder, table, index)
             try:
-                for values in scope.rows(table):
-                    writer.add(values)
+                for columns in scope.chunks(table):
+                    writer.add(columns)
+                    if table.name == "pool_members":
+                        mot.add(columns)
             finally:
                 counts[table.name] = writer.close()
             say(f"{table.name}: {counts[table.name]} rows")
-    n_mot = _write_mot(folder, scope)
+    n_mot = mot.close()
     say(f"MOT ground truth of {n_mot} videos")
     if meta.media_included:
         _copy_media(folder, scope)

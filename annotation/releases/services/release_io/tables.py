@@ -21,13 +21,16 @@ request ids.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from django.db.models import Q, QuerySet
+import pyarrow.compute as pc
+from django.core.exceptions import EmptyResultSet
+from django.db.models import F, Lookup, Q, QuerySet
 
 from annotation.benchmark.services.mining import SPLITS
 from annotation.benchmark.services.queries import benchmark_videos
@@ -52,6 +55,7 @@ from annotation.models import (
     WorkItem,
 )
 from annotation.releases.services.pseudonyms import reviewer_pseudonyms
+from annotation.releases.services.release_io.reading import arrays_of, record_batches
 from trajectories.models import (
     DuplicateCandidate,
     ProposalConfig,
@@ -76,10 +80,16 @@ KINDS: dict[str, pa.DataType] = {
     "user": pa.string(),                         # an account id -> its pseudonym
     "ids": pa.list_(pa.int64()),                 # a list of ids (a run's released pools, by run id)
 }
+# how ReleaseScope.chunks reads a column of each kind (reading.TYPES)
+READ_TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "time": "time", "json": "json",
+              "int32s": "bytes", "float32s": "bytes", "boxes": "bytes", "user": "int", "ids": "int"}
 CROISSANT_TYPES = {"int": "sc:Integer", "float": "sc:Float", "str": "sc:Text", "bool": "sc:Boolean", "time": "sc:Text",
                    "json": "sc:Text", "int32s": "sc:Integer", "float32s": "sc:Float", "boxes": "sc:Text",
                    "user": "sc:Text", "ids": "sc:Integer"}
-CHUNK = 2000
+CHUNK = 2000                                     # rows a Django iterator fetches at a time
+FETCH = 10_000                                   # rows of a chunk (ReleaseScope.chunks)
+# what an open review item shows its reviewers and a release leaves out (ReleaseScope._withholding)
+WITHHELD = {"work_items": {"prelabels": {}, "disputed": []}, "cross_pairs": {"proposal": {}}}
 
 
 @dataclass(frozen=True)
@@ -284,8 +294,27 @@ def import_value(kind: str, value, users: dict[str, int]):
     return value
 
 
-def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+class AnyOf(Lookup):
+    """``path IN ids`` with the ids as one array parameter on PostgreSQL (``= ANY(%s)``): a release's
+    thousands of video, pool and run ids cost one parameter (composing a query with one placeholder
+    per id takes longer than running it); an ``IN`` list elsewhere. Used as ``AnyOf(F(path), ids)``."""
+
+    lookup_name = "any_of"
+    prepare_rhs = False
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        ids = [int(v) for v in self.rhs]
+        if connection.vendor == "postgresql":                   # an array literal: one string to quote
+            return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, "{" + ",".join(map(str, ids)) + "}"]
+        if not ids:
+            raise EmptyResultSet
+        return f"{lhs} IN ({', '.join(['%s'] * len(ids))})", [*lhs_params, *ids]
+
+
+def any_of(path: str, ids) -> AnyOf:
+    """The condition ``path IN ids`` (:class:`AnyOf`)."""
+    return AnyOf(F(path), list(ids))
 
 
 # -- what belongs to a release ---------------------------------------------------------------------
@@ -308,7 +337,7 @@ class ReleaseScope:
             raise ValueError(f"splits must be a non-empty subset of {SPLITS}, got {splits!r}")
         splits = sorted(set(splits), key=SPLITS.index)
         videos = sorted(v for s in splits for v in benchmark_videos(split=s))
-        pools = CandidatePool.objects.filter(video_id__in=videos, frozen_at__isnull=False).order_by("id")
+        pools = CandidatePool.objects.filter(any_of("video_id", videos), frozen_at__isnull=False).order_by("id")
         return cls(splits=splits, videos=videos, pools=list(pools.values_list("id", flat=True)),
                    current_pools=list(pools.filter(superseded_by__isnull=True).values_list("id", flat=True)),
                    runs=sorted(set(pools.values_list("run_id", flat=True))))
@@ -319,39 +348,43 @@ class ReleaseScope:
         items = self.queryset("work_items") if table in ("votes", "relation_judgments") else None
         samples = self.queryset("audit_samples") if table == "audit_judgments" else None
         querysets = {
-            "sources": lambda: Source.objects.filter(videos__id__in=V).distinct(),
-            "split_groups": lambda: SplitGroup.objects.filter(videos__id__in=V).distinct(),
-            "videos": lambda: Video.objects.filter(id__in=V),
-            "proposal_configs": lambda: ProposalConfig.objects.filter(runs__id__in=R).distinct(),
-            "proposal_runs": lambda: ProposalRun.objects.filter(id__in=R),
-            "trajectories": lambda: Trajectory.objects.filter(run_id__in=R),
-            "duplicates": lambda: DuplicateCandidate.objects.filter(trajectory_a__run_id__in=R,
-                                                                    trajectory_b__run_id__in=R),
-            "pools": lambda: CandidatePool.objects.filter(id__in=P),
-            "pool_members": lambda: PoolMember.objects.filter(pool_id__in=P),
-            "description_runs": lambda: DescriptionRun.objects.filter(descriptions__pool_id__in=P).distinct(),
-            "descriptions": lambda: Description.objects.filter(pool_id__in=P),
-            "description_versions": lambda: DescriptionVersion.objects.filter(description__pool_id__in=P),
-            "generation_runs": lambda: GenerationRun.objects.filter(queries__pool_id__in=P).distinct(),
-            "queries": lambda: Query.objects.filter(pool_id__in=P),
+            "sources": lambda: Source.objects.filter(any_of("videos__id", V)).distinct(),
+            "split_groups": lambda: SplitGroup.objects.filter(any_of("videos__id", V)).distinct(),
+            "videos": lambda: Video.objects.filter(any_of("id", V)),
+            "proposal_configs": lambda: ProposalConfig.objects.filter(any_of("runs__id", R)).distinct(),
+            "proposal_runs": lambda: ProposalRun.objects.filter(any_of("id", R)),
+            "trajectories": lambda: Trajectory.objects.filter(any_of("run_id", R)),
+            "duplicates": lambda: DuplicateCandidate.objects.filter(any_of("trajectory_a__run_id", R),
+                                                                    any_of("trajectory_b__run_id", R)),
+            "pools": lambda: CandidatePool.objects.filter(any_of("id", P)),
+            "pool_members": lambda: PoolMember.objects.filter(any_of("pool_id", P)),
+            "description_runs": lambda: DescriptionRun.objects.filter(
+                any_of("descriptions__pool_id", P)).distinct(),
+            "descriptions": lambda: Description.objects.filter(any_of("pool_id", P)),
+            "description_versions": lambda: DescriptionVersion.objects.filter(any_of("description__pool_id", P)),
+            "generation_runs": lambda: GenerationRun.objects.filter(any_of("queries__pool_id", P)).distinct(),
+            "queries": lambda: Query.objects.filter(any_of("pool_id", P)),
             "mining_runs": lambda: MiningRun.objects.filter(split__in=self.splits),
             "pseudo_rules": lambda: PseudoLabelRule.objects.all(),
-            "cross_pairs": lambda: CrossPair.objects.filter(query__pool_id__in=P, trajectory__run_id__in=R),
-            "work_items": lambda: WorkItem.objects.filter(video_id__in=V).filter(
-                Q(stage=WorkItem.Stage.USABILITY, trajectory__run_id__in=R)
-                | Q(stage=WorkItem.Stage.IDENTITY, duplicate__trajectory_a__run_id__in=R,
-                    duplicate__trajectory_b__run_id__in=R)
-                | Q(stage=WorkItem.Stage.DESCRIPTION, description__description__pool_id__in=P)
-                | Q(stage=WorkItem.Stage.RELATION, query__pool_id__in=P)
-                | Q(stage=WorkItem.Stage.PAIR, pair__query__pool_id__in=P, pair__trajectory__run_id__in=R)),
+            "cross_pairs": lambda: CrossPair.objects.filter(any_of("query__pool_id", P),
+                                                            any_of("trajectory__run_id", R)),
+            "work_items": lambda: WorkItem.objects.filter(any_of("video_id", V)).filter(
+                Q(any_of("trajectory__run_id", R), stage=WorkItem.Stage.USABILITY)
+                | Q(any_of("duplicate__trajectory_a__run_id", R), any_of("duplicate__trajectory_b__run_id", R),
+                    stage=WorkItem.Stage.IDENTITY)
+                | Q(any_of("description__description__pool_id", P), stage=WorkItem.Stage.DESCRIPTION)
+                | Q(any_of("query__pool_id", P), stage=WorkItem.Stage.RELATION)
+                | Q(any_of("pair__query__pool_id", P), any_of("pair__trajectory__run_id", R),
+                    stage=WorkItem.Stage.PAIR)),
             "votes": lambda: Vote.objects.filter(item__in=items.filter(state__in=CLOSED_STATES).values("pk")),
             "relation_judgments": lambda: RelationJudgment.objects.filter(
                 vote__item__in=items.filter(state__in=CLOSED_STATES).values("pk")),
-            "relations": lambda: Relation.objects.filter(query__pool_id__in=P, trajectory__run_id__in=R),
+            "relations": lambda: Relation.objects.filter(any_of("query__pool_id", P),
+                                                         any_of("trajectory__run_id", R)),
             "audits": lambda: Audit.objects.filter(split__in=self.splits),
             "audit_samples": lambda: AuditSample.objects.filter(audit__split__in=self.splits).filter(
-                Q(relation__query__pool_id__in=P, relation__trajectory__run_id__in=R) | Q(query__pool_id__in=P)
-                | Q(description__pool_id__in=P)),
+                Q(any_of("relation__query__pool_id", P), any_of("relation__trajectory__run_id", R))
+                | Q(any_of("query__pool_id", P)) | Q(any_of("description__pool_id", P))),
             "audit_judgments": lambda: AuditJudgment.objects.filter(sample__in=samples.values("pk")),
         }
         return querysets[table]()
@@ -383,7 +416,7 @@ class ReleaseScope:
         if self._run_pools is None:
             self._run_pools = {}
             for name, model in (("description_runs", DescriptionRun), ("generation_runs", GenerationRun)):
-                through = model.pools.through.objects.filter(candidatepool_id__in=self.pools)
+                through = model.pools.through.objects.filter(any_of("candidatepool_id", self.pools))
                 mapping: dict[int, list[int]] = {}
                 run_field = f"{model._meta.model_name}_id"
                 for run, pool in through.order_by(run_field, "candidatepool_id").values_list(run_field,
@@ -412,6 +445,66 @@ class ReleaseScope:
         for row in qs.iterator(chunk_size=CHUNK):
             yield tuple(export_value(kind, value, self, table.name) for kind, value in zip(kinds, withhold(row)))
 
+    def chunks(self, table: Table) -> Iterator[list[pa.Array]]:
+        """The table's rows in key order, ``FETCH`` at a time, as one arrow array per column (types in
+        ``READ_TYPES``): the values of :meth:`rows`, except that JSON values are their JSON text, packed
+        frames, scores and boxes their bytes, and times their text already (``encode.ChunkEncoder``
+        finishes them)."""
+        types = [READ_TYPES[c.kind] for c in table.columns]
+        if table.model is None:
+            json_at = [i for i, c in enumerate(table.columns) if c.kind == "json"]
+            rows = self.rows(table)
+            while batch := list(itertools.islice(rows, FETCH)):
+                columns = [list(column) for column in zip(*batch)]
+                for i in json_at:
+                    columns[i] = [None if v is None else json.dumps(v) for v in columns[i]]
+                yield arrays_of(columns, ["ids" if c.kind == "ids" else t for t, c in zip(types, table.columns)])
+            return
+        paths = [c.path for c in table.columns]
+        key_paths = [table.columns[table.names.index(k)].path for k in table.key]
+        qs = self.queryset(table.name).order_by(*key_paths).values_list(*paths)
+        # everything the chunks need from the database is read first: the query holds the connection
+        withhold = self._withholding_arrays(table)
+        lookups = {i: self._lookup(table, c.kind) for i, c in enumerate(table.columns) if c.kind in ("user", "ids")}
+        for arrays in record_batches(qs, types=types, size=FETCH):
+            arrays = withhold(arrays)
+            for i, lookup in lookups.items():
+                arrays[i] = lookup(arrays[i])
+            yield arrays
+
+    def _lookup(self, table: Table, kind: str) -> Callable[[pa.Array], pa.Array]:
+        """Account ids to pseudonyms (``user``), or run ids to the released pools they covered (``ids``),
+        as ``export_value`` maps them, for every distinct id once."""
+        mapping, missing, arrow_type = ((self.pseudonyms, None, pa.string()) if kind == "user" else
+                                        (self.run_pools[table.name], [], pa.list_(pa.int64())))
+
+        def lookup(ids: pa.Array) -> pa.Array:
+            distinct = pc.unique(ids.drop_null())
+            values = [mapping[i] if missing is None else mapping.get(i, missing) for i in distinct.to_pylist()]
+            return pc.take(pa.array(values, arrow_type), pc.index_in(ids, distinct))
+        return lookup
+
+    def _withholding_arrays(self, table: Table) -> Callable[[list[pa.Array]], list[pa.Array]]:
+        """:meth:`_withholding` of a chunk's arrays (JSON columns hold text)."""
+        if table.name not in WITHHELD:
+            return lambda arrays: arrays
+        blanks = {table.names.index(name): json.dumps(value) for name, value in WITHHELD[table.name].items()}
+        if table.name == "work_items":
+            state = table.names.index("state")
+            hidden = lambda arrays: pc.invert(pc.is_in(arrays[state], pa.array(sorted(CLOSED_STATES))))  # noqa: E731
+        else:
+            pairs = pa.array(sorted(self.open_items().filter(stage=WorkItem.Stage.PAIR)
+                                    .values_list("pair_id", flat=True)), pa.int64())
+            key = table.names.index("id")
+            hidden = lambda arrays: pc.is_in(arrays[key], pairs)  # noqa: E731
+
+        def withhold(arrays: list[pa.Array]) -> list[pa.Array]:
+            mask = hidden(arrays)
+            for i, blank in blanks.items():
+                arrays[i] = pc.if_else(mask, pa.scalar(blank, pa.string()), arrays[i])
+            return arrays
+        return withhold
+
     def open_items(self) -> QuerySet:
         """The release's review items still open (collecting votes or awaiting adjudication)."""
         return self.queryset("work_items").exclude(state__in=CLOSED_STATES)
@@ -419,20 +512,20 @@ class ReleaseScope:
     def _withholding(self, table: Table) -> Callable[[tuple], tuple]:
         """What an open item shows its reviewers stays out of a release: its pre-labels and disputed
         candidates, and the writer's proposal of its pair (its votes are out of ``queryset``)."""
+        if table.name not in WITHHELD:
+            return lambda row: row
+        blank = {table.names.index(name): value for name, value in WITHHELD[table.name].items()}
         if table.name == "work_items":
-            state, blank = table.names.index("state"), {table.names.index("prelabels"): {},
-                                                       table.names.index("disputed"): []}
+            state = table.names.index("state")
             return lambda row: row if row[state] in CLOSED_STATES else \
                 tuple(blank.get(i, value) for i, value in enumerate(row))
-        if table.name == "cross_pairs":
-            pairs = set(self.open_items().filter(stage=WorkItem.Stage.PAIR).values_list("pair_id", flat=True))
-            key, proposal = table.names.index("id"), table.names.index("proposal")
-            return lambda row: row if row[key] not in pairs else \
-                tuple({} if i == proposal else value for i, value in enumerate(row))
-        return lambda row: row
+        pairs = set(self.open_items().filter(stage=WorkItem.Stage.PAIR).values_list("pair_id", flat=True))
+        key = table.names.index("id")
+        return lambda row: row if row[key] not in pairs else \
+            tuple(blank.get(i, value) for i, value in enumerate(row))
 
     def _fact_rows(self) -> Iterator[tuple]:
-        approved = (Description.objects.filter(pool_id__in=self.pools, status=Description.Status.APPROVED,
+        approved = (Description.objects.filter(any_of("pool_id", self.pools), status=Description.Status.APPROVED,
                                                approved_version__isnull=False).order_by("approved_version_id")
                     .values_list("approved_version_id", "id", "trajectory_id", "pool_id", "approved_version__content"))
         for version, description, trajectory, pool, content in approved.iterator(chunk_size=CHUNK):
@@ -442,12 +535,20 @@ class ReleaseScope:
                        f.get("scope", "whole"), bool(f.get("known", True)))
 
     def _benchmark_rows(self) -> Iterator[tuple]:
-        candidates: dict[int, list[int]] = {}
-        for pool, trajectory in PoolMember.objects.filter(pool_id__in=self.current_pools) \
-                .order_by("pool_id", "trajectory_id").values_list("pool_id", "trajectory_id").iterator(chunk_size=CHUNK):
-            candidates.setdefault(pool, []).append(trajectory)
-        queries = (Query.objects.filter(pool_id__in=self.current_pools, status=Query.Status.ACCEPTED).order_by("id")
+        members = (PoolMember.objects.filter(any_of("pool_id", self.current_pools)).order_by("pool_id", "trajectory_id")
+                   .values_list("pool_id", "trajectory_id"))
+        pools, trajectories = [], []
+        for chunk in record_batches(members, types=["int", "int"], size=FETCH):
+            pools.append(chunk[0].to_numpy())
+            trajectories.append(chunk[1].to_numpy())
+        pool = np.concatenate(pools) if pools else np.zeros(0, np.int64)                   # [M]
+        trajectory = (np.concatenate(trajectories) if trajectories else np.zeros(0, np.int64)).tolist()
+        starts = np.flatnonzero(np.concatenate([[True], pool[1:] != pool[:-1]])) if pool.size else pool
+        bounds = np.append(starts, pool.size).tolist()
+        candidates = {int(pool[a]): trajectory[a:b] for a, b in itertools.pairwise(bounds)}
+        queries = (Query.objects.filter(any_of("pool_id", self.current_pools), status=Query.Status.ACCEPTED)
+                   .order_by("id")
                    .values_list("id", "video__split_group__split", "video_id", "pool_id", "pool__version", "target_id",
                                 "text", "predicates"))
-        for q, split, video, pool, version, target, text, predicates in queries.iterator(chunk_size=CHUNK):
-            yield (q, split, video, pool, version, target, text, predicates, candidates.get(pool, []))
+        for q, split, video, pool_id, version, target, text, predicates in queries.iterator(chunk_size=CHUNK):
+            yield (q, split, video, pool_id, version, target, text, predicates, candidates.get(pool_id, []))
