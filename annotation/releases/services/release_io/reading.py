@@ -29,7 +29,6 @@ TYPES: dict[str, pa.DataType] = {"int": pa.int64(), "float": pa.float64(), "str"
                                  "time": pa.string(), "json": pa.string(), "bytes": pa.binary(),
                                  "ids": pa.list_(pa.int64())}
 COPY_BYTES = 4 << 20                             # a chunk of COPY rows ends at this much CSV (wide rows)
-POSTGRES_SETTINGS = {"DateStyle": "ISO, MDY", "TimeZone": "UTC", "bytea_output": "hex"}
 PG_TIME = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?\+00$"   # timestamptz text, ISO style, in UTC
 HEX = np.full(256, 255, np.uint8)
 HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16, dtype=np.uint8)
@@ -93,10 +92,13 @@ def iso_times(values: Sequence) -> pa.Array:
 
 # -- PostgreSQL: COPY to CSV -----------------------------------------------------------------------
 def _copy_readable(connection) -> bool:
-    """Whether the session prints dates, zones and bytea the way ``_copied`` parses them."""
+    """Whether the session prints timestamps (ISO style, in UTC) and bytea (hex) the way ``_copied``
+    parses them, as Django's sessions do."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(["current_setting(%s)"] * len(POSTGRES_SETTINGS)), list(POSTGRES_SETTINGS))
-        return list(cursor.fetchone()) == list(POSTGRES_SETTINGS.values())
+        cursor.execute("SELECT current_setting('DateStyle'), current_setting('TimeZone'), "
+                       "current_setting('bytea_output')")
+        date_style, zone, bytea = cursor.fetchone()
+    return date_style.startswith("ISO,") and zone == "UTC" and bytea == "hex"
 
 
 def _copied(connection, sql: str, types: Sequence[str], size: int) -> Iterator[list[pa.Array]]:
