@@ -120,15 +120,48 @@ def media_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
+TEST_MODEL_CACHE = Path(__file__).resolve().parents[1] / "var" / "cache" / "test-models"
+
+
+def cached_build(name: str, sources: list[Path], build) -> Path:
+    """The folder that ``build(folder)`` filled, built once for every test process and run while
+    ``sources`` (the code that builds it) and the installed torch are unchanged: it lives in
+    ``var/cache/test-models/<name>-<digest>``, read-only, and a file lock makes parallel test
+    processes wait for the first one's build instead of building it again."""
+    import hashlib
+    import shutil
+
+    import torch
+    from filelock import FileLock
+
+    digest = hashlib.sha256(torch.__version__.encode())
+    for source in sources:
+        digest.update(source.read_bytes())
+    folder = TEST_MODEL_CACHE / f"{name}-{digest.hexdigest()[:16]}"
+    TEST_MODEL_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / ".complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
+            for made in folder.rglob("*"):
+                if made.is_file():
+                    made.chmod(0o444)             # shared by every test: none may change it
+            (folder / ".complete").touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
-def sam3_tiny_checkpoint(tmp_path_factory):
-    """One small random-weight SAM 3 checkpoint for the session (``tests/models/sam3_tiny.py``;
-    about 200 MB, built in seconds): the tracker's tests, the proposal runs and the benchmark
-    load it inside ``tiny_sam3_architecture()``."""
+def sam3_tiny_checkpoint():
+    """One small random-weight SAM 3 checkpoint (``tests/models/sam3_tiny.py``; about 200 MB), built
+    once for all test processes (:func:`cached_build`): the tracker's tests, the proposal runs and
+    the benchmark load it inside ``tiny_sam3_architecture()``."""
     from tests.models.sam3_tiny import build_tiny_sam3, tiny_sam3_architecture
 
-    with tiny_sam3_architecture():
-        return build_tiny_sam3(tmp_path_factory.mktemp("sam3_tiny"))
+    def build(folder: Path) -> None:
+        with tiny_sam3_architecture():
+            build_tiny_sam3(folder)
+
+    return cached_build("sam3-tiny", [Path(__file__).parent / "models" / "sam3_tiny.py"], build) / "sam3_tiny.pt"
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
 """A small random-weight SAM 3 video model, built and loaded by the ``sam3`` package's own builder.
 
 ``build_sam3_video_model`` has no size options: every width and depth is fixed in its factory
-functions. Inside ``tiny_sam3_architecture()`` two of them build smaller parts: the ViT trunk
-(2 blocks of width 64 instead of 32 of width 1024) and the text encoder (2 layers of width 64
-instead of 24 of width 1024). Everything else, the builder's assembly, the 1008-pixel input, the
-fusion encoder, decoder, segmentation head, SAM 2-style tracker and the checkpoint loading
-(``torch.load`` + strict ``load_state_dict``), is the package's code at its real size, so a
-forward pass takes seconds on a CPU instead of minutes. The backend under test is constructed
+functions. Inside ``tiny_sam3_architecture()`` some of them build smaller parts: the ViT trunk
+(2 blocks of width 64 instead of 32 of width 1024), the text encoder (2 layers of width 64 instead
+of 24 of width 1024), the detector's decoder (2 layers of 6), and one layer each of the image-text
+fusion encoder (of 6) and of the tracker's memory attention (of 4). Everything else, the builder's
+assembly, the 1008-pixel input, the layers' widths, the segmentation head, the SAM 2-style tracker
+and the checkpoint loading (``torch.load`` + strict ``load_state_dict``), is the package's code at
+its real size, so a forward pass takes seconds on a CPU instead of minutes. The backend under test is constructed
 inside the same context, so its loader builds the same architecture.
 
 ``build_tiny_sam3(folder, detects=True)`` writes ``sam3_tiny.pt`` (``{"model": state_dict}``).
@@ -40,6 +41,8 @@ TINY_TEXT_LAYERS = 2    # SAM 3: 24
 TINY_DECODER_LAYERS = 2  # SAM 3: 6
 PRESENCE_BIAS = "detector.transformer.decoder.presence_token_head.layers.2.bias"
 TINY_QUERIES = 8        # SAM 3: 200 (every query of the tiny model scores high; see below)
+TINY_FUSION_LAYERS = 1  # SAM 3: 6
+TINY_MEMORY_LAYERS = 1  # SAM 3: 4
 
 
 def _tiny_vit(compile_mode=None):
@@ -75,14 +78,35 @@ def _tiny_text_encoder(bpe_path: str):
                          heads=2, layers=TINY_TEXT_LAYERS)
 
 
+def _with_layers(create, layers: int):
+    """``create`` (a builder factory of an encoder, or of a wrapper holding one as ``.encoder``) with
+    only the first ``layers`` of its stack: the layers are the package's, only fewer of them."""
+    def build(*args, **kwargs):
+        made = create(*args, **kwargs)
+        stack = getattr(made, "encoder", None) or made
+        stack.layers = stack.layers[:layers]
+        stack.num_layers = layers
+        if isinstance(getattr(stack, "remove_cross_attention_layers", None), list):
+            stack.remove_cross_attention_layers = stack.remove_cross_attention_layers[:layers]
+        return made
+
+    return build
+
+
 @contextlib.contextmanager
 def tiny_sam3_architecture():
-    """While active, ``sam3.model_builder`` builds the small ViT trunk and text encoder."""
+    """While active, ``sam3.model_builder`` builds the small ViT trunk and text encoder, and one layer
+    of the image-text fusion encoder (6) and of the tracker's memory attention (4), each attending
+    over all 72 x 72 image tokens."""
     import sam3.model_builder as builder
 
     with mock.patch.object(builder, "_create_vit_backbone", _tiny_vit), \
             mock.patch.object(builder, "_create_text_encoder", _tiny_text_encoder), \
-            mock.patch.object(builder, "_create_transformer_decoder", _tiny_decoder):
+            mock.patch.object(builder, "_create_transformer_decoder", _tiny_decoder), \
+            mock.patch.object(builder, "_create_transformer_encoder",
+                              _with_layers(builder._create_transformer_encoder, TINY_FUSION_LAYERS)), \
+            mock.patch.object(builder, "_create_tracker_transformer",
+                              _with_layers(builder._create_tracker_transformer, TINY_MEMORY_LAYERS)):
         yield
 
 
