@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -275,7 +276,12 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     if meta.media_included:
         _copy_media(folder, scope)
         say("media copied")
-    stats = release_statistics(scope)
+    # the files written so far are hashed in a thread while the database counts the statistics
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashing = pool.submit(lambda paths: {path: file_sha256(folder / path) for path in paths},
+                              _relative_files(folder))
+        stats = release_statistics(scope)
+    hashes = hashing.result()
     if meta.withheld == {}:
         del stats["withheld"]
     elif meta.withheld is not None:
@@ -298,7 +304,7 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     _write_json(folder / "release.json", body)
     _write_json(folder / "construction.json", config)
     _write_json(folder / "statistics.json", stats)
-    data_hashes = {path: file_sha256(folder / path) for path in _relative_files(folder) if path.startswith("data/")}
+    data_hashes = {path: sha for path, sha in hashes.items() if path.startswith("data/")}
     _write_json(folder / "croissant.json", croissant_metadata(body, data_hashes,
                                                               {p: (folder / p).stat().st_size for p in data_hashes}))
     (folder / "README.md").write_text(dataset_card(body, stats, config), encoding="utf-8")
@@ -307,7 +313,7 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     for path in _relative_files(folder):
         if path == CHECKSUMS:
             continue
-        sha = data_hashes.get(path) or file_sha256(folder / path)
+        sha = hashes.get(path) or file_sha256(folder / path)
         table = path[len("data/"):].rsplit(".", 1)[0] if path.startswith("data/") else None
         files.append(WrittenFile(path, sha, (folder / path).stat().st_size, counts.get(table) if table else None))
         lines.append(f"{sha}  {path}\n")
