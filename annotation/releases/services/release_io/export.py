@@ -1,10 +1,12 @@
 """The streaming writer of a release folder (layout in :mod:`annotation.releases.services.release_io`).
 
 Memory stays bounded whatever the release's size: table rows are streamed from the database in key
-order (server-side cursors on PostgreSQL) and written a row at a time to JSON Lines and in row
-groups of ``ROW_GROUP`` rows to Parquet; MOT files are written one video at a time; files are
-hashed in blocks. The output is a pure function of the records and of :class:`ReleaseMeta`: the
-same records give the same bytes (keys sorted, fixed row groups, timestamps from the release row).
+order (``COPY`` on PostgreSQL, :mod:`.reading`) a chunk at a time as arrow arrays, encoded a column
+at a time (:mod:`.encode`) and written to JSON Lines at once and in row groups of ``ROW_GROUP`` rows
+to Parquet; MOT files are written one video at a time; files are hashed in blocks. The output is a
+pure function of the records and of :class:`ReleaseMeta`: the same records give the same bytes (keys
+sorted, fixed row groups, timestamps from the release row), the bytes the row-at-a-time writer of
+:mod:`.reference` gives.
 """
 from __future__ import annotations
 
