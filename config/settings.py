@@ -143,6 +143,14 @@ if (DATABASES["default"]["ENGINE"].endswith("postgresql") and DATABASES["default
     # Off with DATABASE_PREPARED_STATEMENTS=0: behind a pooler in transaction mode that does not keep
     # prepared statements (PgBouncer before 1.21, or without max_prepared_statements).
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and not env_bool("DATABASE_JIT", False):
+    # PostgreSQL compiles a statement whose estimated cost passes jit_above_cost to machine code, at
+    # every execution, prepared or not. At a million review items that is 20-150 ms on a claim whose
+    # plan runs in a few, and up to a second on each of the export's big reads
+    # (tests/benchmarks/bench_pg_scale.py), so this project's connections run without it. DATABASE_JIT=1 keeps the server's setting, e.g. behind a
+    # pooler that refuses startup options (set jit on the role there: ALTER ROLE … SET jit = off).
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["options"] = f"{options.get('options', '')} -c jit=off".strip()
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL lets the web server read while the worker writes; the timeout waits out a writer. A
     # transaction takes the write lock when it begins (IMMEDIATE): one that began as a reader could
