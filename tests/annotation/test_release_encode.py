@@ -266,8 +266,9 @@ def test_a_table_written_in_chunks_is_the_bytes_the_reference_writes(seed, tmp_p
             writer.add(_export_values(row))
         assert writer.close() == len(rows)
     types = CHUNK_TYPES
+    writes = export._Writes()
     with open(new / "index.tsv", "wb") as index:
-        writer = export._TableWriter(new, TABLE, index)
+        writer = export._TableWriter(new, TABLE, index, writes)
         start = 0
         while start < len(rows):
             stop = start + int(rng.integers(1, 90))
@@ -275,6 +276,7 @@ def test_a_table_written_in_chunks_is_the_bytes_the_reference_writes(seed, tmp_p
             writer.add(arrays_of(columns, types))
             start = stop
         assert writer.close() == len(rows)
+    writes.close()
     for name in ("index.tsv", "data/everything.jsonl", "data/everything.parquet"):
         assert (new / name).read_bytes() == (old / name).read_bytes(), name
 

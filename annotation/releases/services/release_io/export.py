@@ -15,8 +15,9 @@ import hashlib
 import json
 import os
 import shutil
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,7 @@ FORMAT = "trajlab-release/1"
 ROW_GROUP = 50_000                               # rows per Parquet row group at most
 ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes each) per row group at most
 HASH_BLOCK = 1 << 20
+PENDING_WRITES = 8                               # file writes queued for the background thread at most
 CHECKSUMS = "SHA256SUMS"
 INDEX = "index/records.tsv"
 
@@ -95,6 +97,31 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class _Writes:
+    """File writes done in order on one background thread, so that compressing Parquet and writing to
+    disk (which release the GIL) overlap the encoding of the next chunk; at most ``PENDING_WRITES``
+    wait, and a write's failure is raised by the next call."""
+
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pending: deque[Future] = deque()
+
+    def submit(self, write: Callable, *args) -> None:
+        self.pending.append(self.pool.submit(write, *args))
+        while len(self.pending) > PENDING_WRITES or (self.pending and self.pending[0].done()):
+            self.pending.popleft().result()
+
+    def wait(self) -> None:
+        while self.pending:
+            self.pending.popleft().result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 class _TableWriter:
     """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index,
     a chunk of rows at a time (:class:`ChunkEncoder` gives the bytes and the values).
@@ -104,9 +131,10 @@ class _TableWriter:
     comes first (both depend on the data only, so the same records give the same row groups).
     """
 
-    def __init__(self, folder: Path, table: Table, index):
+    def __init__(self, folder: Path, table: Table, index, writes: _Writes):
         self.table = table
         self.index = index
+        self.writes = writes
         self.rows = 0
         self.schema = table.schema()
         self.encoder = ChunkEncoder(table)
@@ -119,8 +147,8 @@ class _TableWriter:
     def add(self, columns: list) -> None:
         """Write a chunk (one sequence per column, as ``ReleaseScope.chunks`` gives it)."""
         chunk = self.encoder.encode(columns)
-        self.jsonl.write(chunk.jsonl)
-        self.index.write(chunk.index)
+        self.writes.submit(self.jsonl.write, chunk.jsonl)
+        self.writes.submit(self.index.write, chunk.index)
         arrays = [self._array(values, f) for values, f in zip(chunk.values, self.schema)]
         values = np.cumsum(chunk.sizes)                                                    # [R]
         start = 0
@@ -157,11 +185,12 @@ class _TableWriter:
         if not self.pending:
             return
         columns = [pa.concat_arrays(list(pieces)) for pieces in zip(*self.pending)]
-        self.parquet.write_table(pa.Table.from_arrays(columns, schema=self.schema))
+        self.writes.submit(self.parquet.write_table, pa.Table.from_arrays(columns, schema=self.schema))
         self.pending, self.pending_rows, self.pending_values = [], 0, 0
 
     def close(self) -> int:
         self._flush()
+        self.writes.wait()
         self.parquet.close()
         self.jsonl.close()
         return self.rows
@@ -176,8 +205,9 @@ class _MotWriter:
     then trajectory order), a chunk of pools at a time (:func:`.encode.mot_texts`), each pool's file
     at once; the members of a pool that a chunk leaves unfinished wait for the next chunk."""
 
-    def __init__(self, folder: Path, scope: ReleaseScope):
+    def __init__(self, folder: Path, scope: ReleaseScope, writes: _Writes):
         self.folder = folder
+        self.writes = writes
         self.pools = {row[0]: row for row in CandidatePool.objects.filter(any_of("id", scope.current_pools))
                       .values_list("id", "video_id", "video__split_group__split", "video__fps", "video__frame_count",
                                    "video__width", "video__height")}
@@ -212,7 +242,7 @@ class _MotWriter:
 
     def _write(self, texts: list[tuple[int, bytes]]) -> None:
         for pool, text in texts:
-            _write_mot_video(self.folder, self.pools[pool], text)
+            self.writes.submit(_write_mot_video, self.folder, self.pools[pool], text)
             self.written.add(pool)
 
 
@@ -261,19 +291,23 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     (folder / "data").mkdir(parents=True, exist_ok=True)
     (folder / "index").mkdir(exist_ok=True)
     counts: dict[str, int] = {}
-    mot = _MotWriter(folder, scope)
-    with open(folder / INDEX, "wb", buffering=HASH_BLOCK) as index:
-        for table in TABLES:
-            writer = _TableWriter(folder, table, index)
-            try:
-                for columns in scope.chunks(table):
-                    writer.add(columns)
-                    if table.name == "pool_members":
-                        mot.add(columns)
-            finally:
-                counts[table.name] = writer.close()
-            say(f"{table.name}: {counts[table.name]} rows")
-    n_mot = mot.close()
+    writes = _Writes()
+    try:
+        mot = _MotWriter(folder, scope, writes)
+        with open(folder / INDEX, "wb", buffering=HASH_BLOCK) as index:
+            for table in TABLES:
+                writer = _TableWriter(folder, table, index, writes)
+                try:
+                    for columns in scope.chunks(table):
+                        writer.add(columns)
+                        if table.name == "pool_members":
+                            mot.add(columns)
+                finally:
+                    counts[table.name] = writer.close()
+                say(f"{table.name}: {counts[table.name]} rows")
+        n_mot = mot.close()
+    finally:
+        writes.close()
     say(f"MOT ground truth of {n_mot} videos")
     if meta.media_included:
         _copy_media(folder, scope)
