@@ -46,7 +46,7 @@ FORMAT = "trajlab-release/1"
 ROW_GROUP = 50_000                               # rows per Parquet row group at most
 ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes each) per row group at most
 HASH_BLOCK = 1 << 20
-PENDING_WRITES = 8                               # file writes queued for the background thread at most
+PENDING_WRITES = 4                               # file writes queued for the background thread at most
 CHECKSUMS = "SHA256SUMS"
 INDEX = "index/records.tsv"
 
