@@ -73,7 +73,7 @@ class WorkItem(models.Model):
     disputed = models.JSONField(default=list, blank=True)
     panel_size = models.PositiveSmallIntegerField()
     required_votes = models.PositiveSmallIntegerField()
-    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
     decision = models.CharField(max_length=16, blank=True, help_text="the winning label once decided")
     decided_at = models.DateTimeField(null=True, blank=True)
     # Set when a decided identity item is sent back because consolidation found it in a conflict
@@ -85,7 +85,12 @@ class WorkItem(models.Model):
     class Meta:
         ordering = ["video_id", "id"]
         # queue order (video, id) within a stage and state: a claim walks it and stops at the first items it may take
-        indexes = [models.Index(fields=["stage", "state", "video", "id"], name="work_item_queue_order")]
+        indexes = [
+            models.Index(fields=["stage", "state", "video", "id"], name="work_item_queue_order"),
+            # items of one state in queue order (the adjudication queue, the seat board); ordered, so no
+            # plan of a claim sorts every open item (the state has no index of its own)
+            models.Index(fields=["state", "video", "id"], name="work_item_state_order"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=(Q(stage="usability", trajectory__isnull=False, duplicate__isnull=True, description__isnull=True,
