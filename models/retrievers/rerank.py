@@ -100,12 +100,37 @@ def combsum(score_lists: Sequence) -> np.ndarray:
 
 def shortlist(scores, k: int = 20) -> np.ndarray:
     """Column indices of the ``k`` best items per query (``[Q, min(k, N)]``), best first, ties
-    broken by the lower index."""
+    broken by the lower index: the first ``k`` columns of a stable descending sort
+    (:func:`top_positions` per row)."""
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     s = _scores(scores, "scores")
-    order = np.argsort(-s, axis=1, kind="stable")                                # [Q, N]
-    return order[:, :k]
+    if 4 * k >= s.shape[1]:                                                      # short rows: sort them whole
+        return np.argsort(-s, axis=1, kind="stable")[:, :k]                      # [Q, min(k, N)]
+    return np.stack([top_positions(row, k) for row in s]) if len(s) else np.zeros((0, k), np.int64)
+
+
+def top_positions(row: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values of a finite 1-D ``row`` (``[min(k, N)]``), largest
+    first, ties to the lower position: ``np.argsort(-row, kind="stable")[:k]`` without sorting
+    the row. The ``k``-th largest of the row's block maxima is a lower bound of its ``k``-th
+    largest value, so one pass finds every item at or above that bound (the ``k`` best and every
+    item tied with the ``k``-th); of those tied, the lower positions are kept, and only the ``k``
+    kept are sorted."""
+    n = row.shape[0]
+    if 4 * k >= n:
+        return np.argsort(-row, kind="stable")[:k]
+    blocks = min(n // 2, max(4 * k, int(np.sqrt(n))))                            # at least k blocks
+    maxima = np.maximum.reduceat(row, np.linspace(0, n, blocks, endpoint=False).astype(np.int64))
+    bound = np.partition(maxima, blocks - k)[blocks - k]                         # k-th largest block maximum
+    found = np.flatnonzero(row >= bound)                                         # [m >= k] ascending
+    values = row[found]                                                          # [m]
+    if found.size > k:
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]                     # the k-th largest value
+        keep = values > kth                                                      # fewer than k
+        keep[np.flatnonzero(values == kth)[: k - np.count_nonzero(keep)]] = True  # ties: the lower positions
+        found, values = found[keep], values[keep]                                # [k]
+    return found[np.lexsort((found, -values))]
 
 
 # -- rerank blend (SCOUT 6.2 and 7.1) -------------------------------------------------------------

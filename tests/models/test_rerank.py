@@ -19,6 +19,7 @@ from models.retrievers.rerank import (
     pivot_promote,
     rerank_blend,
     shortlist,
+    top_positions,
 )
 
 
@@ -155,6 +156,40 @@ def test_shortlist_takes_the_top_k_with_ties_to_the_lower_index():
     assert shortlist(s, 20).shape == (1, 5)
     with pytest.raises(ValueError, match="positive"):
         shortlist(s, 0)
+
+
+def random_rows(rng, q: int, n: int) -> np.ndarray:
+    """Score rows of one of the shapes that break a top-k: few distinct values (ties), all equal
+    (signed zeros included), sorted either way, a plateau above the rest, or plain noise."""
+    kind = rng.integers(0, 6)
+    if kind == 0:
+        return rng.integers(0, rng.integers(1, 20), (q, n)).astype(float)
+    if kind == 1:
+        rows = np.zeros((q, n))
+        rows[:, ::3] = -0.0
+        return rows
+    if kind == 2:
+        return np.sort(rng.normal(size=(q, n)), axis=1)
+    if kind == 3:
+        return -np.sort(rng.normal(size=(q, n)), axis=1)
+    rows = rng.normal(size=(q, n))
+    if kind == 4:
+        rows[:, : n // 2] = 5.0
+    return rows
+
+
+def test_shortlist_equals_the_first_k_of_a_stable_sort_on_random_rows():
+    rng = np.random.default_rng(11)
+    for case in range(3000):
+        q, n, k = int(rng.integers(0, 4)), int(rng.integers(0, 4000 if case % 5 else 30)), int(rng.integers(1, 90))
+        s = random_rows(rng, q, n)
+        want = np.argsort(-s, axis=1, kind="stable")[:, :k]                  # the obvious way
+        got = shortlist(s, k)
+        assert got.shape == want.shape and np.array_equal(got, want), (case, q, n, k)
+        for row in s:
+            assert np.array_equal(top_positions(row, k), np.argsort(-row, kind="stable")[:k])
+    with pytest.raises(ValueError, match="NaN"):
+        shortlist(np.array([[0.0, np.nan]]), 1)
 
 
 # -- rerank blend ---------------------------------------------------------------------------------
