@@ -1,18 +1,24 @@
 """Text search over the trajectories of a snapshot with a trained retriever (DESIGN 4, 5).
 
 **Index.** :func:`search_index_build` embeds every trajectory of a sealed snapshot with a
-succeeded training run's final checkpoint and stores an exact FAISS inner-product index
-(``models.training.index.TrajectoryIndex``, unit vectors: the score is the cosine similarity) under
-``VAR_DIR/search/run-<run id>/<snapshot content hash>.npz``, with the vectors in id order next to
-it (``.vectors.npy``, memory-mapped when a search scores the whole gallery, as fusion does). The key is the run (whose checkpoint
-never changes once it succeeded) and the snapshot's content hash, so an index is built once and
-found again by any process of the machine. Each process also keeps the last few loaded models and
-indexes in memory (:data:`LOADED_MAX`), so a search after the first costs one text encoding and
-one index lookup.
+succeeded training run's final checkpoint and stores a FAISS inner-product index
+(``models.training.index.TrajectoryIndex``, unit vectors: the score is the cosine similarity) of
+the kind ``models.training.index.served_config`` gives for the gallery's size (exact below
+``EXACT_MAX`` trajectories, IVF-Flat from it up) under
+``VAR_DIR/search/run-<run id>/<snapshot content hash>.npz`` (ids, videos, config) and ``.faiss``,
+with the vectors in id order next to it (``.vectors.npy``, memory-mapped when a search scores the
+whole gallery, as fusion does). The key is the run (whose checkpoint never changes once it
+succeeded) and the snapshot's content hash, so an index is built once and found again by any
+process of the machine; an index stored by an older layout is rebuilt from its stored vectors.
+Each process keeps the last few loaded models and indexes (:data:`LOADED_MAX`), the FAISS files
+memory-mapped, so a search after the first costs one text encoding and one index lookup.
 
 **Search.** :func:`search` runs a retrieval pipeline (``models.retrievers.pipeline``: declared as
 data, executed by ``run_pipeline``, the executor evaluation runs too) over the memory-mapped
-vectors of the run (and of the runs it fuses), for the one text, and ranks:
+vectors of the run (and of the runs it fuses), for the one text, and ranks. The plain pipeline
+(the dense retriever alone, no fusion, no reranker) ranks with the run's index instead
+(``models.training.index.GalleryRanker``): the exact ranking below ``EXACT_MAX`` trajectories, the
+IVF index's above (the report's ``first_stage`` says which answered):
 
 - ``level="trajectory"``: the top ``k`` trajectories by the pipeline's final score (the cosine
   similarity without fusion or reranking);
@@ -49,7 +55,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,9 +68,9 @@ from models.backends.vlm import build_describer, build_scorer
 from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.pipeline import Gallery, PipelineTools, RetrievalPipeline, run_pipeline
 from models.retrievers.pipeline import encode_texts as pipeline_encode_texts
-from models.retrievers.rerank import pivot_promote
+from models.retrievers.rerank import pivot_promote, top_positions
 from models.training.evaluation import embed_snapshot
-from models.training.index import IndexConfig, TrajectoryIndex
+from models.training.index import FORMAT, GalleryRanker, IndexConfig, TrajectoryIndex, served_config
 from models.training.trainer import CheckpointIncompatible, load_model
 from workers.models import RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve
@@ -86,11 +92,20 @@ class _Loaded:
     """A run's model and its index over one snapshot, loaded in this process."""
 
     model: object                                # the retriever, in eval mode on the CPU
-    index: object                                # models.training.index.TrajectoryIndex
-    ids: np.ndarray                              # [T] trajectory ids, ascending
-    videos: np.ndarray                           # [T] the video of each
-    vectors: np.ndarray                          # [T, d] unit embeddings in id order (memory-mapped)
+    ranker: GalleryRanker                        # the index over the vectors (its FAISS file memory-mapped)
     prepared: object | None = None               # the model's prepared inputs, once a pipeline stage needed them
+
+    @property
+    def ids(self) -> np.ndarray:                 # [T] trajectory ids, ascending
+        return self.ranker.ids
+
+    @property
+    def videos(self) -> np.ndarray:              # [T] the video of each
+        return self.ranker.videos
+
+    @property
+    def vectors(self) -> np.ndarray:             # [T, d] unit embeddings in id order (memory-mapped)
+        return self.ranker.vectors
 
 
 _loaded: OrderedDict[tuple[int, str], _Loaded] = OrderedDict()
@@ -131,26 +146,46 @@ def _load_model(run: TrainingRun):
 def search_index_save(*, run: TrainingRun, snapshot, embeddings: np.ndarray, ids: np.ndarray,
                       video_ids: np.ndarray) -> Path:
     """Store the index of ``run`` over ``snapshot``: unit ``embeddings`` ``[T, d]`` with their
-    trajectory and video ids ``[T]``. Writes the exact FAISS index (``<hash>.npz``), the vectors in
-    ascending id order (``<hash>.vectors.npy``, memory-mapped by searches that score the whole
-    gallery) and a description (``<hash>.json``), each atomically; the vectors go last, so a
-    reader that finds them finds the rest."""
+    trajectory and video ids ``[T]``. Writes the FAISS index of ``served_config``'s kind
+    (``<hash>.faiss`` and ``<hash>.npz``), a description (``<hash>.json``, with the index config)
+    and the vectors in ascending id order (``<hash>.vectors.npy``, memory-mapped by searches that
+    score the whole gallery), each atomically; the vectors go last, so a reader that finds them
+    finds the rest."""
 
     ids = np.asarray(ids, np.int64)
     order = np.argsort(ids, kind="stable")
     vectors = np.ascontiguousarray(np.asarray(embeddings, np.float32)[order])                  # [T, d]
-    index = TrajectoryIndex.build(vectors, ids[order], np.asarray(video_ids, np.int64)[order],
-                                  IndexConfig(dim=int(vectors.shape[1]), kind="exact"))
     path = search_index_path(run=run, snapshot=snapshot)
-    index.save(path)
-    meta = path.with_suffix(".json")
-    _write_atomic(meta, lambda fh: fh.write(json.dumps({
-        "run": run.pk, "snapshot": snapshot.pk, "snapshot_sha256": snapshot.content_sha256,
-        "model_kind": run.model_kind, "steps": run.steps_done, "n": len(index), "dim": index.config.dim}).encode()))
+    _index_write(run=run, snapshot=snapshot, path=path, vectors=vectors, ids=ids[order],
+                 videos=np.asarray(video_ids, np.int64)[order])
     _write_atomic(_vectors_path(path), lambda fh: np.save(fh, vectors))
     with _lock:
         _loaded.pop((run.pk, snapshot.content_sha256), None)
     return path
+
+
+def _index_write(*, run: TrainingRun, snapshot, path: Path, vectors: np.ndarray, ids: np.ndarray,
+                 videos: np.ndarray) -> IndexConfig:
+    """Build and save the index of ``vectors`` ``[T, d]`` (ascending ``ids``, their ``videos``)
+    and its description; returns the index config."""
+    config = served_config(n=int(vectors.shape[0]), dim=int(vectors.shape[1]))
+    index = TrajectoryIndex.build(vectors, ids, videos, config)
+    index.save(path)
+    _write_atomic(path.with_suffix(".json"), lambda fh: fh.write(json.dumps({
+        "run": run.pk, "snapshot": snapshot.pk, "snapshot_sha256": snapshot.content_sha256,
+        "model_kind": run.model_kind, "steps": run.steps_done, "n": len(index), "dim": index.config.dim,
+        "format": FORMAT, "index": asdict(config)}).encode()))
+    return config
+
+
+def _index_current(path: Path, vectors: np.ndarray) -> bool:
+    """Whether the index stored at ``path`` is of this layout and of the kind its vectors call for."""
+    try:
+        meta = json.loads(path.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return False
+    kind = served_config(n=int(vectors.shape[0]), dim=int(vectors.shape[1])).kind
+    return meta.get("format") == FORMAT and meta.get("index", {}).get("kind") == kind and path.is_file()
 
 
 def _vectors_path(path: Path) -> Path:
@@ -179,8 +214,14 @@ def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> di
     path = search_index_path(run=run, snapshot=snapshot)
     began = time.perf_counter()
     if path.is_file() and _vectors_path(path).is_file() and not force:
-        meta = np.load(_vectors_path(path), mmap_mode="r")
-        return {"path": str(path), "built": False, "n": int(meta.shape[0]), "dim": int(meta.shape[1]),
+        vectors = np.load(_vectors_path(path), mmap_mode="r")                                  # [T, d]
+        if not _index_current(path, vectors):                  # an older layout: a new index of the same vectors
+            with np.load(path, allow_pickle=False) as stored:
+                ids, videos = stored["ids"].astype(np.int64), stored["videos"].astype(np.int64)
+            _index_write(run=run, snapshot=snapshot, path=path, vectors=vectors, ids=ids, videos=videos)
+            with _lock:
+                _loaded.pop((run.pk, snapshot.content_sha256), None)
+        return {"path": str(path), "built": False, "n": int(vectors.shape[0]), "dim": int(vectors.shape[1]),
                 "seconds": round(time.perf_counter() - began, 3)}
     data = relation_snapshot_load(snapshot=snapshot)
     model = _load_model(run)
@@ -201,12 +242,12 @@ def _get_loaded(run: TrainingRun, snapshot) -> _Loaded:
     search_index_build(run=run, snapshot=snapshot)
     path = search_index_path(run=run, snapshot=snapshot)
     vectors = np.load(_vectors_path(path), mmap_mode="r")                                      # [T, d] by id
-    index = TrajectoryIndex.load(path)
-    with np.load(path, allow_pickle=False) as stored:                                          # the file's id arrays
-        ids, videos = stored["ids"].astype(np.int64), stored["videos"].astype(np.int64)
-    if not (np.all(np.diff(ids) > 0) and len(ids) == vectors.shape[0] == len(index)):
-        raise ConflictError(f"the search index at {path} is inconsistent; build it again", code="index_inconsistent")
-    loaded = _Loaded(model=_load_model(run), index=index, ids=ids, videos=videos, vectors=vectors)
+    try:
+        ranker = GalleryRanker(vectors, TrajectoryIndex.load(path, mmap=True))
+    except ValueError as exc:
+        raise ConflictError(f"the search index at {path} is inconsistent ({exc}); build it again",
+                            code="index_inconsistent") from None
+    loaded = _Loaded(model=_load_model(run), ranker=ranker)
     with _lock:
         _loaded[key] = loaded
         while len(_loaded) > LOADED_MAX:
@@ -222,36 +263,32 @@ def encode_texts(model, texts: list[str]) -> np.ndarray:
         raise ConflictError(str(exc), code="no_text_path") from None
 
 
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` best ``scores`` ``[T]``, best first, ties to the lower position."""
-    if k < len(scores):
-        part = np.argpartition(-scores, k - 1)[:k]
-        threshold = scores[part].min()
-        part = np.flatnonzero(scores >= threshold)                # every item tied at the boundary too
-    else:
-        part = np.arange(len(scores))
-    return part[np.lexsort((part, -scores[part]))][:k]
-
-
-def _best_per_video(scores: np.ndarray, ids: np.ndarray, videos: np.ndarray, k: int
-                    ) -> list[tuple[int, int, float]]:
-    """(best trajectory, video, score) of the ``k`` best videos of ``scores`` ``[T]`` (aligned with
-    ``ids`` and ``videos``); ties go to the lower trajectory id. Looks at the best trajectories
-    first and widens until ``k`` videos are found."""
-    n = len(scores)
+def _ranked(top, ids: np.ndarray, videos: np.ndarray, k: int, level: str) -> list[tuple[int, int, float]]:
+    """(trajectory, video, score) of the ``k`` best trajectories, or of the ``k`` best videos each
+    with its best trajectory (ties to the lower trajectory id). ``top(depth)`` gives the positions
+    of the ``depth`` best trajectories, best first, and their scores; a video search looks at the
+    best trajectories first and widens until ``k`` videos are found."""
+    n = len(ids)
+    if level == "trajectory":
+        return [(int(ids[i]), int(videos[i]), float(s)) for i, s in zip(*top(min(k, n) or 1), strict=True)]
     depth = min(n, max(4 * k, 64))
     while True:
         out, seen = [], set()
-        for i in _top(scores, depth):
+        for i, s in zip(*top(depth or 1), strict=True):
             v = int(videos[i])
             if v not in seen:
                 seen.add(v)
-                out.append((int(ids[i]), v, float(scores[i])))
+                out.append((int(ids[i]), v, float(s)))
                 if len(out) == k:
                     return out
         if depth >= n:
             return out
         depth = min(n, depth * 2)
+
+
+def _plain(p: RetrievalPipeline) -> bool:
+    """Whether the pipeline is the dense retriever alone (its ranking is the first stage's)."""
+    return tuple(p.retrievers) == ("dense",) and p.fusion == "none" and not p.fuse_runs and p.reranker == "none"
 
 
 def search_pipeline(*, fuse_with: list[TrainingRun], rerank: bool) -> dict:
@@ -351,26 +388,33 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
             raise ConflictError("the fused runs' indexes hold different trajectories", code="gallery_mismatch")
     data = relation_snapshot_load(snapshot=snapshot).model_inputs() if p.reranker != "none" else None
     timing["load"] = time.perf_counter() - tick
-    try:
-        galleries = [Gallery(item.model, item.vectors, item.prepared) for item in loaded]
-        result = run_pipeline(p, galleries, data, [text], tools=_pipeline_tools(p, snapshot))
-        for item, gallery in zip(loaded, galleries, strict=True):
-            item.prepared = gallery.data                 # kept with the loaded run: the ITM term prepares once
-    except ValueError as exc:
-        raise ApplicationError(f"the pipeline cannot run: {exc}", code="invalid_pipeline") from None
-    stages = result.report["timing_s"]
-    timing |= {"encode": stages["encode"], "search": stages["fuse"]}
-    if p.reranker != "none":
-        timing["rerank"] = stages["rerank"]
-    final = result.scores[0]                                                              # [T]
     depth = max(k, RERANK_DEPTH) if mode == "catalogue" else k
-    if level == "trajectory":
-        ranked = [(int(main.ids[i]), int(main.videos[i]), float(final[i])) for i in _top(final, depth)]
+    if _plain(p):
+        ranked, report = _first_stage(main, text, depth, level)
+        timing |= {"encode": report["timing_s"]["encode"], "search": report["timing_s"]["fuse"]}
+        calls, descriptions = 0, {}
     else:
-        ranked = _best_per_video(final, main.ids, main.videos, depth)
+        try:
+            galleries = [Gallery(item.model, item.vectors, item.prepared) for item in loaded]
+            result = run_pipeline(p, galleries, data, [text], tools=_pipeline_tools(p, snapshot))
+            for item, gallery in zip(loaded, galleries, strict=True):
+                item.prepared = gallery.data             # kept with the loaded run: the ITM term prepares once
+        except ValueError as exc:
+            raise ApplicationError(f"the pipeline cannot run: {exc}", code="invalid_pipeline") from None
+        stages = result.report["timing_s"]
+        timing |= {"encode": stages["encode"], "search": stages["fuse"]}
+        if p.reranker != "none":
+            timing["rerank"] = stages["rerank"]
+        final = result.scores[0]                                                          # [T]
 
-    calls = int(result.report.get("comparator_requests", {}).get("total", 0))
-    descriptions = result.descriptions[0] if result.descriptions else {}
+        def top(n: int) -> tuple[np.ndarray, np.ndarray]:
+            positions = top_positions(final, n)
+            return positions, final[positions]
+
+        ranked = _ranked(top, main.ids, main.videos, depth, level)
+        report = {k_: v for k_, v in result.report.items() if k_ != "pipeline"}
+        calls = int(result.report.get("comparator_requests", {}).get("total", 0))
+        descriptions = result.descriptions[0] if result.descriptions else {}
     sources = dict.fromkeys(descriptions, "describer")
     if mode == "catalogue" and len(ranked) > 1:
         tick = time.perf_counter()
@@ -384,8 +428,34 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
     return {"run": run.pk, "snapshot": snapshot.pk, "level": level, "k": k, "text": text, "mode": mode,
             "fused_runs": [r.pk for r in fuse_with], "score": {"none": "cosine"}.get(p.fusion, p.fusion),
             "reranked": p.reranker != "none" or mode == "catalogue", "comparator_calls": calls,
-            "pipeline": record, "report": {k_: v for k_, v in result.report.items() if k_ != "pipeline"},
-            "results": results, "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
+            "pipeline": record, "report": report, "results": results,
+            "timing_ms": {name: round(1000 * seconds, 2) for name, seconds in timing.items()}}
+
+
+def _first_stage(loaded: _Loaded, text: str, depth: int, level: str) -> tuple[list[tuple[int, int, float]], dict]:
+    """The plain pipeline's ranking (:func:`_ranked`) from the run's index, and the report
+    ``run_pipeline`` gives for it, with ``first_stage``: the index kind that answered and its
+    ``nprobe`` (``"exact"`` where the exact path did)."""
+    tick = time.perf_counter()
+    try:
+        query = pipeline_encode_texts(loaded.model, [text])[0]                             # [d]
+    except ValueError as exc:
+        raise ApplicationError(f"the pipeline cannot run: {exc}", code="invalid_pipeline") from None
+    encoded = time.perf_counter() - tick
+    tick = time.perf_counter()
+    answered = []
+
+    def top(n: int) -> tuple[np.ndarray, np.ndarray]:
+        positions, scores, by_index = loaded.ranker.top(query, n)
+        answered.append(by_index)
+        return positions, scores
+
+    ranked = _ranked(top, loaded.ids, loaded.videos, depth, level)
+    searched = time.perf_counter() - tick
+    config = loaded.ranker.index.config
+    first = {"index": config.kind, "nprobe": config.nprobe} if all(answered) else {"index": "exact"}
+    timing = {"encode": round(encoded, 4), "fuse": round(searched, 4), "rerank": 0.0}
+    return ranked, {"queries": 1, "timing_s": timing, "first_stage": first}
 
 
 # -- reranking ----------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.rerank import combsum, minmax_rows, pivot_promote, shortlist
 from models.retrievers.vlm_rerank import score_requests, vlm_term
 from models.text import INT64_MAX
+from models.training.index import cosines
 
 RETRIEVERS = ("dense", "rewrite")
 FUSIONS = ("none", "combsum", "dual_view")
@@ -248,7 +249,7 @@ def encode_texts(model, texts: Sequence[str]) -> np.ndarray:
 def gallery_scores(gallery: Gallery, texts: Sequence[str]) -> np.ndarray:
     """Cosine ``[E, T]`` of each text (encoded alone) with every trajectory of the gallery."""
     vectors = np.asarray(gallery.vectors, np.float32)                                      # [T, d]
-    rows = [(vectors @ encode_texts(gallery.model, [t])[0]).astype(np.float64) for t in texts]  # each [T]
+    rows = [cosines(vectors, encode_texts(gallery.model, [t])[0]) for t in texts]           # each [T]
     return np.stack(rows) if rows else np.zeros((0, vectors.shape[0]))                     # [E, T]
 
 

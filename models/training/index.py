@@ -21,10 +21,30 @@ best first, so the first hit of each video carries its maximum; the search widen
 trajectory depth) until ``k`` distinct videos are found or the index is exhausted. With the exact
 kind the result is exact; with an approximate kind the maximum is over the trajectories it found.
 
-``save`` writes one ``.npz`` file (the serialised FAISS index, the ids, the video ids and the
-config as JSON) to a temporary file in the target folder and renames it into place, so a reader
-never sees half a file. Bad input (wrong width, NaN or infinite values, rows that are not unit
-length, duplicate ids, ids of the wrong shape) raises ``ValueError`` before the index changes.
+``save(path)`` writes the FAISS index to ``<path stem>.faiss`` (``faiss.write_index``), then a
+``.npz`` file with the ids, the video ids and the config as JSON, each to a temporary file in the
+target folder renamed into place, so a reader never sees half a file. ``load`` maps the FAISS
+file (``IO_FLAG_MMAP_IFC``: the stored vectors and inverted lists stay in the page cache, shared
+by every process that loads them) unless asked for a private copy; a mapped index is read-only.
+Files of the first format (the serialised index inside the ``.npz``) still load. Bad input (wrong
+width, NaN or infinite values, rows that are not unit length, duplicate ids, ids of the wrong
+shape) raises ``ValueError`` before the index changes.
+
+**Served galleries** (:func:`served_config`, :class:`GalleryRanker`). A served search ranks one
+gallery for one query. Below :data:`EXACT_MAX` trajectories it scores every one (a float32
+matrix-vector product, :func:`cosines`) and takes the best with
+``models.retrievers.rerank.top_positions``: the exact ranking, ties to the lower position. From
+:data:`EXACT_MAX` up the gallery keeps an IVF-Flat index (``round(√n)`` cells) visiting
+:data:`SERVED_NPROBE` cells per query, stored with each index's config. On a million clustered
+trajectories ``tests/benchmarks/bench_search.py`` measured recall@10 0.998 at ``nprobe`` 6, the
+smallest that reaches 0.99, and 0.9998 at 8, in 0.4 ms a query: 8 keeps a margin for queries
+less like the gallery than the benchmark's (recall falls where many trajectories lie about as
+close to the query, and on galleries without cluster structure; the benchmark's sweep shows the
+trade). Its candidates carry exact inner products and are ordered by score, then position
+(FAISS keeps an arbitrary few of the items tied at its last place, so it is asked for one more
+than needed, and for more while the tie runs past what it returned). A ranking deeper than
+:data:`APPROX_MAX_DEPTH`, a query that is not a unit vector, or one whose visited cells hold
+fewer than the asked depth is answered by the exact path.
 """
 from __future__ import annotations
 
@@ -38,8 +58,14 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from models.retrievers.rerank import top_positions
+
 KINDS = ("exact", "ivf", "hnsw")
-FORMAT = "trajlab-faiss-index/1"
+FORMAT = "trajlab-faiss-index/2"                 # the .npz names a .faiss file beside it
+FORMAT_INLINE = "trajlab-faiss-index/1"          # the serialised index inside the .npz (still read)
+EXACT_MAX = 50_000                               # served galleries smaller than this are ranked exactly
+SERVED_NPROBE = 8                                # IVF cells a served query visits (bench_search.py)
+APPROX_MAX_DEPTH = 4096                          # deeper served rankings are exact
 
 
 @dataclass
@@ -112,6 +138,7 @@ class TrajectoryIndex:
         self._ids = np.zeros(0, np.int64)        # [n] trajectory ids in insertion order
         self._videos = np.zeros(0, np.int64)     # [n] video id of each trajectory
         self._lookup = None                      # (sorted ids, their videos), rebuilt after add()
+        self._mapped = False                     # the FAISS index is a read-only map of its file
 
     # -- building ---------------------------------------------------------------------------------
     @classmethod
@@ -172,6 +199,8 @@ class TrajectoryIndex:
         ``[n]`` integers; ids must be new."""
         if self._index is None:
             raise ValueError("the index is empty: use TrajectoryIndex.build(...) or load(...) first")
+        if self._mapped:
+            raise ValueError("this index maps its file read-only; load it with mmap=False to add to it")
         x = _vectors(embeddings, self.config.dim, self.config.unit_tolerance, "embeddings")
         ids = _ids(ids, x.shape[0], "ids")
         videos = _ids(video_ids, x.shape[0], "video_ids")
@@ -189,6 +218,20 @@ class TrajectoryIndex:
 
     def __len__(self) -> int:
         return int(self._ids.size)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """``[n]`` trajectory ids in insertion order (read-only)."""
+        view = self._ids.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def videos(self) -> np.ndarray:
+        """``[n]`` the video id of each trajectory, aligned with :attr:`ids` (read-only)."""
+        view = self._videos.view()
+        view.flags.writeable = False
+        return view
 
     # -- searching --------------------------------------------------------------------------------
     def search(self, queries, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
@@ -241,39 +284,133 @@ class TrajectoryIndex:
 
     # -- files ------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the index to ``path`` (a ``.npz`` file) atomically; returns the path."""
+        """Write the index to ``path`` (a ``.npz`` file) and its FAISS index to
+        :func:`faiss_path` of it, each atomically, the FAISS file first; returns ``path``."""
         if self._index is None:
             raise ValueError("nothing to save: the index was never built")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, format=np.array(FORMAT), config=np.array(json.dumps(asdict(self.config))),
-                         index=faiss.serialize_index(self._index), ids=self._ids, videos=self._videos)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_atomic(faiss_path(path), lambda tmp: faiss.write_index(self._index, tmp))
+        fields = {"format": np.array(FORMAT), "config": np.array(json.dumps(asdict(self.config))),
+                  "ids": self._ids, "videos": self._videos}
+        _write_atomic(path, lambda tmp: _savez(tmp, fields))
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> TrajectoryIndex:
-        """Read an index written by ``save``."""
-        with np.load(Path(path), allow_pickle=False) as data:
-            if "format" not in data or str(data["format"]) != FORMAT:
+    def load(cls, path: str | os.PathLike, *, mmap: bool = True) -> TrajectoryIndex:
+        """Read an index written by ``save``: its FAISS file mapped read-only (``mmap``) or copied
+        into memory."""
+        path = Path(path)
+        with np.load(path, allow_pickle=False) as data:
+            stored = str(data["format"]) if "format" in data else None
+            if stored not in (FORMAT, FORMAT_INLINE):
                 raise ValueError(f"{path} is not a {FORMAT} file")
             index = cls(IndexConfig(**json.loads(str(data["config"]))))
-            index._index = faiss.deserialize_index(data["index"])
+            if stored == FORMAT_INLINE:
+                index._index = faiss.deserialize_index(data["index"])
             index._ids = data["ids"].astype(np.int64)
             index._videos = data["videos"].astype(np.int64)
+        if stored == FORMAT:
+            if not faiss_path(path).is_file():
+                raise ValueError(f"{path} names the FAISS file {faiss_path(path)}, which is missing")
+            index._index = faiss.read_index(str(faiss_path(path)), faiss.IO_FLAG_MMAP_IFC if mmap else 0)
+            index._mapped = mmap
         if index._index.ntotal != index._ids.size or index._index.d != index.config.dim:
             raise ValueError(f"{path} is inconsistent: {index._index.ntotal} vectors of width "
                              f"{index._index.d} for {index._ids.size} ids of width {index.config.dim}")
         index._apply_search_parameters()
         return index
+
+
+def faiss_path(path: str | os.PathLike) -> Path:
+    """The FAISS file of the index saved at ``path``: the same name with the suffix ``.faiss``."""
+    return Path(path).with_suffix(".faiss")
+
+
+def _savez(name: str, fields: dict) -> None:
+    with open(name, "wb") as fh:                 # a file object: np.savez would append ".npz" to a name
+        np.savez(fh, **fields)
+
+
+def _write_atomic(path: Path, write) -> None:
+    """``write(temporary file name)``, flushed to disk, then renamed to ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# -- served galleries -----------------------------------------------------------------------------
+def served_config(*, n: int, dim: int) -> IndexConfig:
+    """The index a served search keeps over a gallery of ``n`` trajectories of width ``dim``:
+    exact below :data:`EXACT_MAX`, else IVF-Flat visiting :data:`SERVED_NPROBE` cells."""
+    if n < EXACT_MAX:
+        return IndexConfig(dim=dim, kind="exact")
+    return IndexConfig(dim=dim, kind="ivf", nprobe=SERVED_NPROBE)
+
+
+def cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Scores ``[T]`` float64 of one unit ``query`` ``[d]`` against unit ``vectors`` ``[T, d]``:
+    the float32 product, as the exact ranking of search and evaluation computes it."""
+    return (np.asarray(vectors, np.float32) @ np.asarray(query, np.float32)).astype(np.float64)
+
+
+class GalleryRanker:
+    """The first stage of a served search over one gallery (the module docstring): its unit
+    vectors ``[T, d]`` in position order (memory-mapped is fine) and the :class:`TrajectoryIndex`
+    over them, whose ids, ascending, name the positions."""
+
+    def __init__(self, vectors: np.ndarray, index: TrajectoryIndex):
+        ids = index.ids
+        if vectors.ndim != 2 or vectors.shape != (len(index), index.config.dim):
+            raise ValueError(f"the gallery holds vectors of shape {list(vectors.shape)}, its index "
+                             f"{len(index)} of width {index.config.dim}")
+        if ids.size and not np.all(np.diff(ids) > 0):
+            raise ValueError("a served index holds its trajectories in ascending id order")
+        self.vectors = vectors
+        self.index = index
+        self.ids = ids                           # [T] trajectory id of each position
+        self.videos = index.videos               # [T] video of each position
+
+    @property
+    def approximate(self) -> bool:
+        return self.index.config.kind != "exact"
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def top(self, query: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The ``depth`` best positions for the unit ``query`` ``[d]`` (all of them when fewer),
+        best first, ties to the lower position: (positions ``[m]`` int64, scores ``[m]`` float64,
+        whether the index answered rather than the exact path)."""
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        query = np.asarray(query, np.float32)
+        if query.shape != (self.index.config.dim,):
+            raise ValueError(f"the query must be [{self.index.config.dim}], got {list(query.shape)}")
+        want = min(depth, len(self))
+        unit = abs(float(np.linalg.norm(query)) - 1.0) <= self.index.config.unit_tolerance
+        ask = want + 1
+        while self.approximate and unit and 0 < want <= APPROX_MAX_DEPTH and ask <= 2 * APPROX_MAX_DEPTH:
+            scores, found = self.index.search(query[None, :], min(ask, len(self)))      # [1, ask] each
+            hit = found[0] >= 0
+            values, found = scores[0][hit].astype(np.float64), found[0][hit]             # [m] best first
+            if values.size < want:                                                       # the cells hold too few
+                break
+            if values.size < ask or values[-1] < values[want - 1]:   # every item tied with the last kept is here
+                positions = np.searchsorted(self.ids, found)                             # [m]
+                order = np.lexsort((positions, -values))[:want]
+                return positions[order], values[order], True
+            ask *= 2                                                  # a tie runs past what was asked: ask more
+        scores = cosines(self.vectors, query)                                            # [T]
+        positions = top_positions(scores, want) if want else np.zeros(0, np.int64)
+        return positions, scores[positions], False
 
 
 def _first_hits(videos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -3,11 +3,14 @@ recall floor on clustered data, video-level search equals a per-video maximum, f
 and bad input is refused."""
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 import torch
 
-from models.training.index import IndexConfig, TrajectoryIndex
+from models.training.index import FORMAT_INLINE, IndexConfig, TrajectoryIndex, faiss_path
 
 faiss = pytest.importorskip("faiss")
 faiss.omp_set_num_threads(1)
@@ -108,17 +111,36 @@ def test_save_and_load_round_trip(tmp_path, kind):
     config = IndexConfig(dim=DIM, kind=kind, nprobe=4, ef_search=40)
     index = TrajectoryIndex.build(x, ids, videos, config)
     path = index.save(tmp_path / "sub" / "tracks.npz")
-    assert [p.name for p in path.parent.iterdir()] == ["tracks.npz"]      # no temporary left
-    again = TrajectoryIndex.load(path)
-    assert again.config == config
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tracks.faiss", "tracks.npz"]  # no temporary left
+    assert faiss_path(path) == path.with_name("tracks.faiss")
+    mapped, copied = TrajectoryIndex.load(path), TrajectoryIndex.load(path, mmap=False)
     q = x[:20]
-    for a, b in zip(index.search(q, 7), again.search(q, 7)):
-        assert np.array_equal(a, b)
-    assert np.array_equal(index.search_videos(q, 5)[1], again.search_videos(q, 5)[1])
+    for again in (mapped, copied):
+        assert again.config == config and np.array_equal(again.ids, ids) and np.array_equal(again.videos, videos)
+        for a, b in zip(index.search(q, 7), again.search(q, 7)):
+            assert np.array_equal(a, b)
+        assert np.array_equal(index.search_videos(q, 5)[1], again.search_videos(q, 5)[1])
     if kind == "ivf":
-        assert faiss.extract_index_ivf(again._index).nprobe == 4
-    again.add(unit_rows(np.ones((1, DIM))), [1], [2])
-    assert len(again) == 1501
+        assert faiss.extract_index_ivf(mapped._index).nprobe == 4
+    with pytest.raises(ValueError, match="read-only"):           # the mapped file is never written
+        mapped.add(unit_rows(np.ones((1, DIM))), [1], [2])
+    copied.add(unit_rows(np.ones((1, DIM))), [1], [2])
+    assert len(copied) == 1501 and len(mapped) == 1500
+
+
+def test_an_index_saved_in_the_first_format_still_loads(tmp_path):
+    x, ids, videos = clustered(300, 10)
+    index = TrajectoryIndex.build(x, ids, videos, IndexConfig(dim=DIM))
+    path = tmp_path / "old.npz"
+    np.savez(path, format=np.array(FORMAT_INLINE), config=np.array(json.dumps(asdict(index.config))),
+             index=faiss.serialize_index(index._index), ids=ids, videos=videos)
+    again = TrajectoryIndex.load(path)
+    assert np.array_equal(again.search(x[:5], 4)[1], index.search(x[:5], 4)[1])
+    again.add(unit_rows(np.ones((1, DIM))), [1], [2])                 # held in memory: it grows
+    index.save(tmp_path / "new.npz")
+    faiss_path(tmp_path / "new.npz").unlink()
+    with pytest.raises(ValueError, match="missing"):
+        TrajectoryIndex.load(tmp_path / "new.npz")
 
 
 def test_bad_input_is_refused(tmp_path):

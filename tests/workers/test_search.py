@@ -2,13 +2,19 @@
 ranking of the same embeddings, video level, CombSUM fusion, reranking, the on-disk index."""
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
+import faiss
 import numpy as np
 import pytest
 
 from common.errors import ApplicationError, ConflictError
 from models.backends.encoders import build_text_encoder
 from models.retrievers.rerank import minmax_rows, pivot_promote
+from models.training import index as index_module
 from models.training.evaluation import embed_snapshot
+from models.training.index import FORMAT_INLINE, TrajectoryIndex, faiss_path
 from models.training.snapshot import RelationSnapshotData
 from models.training.trainer import load_model
 from tests.workers.factories import finished_run
@@ -137,6 +143,41 @@ def test_the_index_is_built_once_and_kept_on_disk(snapshots, trained_dirs, var_d
     assert not again["built"] and again["n"] == built["n"]
     out = search(run=run, text=TEXT)
     assert set(out["timing_ms"]) >= {"load", "encode", "search", "total"}
+
+
+def test_the_served_ivf_index_ranks_as_the_exact_path_and_old_layouts_are_rebuilt(snapshots, trained_dirs,
+                                                                                  var_dir, monkeypatch):
+    run = finished_run(snapshots, trained_dirs["vtrajembed"])
+    path = search_index_path(run=run, snapshot=snapshots["dev"])
+    n = search_index_build(run=run, snapshot=snapshots["dev"])["n"]
+    exact = {level: search(run=run, text=TEXT, k=n + 3, level=level) for level in ("trajectory", "video")}
+    assert exact["trajectory"]["report"]["first_stage"] == {"index": "exact"}
+    assert len(exact["trajectory"]["results"]) == n
+    # given the threshold lowered to this gallery and every IVF cell visited
+    monkeypatch.setattr(index_module, "EXACT_MAX", 1)
+    monkeypatch.setattr(index_module, "SERVED_NPROBE", 10_000)
+    search_module._loaded.clear()
+    # when it searches, the stored exact index is rebuilt as IVF from the stored vectors
+    ivf = {level: search(run=run, text=TEXT, k=n + 3, level=level) for level in ("trajectory", "video")}
+    assert json.loads(path.with_suffix(".json").read_text())["index"]["kind"] == "ivf"
+    assert TrajectoryIndex.load(path).config.kind == "ivf"
+    # then it answers, with the exact path's ranking
+    for level in ("trajectory", "video"):
+        assert ivf[level]["report"]["first_stage"] == {"index": "ivf", "nprobe": 10_000}
+        got, want = ivf[level]["results"], exact[level]["results"]
+        assert [(r["trajectory"], r["video"]) for r in got] == [(r["trajectory"], r["video"]) for r in want]
+        assert [r["score"] for r in got] == pytest.approx([r["score"] for r in want], abs=1e-6)
+    # an index in the first layout (the FAISS index inside the .npz, no format in its description)
+    # is rebuilt too
+    monkeypatch.setattr(index_module, "EXACT_MAX", 50_000)
+    old = TrajectoryIndex.load(path, mmap=False)
+    np.savez(path, format=np.array(FORMAT_INLINE), config=np.array(json.dumps(asdict(old.config))),
+             index=faiss.serialize_index(old._index), ids=old.ids, videos=old.videos)
+    faiss_path(path).unlink()
+    path.with_suffix(".json").write_text(json.dumps({"run": run.pk, "n": n}))
+    search_module._loaded.clear()
+    assert search(run=run, text=TEXT, k=n)["results"] == exact["trajectory"]["results"][:n]
+    assert faiss_path(path).is_file() and TrajectoryIndex.load(path).config.kind == "exact"
 
 
 def test_bad_searches_are_refused(snapshots, trained_dirs, tiny_benchmark_dir, var_dir):
