@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.db.models import Count
 
 from annotation.models import Query, Relation
 from annotation.releases.services.pseudonyms import reviewer_pseudonyms_assign
@@ -79,6 +80,10 @@ def scope(db):
     return scope
 
 
+def relations_written(folder: Path) -> list[bytes]:
+    return (folder / "data" / "relations.jsonl").read_bytes().split(b"\n")[:-1]   # U+2028 is no line end here
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -98,6 +103,10 @@ def test_the_release_is_the_bytes_of_the_reference(scope, tmp_path):
     shared = {path for path in new if path.startswith(("data/", "mot/")) or path == INDEX}
     assert shared == set(old)
     assert [path for path in sorted(shared) if new[path] != old[path]] == []
+    by_source = dict(scope.queryset("relations").order_by().values_list("source").annotate(n=Count("id"))
+                     .order_by("source"))
+    assert written.stats["corrections"]["relations_by_source"] == by_source == {"human": len(relations_written(
+        tmp_path / "new"))}
     relations = (tmp_path / "new" / "data" / "relations.jsonl").read_text(encoding="utf-8")
     assert '"b":1e-05' in relations and "123456789012345678901234567890" in relations
     assert '"decided_at":"2026-03-03T23:36:07+00:00"' in relations and "T23:36:07.000090+00:00" in relations
