@@ -96,9 +96,10 @@ def test_the_vote_path_runs_prepared_with_the_answers_and_query_counts_of_the_pl
             cursor.execute("SELECT %s::int + 1", [1])
             assert cursor.fetchone() == (2,)
     statements = _prepared_statements() - before
-    # the claim's candidates and seat, the vote's locked read, the token check: each a prepared statement
+    # the claim's candidates and seat, the vote's locked read and write, the token check: each a
+    # prepared statement
     for part in ("FOR UPDATE OF w SKIP LOCKED", "INSERT INTO annotation_assignment", "AS seat_pk",
-                 "AS trajlab_token_expired", "FOR NO KEY UPDATE OF u"):
+                 "INSERT INTO annotation_vote", "AS trajlab_token_expired", "FOR NO KEY UPDATE OF u"):
         assert any(part in s for s in statements), (part, statements)
     assert prepared_queries == plain_queries                   # Django's wrappers see every statement
     for a, b in zip(plain, prepared):                          # the same answers, item numbers aside

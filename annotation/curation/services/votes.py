@@ -13,7 +13,7 @@ from annotation.curation.stages import stage_get
 from annotation.curation.stages.base import CLOSED_STATES, payload_checked
 from annotation.models import Assignment, Vote, WorkItem
 from common.errors import ApplicationError, ConflictError, NotFoundError
-from common.sql import columns, model_rows
+from common.sql import columns, model_rows, prepared_cursor
 
 MAX_REASONS = 10
 MAX_TIME_SPENT_MS = 6 * 3600 * 1000
@@ -84,6 +84,57 @@ def _seated_item(item_id: int, annotator, label: str, client_request_id) -> Work
     return found[0]
 
 
+@functools.cache
+def _cast_sql() -> str:
+    """The panel vote's write as one statement: the vote inserted, the voter's seat completed (if it
+    is still theirs and open), and the labels of the item's votes in casting order, this one
+    included."""
+    quote = connection.ops.quote_name
+    vote, seat = Vote._meta.db_table, Assignment._meta.db_table
+    fields = [f for f in Vote._meta.concrete_fields if not f.primary_key]
+    return (f"WITH seat AS (UPDATE {seat} SET completed_at = %s WHERE id = %s AND annotator_id = %s "
+            f"AND completed_at IS NULL RETURNING id), "
+            f"new_vote AS (INSERT INTO {vote} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id, created_at) "
+            f"SELECT c.id, EXISTS (SELECT 1 FROM seat), ARRAY(SELECT x.label FROM ("
+            f"SELECT v.label, v.created_at, v.id FROM {vote} v WHERE v.item_id = %s "
+            f"UNION ALL SELECT %s, c.created_at, c.id) x ORDER BY x.created_at, x.id) FROM new_vote c")
+
+
+def _writes_in_one_statement() -> bool:
+    """Whether the database takes :func:`_cast_sql` (PostgreSQL's data-modifying WITH)."""
+    return connection.vendor == "postgresql"
+
+
+def _cast(item: WorkItem, annotator, *, stage, judgments, **fields) -> Vote:
+    """Write the panel vote on the locked ``item`` and complete the annotator's seat; the stage's
+    ``after_vote`` runs next, then a seat that is no longer the annotator's and open is refused
+    (403 ``not_assigned``, the transaction rolled back). On PostgreSQL one statement
+    (:func:`_cast_sql`) does both writes and reads the item's labels for its rule
+    (``item.labels_cast``); elsewhere the ORM does each, the seat after ``after_vote``."""
+    vote = Vote(item=item, annotator=annotator, **fields)
+    if _writes_in_one_statement():
+        written = [f for f in Vote._meta.concrete_fields if not f.primary_key]
+        values = [f.get_db_prep_save(f.pre_save(vote, True), connection) for f in written]
+        with prepared_cursor() as cursor:
+            cursor.execute(_cast_sql(), [timezone.now(), item.seat_pk, annotator.pk, *values, item.pk, vote.label])
+            vote.pk, completed, item.labels_cast = cursor.fetchone()
+        vote._state.adding, vote._state.db = False, connection.alias
+    else:
+        vote.save(force_insert=True)
+        completed = None
+    stage.after_vote(item=item, vote=vote, judgments=judgments)
+    if completed is None:
+        completed = Assignment.objects.filter(pk=item.seat_pk, annotator=annotator, completed_at__isnull=True) \
+            .update(completed_at=timezone.now())
+    if not completed:
+        # the seat changed hands while this request waited for the item (a manager
+        # reassigned it, or its lapsed lease was taken): the vote is not recorded
+        raise ApplicationError("you no longer hold a seat on this item: claim it with next first",
+                               code="not_assigned", status_code=403)
+    return vote
+
+
 def _apply_rule(item: WorkItem) -> WorkItem:
     """Move a locked item to the state its stage's rule gives; run the stage's on-closed step once
     the item is decided or unresolved."""
@@ -137,16 +188,8 @@ def vote_cast(*, item_id: int, annotator, label: str, reasons=None, time_spent_m
             payload = payload_checked(stage, item, payload)
             extra = stage.check(item=item, annotator=annotator, label=label, correction=correction,
                                 payload=payload, judgments=judgments)
-            vote = Vote.objects.create(item=item, annotator=annotator, label=label, reasons=reasons,
-                                       time_spent_ms=time_spent_ms, client_request_id=client_request_id, **extra)
-            stage.after_vote(item=item, vote=vote, judgments=judgments)
-            completed = Assignment.objects.filter(pk=item.seat_pk, annotator=annotator, completed_at__isnull=True) \
-                .update(completed_at=timezone.now())
-            if not completed:
-                # the seat changed hands while this request waited for the item (a manager
-                # reassigned it, or its lapsed lease was taken): the vote is not recorded
-                raise ApplicationError("you no longer hold a seat on this item: claim it with next first",
-                                       code="not_assigned", status_code=403)
+            vote = _cast(item, annotator, stage=stage, judgments=judgments, label=label, reasons=reasons,
+                         time_spent_ms=time_spent_ms, client_request_id=client_request_id, **extra)
             _apply_rule(item)
             return vote, True
     except IntegrityError:

@@ -261,8 +261,11 @@ def outcome_state(outcome: str) -> tuple[str, str]:
 
 
 def majority_outcome(item: WorkItem, decisive: tuple[str, ...]) -> str:
-    """DESIGN 5 ``decide`` over the item's votes in casting order."""
-    labels = list(Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", flat=True))
+    """DESIGN 5 ``decide`` over the item's votes in casting order: ``item.labels_cast`` where the
+    vote just cast read them with its write (``annotation.curation.services.votes``), else read."""
+    labels = getattr(item, "labels_cast", None)
+    if labels is None:
+        labels = list(Vote.objects.filter(item=item).order_by("created_at", "id").values_list("label", flat=True))
     return decide(labels, decisive, required=item.required_votes, panel=item.panel_size)
 
 
