@@ -69,7 +69,8 @@ def work_item_claim_next(*, annotator, stage: str | None = None, last_video_id: 
     ``prefer`` (an item named by an ``upcoming`` the annotator was given, :func:`upcoming_token`)
     is claimed first when it is still claimable by the same rule: its lock is waited for, not
     skipped, so a client gets the item it fetched ahead even while another request holds it for a
-    moment (a claim, or a vote deciding it; one query more: the item after it is read apart).
+    moment (a claim, or a vote deciding it); on PostgreSQL the item after it, the new ``upcoming``,
+    is read in the same statement, elsewhere apart.
     Otherwise the claim goes on in queue order.
     """
     if not user_has_role(annotator, Role.ANNOTATOR):
@@ -110,9 +111,7 @@ def _claim(annotator, stage: str | None, last_video_id: int | None, prefer: int 
                 claimed = _take_free_seat(preferred, annotator, lease_seconds) or _take_seat(preferred, annotator,
                                                                                               lease_seconds)
                 if claimed is not None:
-                    after = _next_candidates(annotator, stage, preferred.video_id, tried, skip_locked=True, lock=False,
-                                             want=1)
-                    claimed.upcoming = upcoming_of(after[0]) if after else None
+                    claimed.upcoming = _upcoming_after(annotator, stage, preferred)
                     return claimed
         for skip_locked in (True, False):
             for _ in range(CANDIDATES_PER_TRY):
@@ -208,14 +207,33 @@ def _next_candidates(annotator, stage: str | None, last_video_id: int | None, tr
 
 def _preferred_candidate(annotator, stage: str | None, item_id: int) -> WorkItem | None:
     """``item_id``, locked (waiting for a claim that holds it), when the annotator may take a seat
-    on it by the claim rule and it is of ``stage``; else ``None``."""
+    on it by the claim rule and it is of ``stage``; else ``None``. On PostgreSQL the same statement
+    reads the item that would come after it (its ``after``: :func:`_upcoming_after`)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     cooldown = connection.ops.adapt_datetimefield_value(timezone.now() - selectors.SKIP_COOLDOWN)
     lock = "WAIT" if connection.features.has_select_for_update else ""
-    sql = _candidates_sql(stage=stage is not None, video=False, skip=0, lock=lock, limit=1, only=True)
-    params = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now,
-              WorkItem.State.OPEN.value, *([stage] if stage is not None else []), item_id]
-    return next(iter(model_rows(WorkItem, sql, params)), None)
+    with_after = connection.vendor == "postgresql"
+    sql = _candidates_sql(stage=stage is not None, video=False, skip=0, lock=lock, limit=1, only=True, after=with_after)
+    rule = [annotator.pk, now, annotator.pk, SeatEvent.Kind.SKIPPED.value, cooldown, now, WorkItem.State.OPEN.value,
+            *([stage] if stage is not None else [])]
+    return next(iter(model_rows(WorkItem, sql, [*(rule * 2 if with_after else []), *rule, item_id])), None)
+
+
+def _upcoming_after(annotator, stage: str | None, preferred: WorkItem) -> dict | None:
+    """The upcoming hint after a claimed preferred item: the item :func:`_next_candidates` gives
+    next (of the preferred item's video first, then in queue order, the preferred item left out),
+    as the preferred item's own read found it (a hint, read as its lock was taken), or read now
+    where that read did not carry it."""
+    if hasattr(preferred, "after"):
+        if preferred.after is None:
+            return None
+        pk, item_stage, video, trajectory, duplicate, end_a, end_b = (
+            v if i == 1 or v is None else int(v) for i, v in enumerate(preferred.after))
+        item = WorkItem(pk=pk, stage=item_stage, video_id=video, trajectory_id=trajectory, duplicate_id=duplicate)
+        item.duplicate_a, item.duplicate_b = end_a, end_b
+        return upcoming_of(item)
+    after = _next_candidates(annotator, stage, preferred.video_id, [preferred.pk], skip_locked=True, lock=False, want=1)
+    return upcoming_of(after[0]) if after else None
 
 
 def _skip_params(skip: list[int]) -> list:
@@ -227,12 +245,18 @@ def _skip_params(skip: list[int]) -> list:
 
 
 @functools.cache
-def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, limit: int, only: bool = False) -> str:
+def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, limit: int, only: bool = False,
+                    after: bool = False) -> str:
     """The claim rule (``selectors.not_claimable_by``, ``seat_taken``) as one query; ``lock``:
     "" (none), "WAIT" or "SKIP LOCKED"; ``skip`` excluded items (:func:`_skip_params`); ``only``:
     one given item (its id the last parameter). The limit is written in, not a parameter: a
-    prepared statement's generic plan would take a parameter for a tenth of the rows."""
-    item, seat, event = WorkItem._meta.db_table, Assignment._meta.db_table, SeatEvent._meta.db_table
+    prepared statement's generic plan would take a parameter for a tenth of the rows.
+
+    ``after`` (PostgreSQL, with ``only``): a column ``after`` with the item that would come after
+    the given one by the same rule, unlocked (of its video first, then in queue order; ``None``:
+    none), as text ``[id, stage, video, trajectory, duplicate, duplicate's a, duplicate's b]``;
+    its two reads take the rule's parameters, before the query's own."""
+    item = WorkItem._meta.db_table
     duplicate = WorkItem._meta.get_field("duplicate").related_model._meta.db_table
     where = ["w.state = %s"] + (["w.stage = %s"] if stage else []) + (["w.video_id = %s"] if video else [])
     if skip:
@@ -241,21 +265,37 @@ def _candidates_sql(*, stage: bool, video: bool, skip: int, lock: str, limit: in
     if only:
         where.append("w.id = %s")
     locking = {"": "", "WAIT": " FOR UPDATE OF w", "SKIP LOCKED": " FOR UPDATE OF w SKIP LOCKED"}[lock]
+    following = ""
+    if after:
+        shown = ", ".join(f"{c}::text" if c != "n.stage" else c for c in (
+            "n.id", "n.stage", "n.video_id", "n.trajectory_id", "n.duplicate_id", "dn.trajectory_a_id",
+            "dn.trajectory_b_id"))
+        reads = [f"(SELECT ARRAY[{shown}] FROM {item} n LEFT JOIN {duplicate} dn ON dn.id = n.duplicate_id "
+                 f"WHERE {_claimable_sql('n')} AND n.state = %s{' AND n.stage = %s' if stage else ''}{same} "
+                 f"AND n.id <> w.id ORDER BY n.video_id, n.id LIMIT 1)"
+                 for same in (" AND n.video_id = w.video_id", "")]
+        following = f", COALESCE({', '.join(reads)}) AS after"
+    return (
+        f"SELECT {columns(WorkItem, 'w')}, d.trajectory_a_id AS duplicate_a, d.trajectory_b_id AS duplicate_b"
+        f"{following} FROM {item} w "
+        f"LEFT JOIN {duplicate} d ON d.id = w.duplicate_id "
+        f"WHERE {_claimable_sql('w')} AND {' AND '.join(where)} ORDER BY w.video_id, w.id LIMIT {int(limit)}{locking}")
+
+
+def _claimable_sql(w: str) -> str:
+    """Whether the annotator may take a free seat on the item aliased ``w``; its parameters: the
+    annotator, now, the annotator, the skip kind, the skip cooldown's start, now."""
+    seat, event = Assignment._meta.db_table, SeatEvent._meta.db_table
     # The items are walked in queue order (the ``work_item_queue_order`` index) and each one is checked
     # by index probes: the seat and skip checks are counts, not NOT EXISTS, which PostgreSQL would
     # turn into anti-joins whose order it picks from statistics; on a table that grew since its last
     # ANALYZE that was a scan of all the annotator's seats per item (milliseconds, not microseconds).
-    return (
-        f"SELECT {columns(WorkItem, 'w')}, d.trajectory_a_id AS duplicate_a, d.trajectory_b_id AS duplicate_b "
-        f"FROM {item} w "
-        f"LEFT JOIN {duplicate} d ON d.id = w.duplicate_id "
-        f"WHERE (SELECT COUNT(*) FROM {seat} a WHERE a.item_id = w.id AND a.annotator_id = %s "
-        f"AND (a.completed_at IS NOT NULL OR a.lease_expires_at > %s)) = 0 "
-        f"AND (SELECT COUNT(*) FROM {event} e WHERE e.item_id = w.id AND e.holder_id = %s AND e.kind = %s "
-        f"AND e.at > %s) = 0 "
-        f"AND (SELECT COUNT(*) FROM {seat} t WHERE t.item_id = w.id "
-        f"AND (t.completed_at IS NOT NULL OR t.lease_expires_at > %s)) < w.panel_size "
-        f"AND {' AND '.join(where)} ORDER BY w.video_id, w.id LIMIT {int(limit)}{locking}")
+    return (f"(SELECT COUNT(*) FROM {seat} a WHERE a.item_id = {w}.id AND a.annotator_id = %s "
+            f"AND (a.completed_at IS NOT NULL OR a.lease_expires_at > %s)) = 0 "
+            f"AND (SELECT COUNT(*) FROM {event} e WHERE e.item_id = {w}.id AND e.holder_id = %s AND e.kind = %s "
+            f"AND e.at > %s) = 0 "
+            f"AND (SELECT COUNT(*) FROM {seat} t WHERE t.item_id = {w}.id "
+            f"AND (t.completed_at IS NOT NULL OR t.lease_expires_at > %s)) < {w}.panel_size")
 
 
 @functools.cache
