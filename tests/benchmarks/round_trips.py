@@ -15,11 +15,14 @@ import numpy as np
 
 LABELS, WEIGHTS = ("usable", "unusable", "uncertain"), (0.60, 0.25, 0.15)
 TIMEOUT_S = 30.0
+# (figure, response header, type) of ``common.timing``, besides Server-Timing's ``app`` time
+SERVER_HEADERS = (("queries", "X-DB-Queries", int), ("db_ms", "X-DB-Ms", float), ("cpu_ms", "X-CPU-Ms", float))
 
 
 class TimedHttp:
-    """One keep-alive connection; each answer with the server's own time and query count (the
-    ``Server-Timing`` and ``X-DB-Queries`` headers of ``common.timing``)."""
+    """One keep-alive connection; each answer with the server's own time, query count, database
+    time and CPU time (the ``Server-Timing``, ``X-DB-Queries``, ``X-DB-Ms`` and ``X-CPU-Ms``
+    headers of ``common.timing``)."""
 
     def __init__(self, port: int, token: str):
         self.port = port
@@ -27,8 +30,9 @@ class TimedHttp:
                         "Accept": "application/json"}
         self.conn: http.client.HTTPConnection | None = None
 
-    def post(self, path: str, payload: dict) -> tuple[int, dict | None, float, float | None, int | None]:
-        """``(status, body, client seconds, server ms, queries)``."""
+    def post(self, path: str, payload: dict) -> tuple[int, dict | None, float, dict]:
+        """``(status, body, client seconds, server figures)``: the figures ``server_ms``,
+        ``queries``, ``db_ms`` and ``cpu_ms`` that the server's headers gave."""
         body = json.dumps(payload).encode()
         for _ in range(3):
             if self.conn is None:
@@ -47,10 +51,10 @@ class TimedHttp:
                 self.conn.close()
                 self.conn = None
             timing = response.getheader("Server-Timing") or ""
-            server_ms = float(timing.split("dur=")[1]) if "dur=" in timing else None
-            queries = response.getheader("X-DB-Queries")
-            return response.status, (json.loads(data) if data else None), elapsed, server_ms, (
-                int(queries) if queries else None)
+            figures = {"server_ms": float(timing.split("dur=")[1]) if "dur=" in timing else None,
+                       **{key: (kind(value) if (value := response.getheader(header)) else None)
+                          for key, header, kind in SERVER_HEADERS}}
+            return response.status, (json.loads(data) if data else None), elapsed, figures
         raise ConnectionError(f"POST {path}: the server closed the connection three times")
 
     def close(self) -> None:
@@ -67,20 +71,20 @@ def round_trip_client(index: int, port: int, token: str, username: str, mode: st
     acknowledged vote."""
     rng = random.Random(7919 * index + (1 if mode == "one" else 2))
     client = TimedHttp(port, token)
-    kinds: dict[str, dict[str, list]] = defaultdict(lambda: {"server_ms": [], "queries": [], "client_s": []})
+    kinds: dict[str, dict[str, list]] = defaultdict(lambda: {"server_ms": [], "queries": [], "db_ms": [],
+                                                             "cpu_ms": [], "client_s": []})
     steps: list[float] = []
     acks: list[dict] = []
     unexpected: list[str] = []
     no_work = 0
 
     def record(kind, answer):
-        status, body, seconds_, server_ms, queries = answer
+        status, body, seconds_, figures = answer
         k = kinds[kind]
         k["client_s"].append(seconds_)
-        if server_ms is not None:
-            k["server_ms"].append(server_ms)
-        if queries is not None:
-            k["queries"].append(queries)
+        for key, value in figures.items():
+            if value is not None:
+                k[key].append(value)
         return status, body
 
     go.wait(timeout=120)
@@ -138,9 +142,10 @@ def percentiles(values: list[float], scale: float = 1.0) -> dict:
 
 
 def phase_figures(results: list[dict]) -> dict:
-    """One phase's figures: per request kind the server time (ms), the queries and the client
-    time (ms); the vote-to-next-item time per item (ms); votes per second over the phase."""
-    merged: dict[str, dict[str, list]] = defaultdict(lambda: {"server_ms": [], "queries": [], "client_s": []})
+    """One phase's figures: per request kind the server time (ms), the queries, the server's
+    time in database statements and its CPU time (ms), and the client time (ms); the vote-to-next-item time per item (ms); votes per second over the phase."""
+    merged: dict[str, dict[str, list]] = defaultdict(lambda: {"server_ms": [], "queries": [], "db_ms": [],
+                                                              "cpu_ms": [], "client_s": []})
     for r in results:
         for kind, values in r["kinds"].items():
             for key, vals in values.items():
@@ -151,6 +156,7 @@ def phase_figures(results: list[dict]) -> dict:
         "requests": {kind: {"server_ms": percentiles(v["server_ms"]),
                             "queries": {"max": max(v["queries"], default=None),
                                         "p50": percentiles(v["queries"])["p50"]},
+                            "db_ms": percentiles(v["db_ms"]), "cpu_ms": percentiles(v["cpu_ms"]),
                             "client_ms": percentiles(v["client_s"], 1000)} for kind, v in merged.items()},
         "vote_to_next_item_ms": percentiles([s for r in results for s in r["steps"]], 1000),
         "votes": votes, "wall_s": round(wall, 2), "votes_per_s": round(votes / wall, 1) if wall else None,
