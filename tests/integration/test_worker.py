@@ -70,7 +70,9 @@ def _wait_for(run_id: int, worker, timeout: float = 180.0) -> ProposalRun:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = ProposalRun.objects.select_related("job").get(pk=run_id)
-        if run.status in (ProposalRun.Status.SUCCEEDED, ProposalRun.Status.FAILED):
+        # the run's status is stored with its trajectories, the job's when the delivery returns
+        if run.status in (ProposalRun.Status.SUCCEEDED, ProposalRun.Status.FAILED) and \
+                (run.job is None or run.job.status in ("succeeded", "failed", "cancelled")):
             return run
         if worker.poll() is not None:
             pytest.fail(f"the worker exited ({worker.returncode}):\n{worker.log_path.read_text()[-3000:]}")
