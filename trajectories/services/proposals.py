@@ -16,7 +16,6 @@ from django.utils import timezone
 from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, run_enqueue, run_execute, run_fail
 from common.jobs.services import job_create
-from common.models import Job
 from common.reach import model_file_within
 from common.registry import backend_resolve, is_registered
 from models.backends.tracking import (
@@ -313,16 +312,11 @@ def trajectories_store(*, run: ProposalRun, proposals: list[TrackProposal],
         Trajectory.objects.filter(run=run).delete()
         created = Trajectory.objects.bulk_create(rows, batch_size=500)
         n_dups = duplicate_candidates_store(video=video, pairs=pairs, ids=[t.pk for t in created])
-        finished = timezone.now()
         ProposalRun.objects.filter(pk=run.pk).update(
             status=ProposalRun.Status.SUCCEEDED, trajectory_count=len(created), duplicate_count=n_dups,
-            error="", finished_at=finished,
+            error="", finished_at=timezone.now(),
             stats={"observations": int(sum(r.n_obs for r in rows))},
         )
-        # Its job ends with it, so that whoever sees the run succeed finds its job finished too
-        # (the job's message and result follow when the delivery returns: common.jobs.runs).
-        Job.objects.filter(pk=locked.job_id, status=Job.Status.RUNNING).update(
-            status=Job.Status.SUCCEEDED, progress=1.0, finished_at=finished, updated_at=finished)
         # Receivers (annotation opens review) write inside this transaction: trajectories.signals.
         proposal_run_stored.send(sender=ProposalRun, run=ProposalRun.objects.get(pk=run.pk))
         crop_strips_enqueue(run=run)            # reviewers' crop strips, made once after commit
