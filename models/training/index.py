@@ -40,11 +40,12 @@ trajectories ``tests/benchmarks/bench_search.py`` measured recall@10 0.998 at ``
 smallest that reaches 0.99, and 0.9998 at 8, in 0.4 ms a query: 8 keeps a margin for queries
 less like the gallery than the benchmark's (recall falls where many trajectories lie about as
 close to the query, and on galleries without cluster structure; the benchmark's sweep shows the
-trade). Its candidates carry exact inner products and are ordered by score, then position
-(FAISS keeps an arbitrary few of the items tied at its last place, so it is asked for one more
-than needed, and for more while the tie runs past what it returned). A ranking deeper than
-:data:`APPROX_MAX_DEPTH`, a query that is not a unit vector, or one whose visited cells hold
-fewer than the asked depth is answered by the exact path.
+trade). HNSW, the other candidate, took 10 minutes to build over the same million on two threads
+and reached recall@10 0.93 at ``ef_search`` 512 (1.9 ms). The IVF candidates carry exact inner
+products and are ordered by score, then position (FAISS keeps an arbitrary few of the items tied
+at its last place, so it is asked for one more than needed, and for more while the tie runs past
+what it returned). A ranking deeper than :data:`APPROX_MAX_DEPTH`, a query that is not a unit
+vector, or one whose visited cells hold fewer than the asked depth is answered by the exact path.
 """
 from __future__ import annotations
 
