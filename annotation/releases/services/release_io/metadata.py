@@ -7,6 +7,7 @@ table's Parquet file.
 """
 from __future__ import annotations
 
+from annotation.releases.services.release_io.agreement_card import agreement_section
 from annotation.releases.services.release_io.tables import CROISSANT_TYPES, TABLE
 
 CROISSANT_CONTEXT = {
@@ -126,19 +127,6 @@ def _audit_lines(stats: dict) -> list[str]:
     return lines
 
 
-def _agreement_lines(stats: dict) -> list[str]:
-    lines = ["| stage | items | panel votes | raw agreement | Fleiss' kappa | Krippendorff's alpha | adjudicated | "
-             "three-vote patterns |", "|---|---|---|---|---|---|---|---|"]
-    for stage, r in stats["pre_adjudication_agreement"].items():
-        if r is None:
-            continue
-        patterns = stats["vote_distributions"][stage].get("patterns", {})
-        lines.append(f"| {stage} | {r['n_items']} | {r['n_panel_votes']} | {_num(r['raw_agreement'])} | "
-                     f"{_num(r['fleiss_kappa'])} | {_num(r['krippendorff_alpha'])} | {_pct(r['adjudication_rate'])} | "
-                     f"{', '.join(f'{k}: {v}' for k, v in patterns.items()) or '-'} |")
-    return lines
-
-
 def dataset_card(body: dict, stats: dict, config: dict) -> str:
     """The README of a release: what it holds, how it was built, how reliable it is, how to load it."""
     parent = body.get("parent")
@@ -167,8 +155,7 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
     for a in body.get("unfinished_audits") or []:
         out.insert(-1, f"- Published before audit {a['id']} of {a['split']} was finished ({a['n_judged']} of "
                        f"{a['n_samples']} samples judged)")
-    out += ["### Pre-adjudication agreement", "", "Panel votes before any adjudication (three annotators per item; "
-            "pairs: the first and the second review).", "", *_agreement_lines(stats), ""]
+    out += agreement_section(stats)
     c = stats["corrections"]
     out += ["### Corrections and rejections", "",
             f"- Description versions by origin: {c['description_versions_by_origin']}",
