@@ -153,6 +153,17 @@ def clopper_pearson_upper(errors: int, n: int, confidence: float = 0.95) -> floa
     return float(beta.ppf(confidence, errors + 1, n - errors))
 
 
+def clopper_pearson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided exact (Clopper–Pearson) interval of a proportion from ``successes`` in ``n``
+    trials (an error rate, a dispute rate, an agreement); ``(0, 1)`` without trials."""
+    if n == 0:
+        return 0.0, 1.0
+    alpha = 1.0 - confidence
+    low = 0.0 if successes == 0 else float(beta.ppf(alpha / 2, successes, n - successes + 1))
+    high = 1.0 if successes == n else float(beta.ppf(1 - alpha / 2, successes + 1, n - successes))
+    return low, high
+
+
 def min_audit_size(declared_bound: float, confidence: float = 0.95) -> int:
     """The smallest audit that can accept: ``n`` with zero errors and an upper bound at most
     ``declared_bound`` (e.g. 59 for a 5% bound at 95%). Any error raises the need."""

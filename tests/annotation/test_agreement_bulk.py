@@ -19,6 +19,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from annotation.curation.services.agreement import agreement_stats, decisions_audit, vote_columns
+from annotation.curation.services.agreement_review import review_design
 from annotation.curation.services.votes import vote_cast
 from annotation.curation.stages import relation as relation_stage
 from annotation.curation.stages import stage_get
@@ -76,6 +77,7 @@ def orm_agreement_stats(stage: str, split: str | None) -> dict:
                               len(declared.categories), labels=list(declared.categories),
                               time_spent=rows["time_spent"], panel=panel)
     report["vote_distributions"].pop("combinations", None)
+    report["review"] = review_design(declared, panel)           # what a three-vote panel measures
     names = dict(get_user_model().objects.values_list("pk", "username"))
     report["per_rater"] = {names[int(k)]: v for k, v in report["per_rater"].items()}
     report.update(stage=stage, split=split or "all")

@@ -143,11 +143,13 @@ def test_relation_agreement_counts_each_candidate_of_a_row(world, annotators):
     assert (report["n_items"], report["n_votes"]) == (4, 6)
     assert report["labels"] == ["1", "0", "⊥"]
     assert report["label_counts"] == {"1": 2, "0": 2, "⊥": 2}
-    assert report["vote_distributions"]["patterns"] == {"2-0": 1, "1-1": 1}
-    assert report["raw_agreement"] == pytest.approx((0 + 1) / 2)
-    data = np.array([[0, 0, 1, 2], [np.nan, 1, np.nan, 2]], float)  # [reviewers, candidates]
-    assert report["krippendorff_alpha"] == pytest.approx(
-        krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    # the units labelled twice are the disputed ones: no coefficient over them, a dispute rate instead
+    assert report["review"]["kind"] == "single_review"
+    assert report["vote_distributions"]["patterns"] == {}
+    assert report["raw_agreement"] is report["fleiss_kappa"] is report["krippendorff_alpha"] is None
+    assert (report["dispute"]["n_units"], report["dispute"]["n_disputed"]) == (4, 2)
+    assert report["dispute"]["first_labels"] == {"1": 2, "0": 1, "⊥": 1}
+    assert report["dispute"]["second_review_labels"] == {"1": 0, "0": 1, "⊥": 1}
     # a row's time is spread over the candidates it labels: 8 s over 4, 3 s over 2
     assert report["per_rater"]["ann3"]["mean_time"] == pytest.approx(2.0)
     assert report["per_rater"]["ann4"]["mean_time"] == pytest.approx(1.5)
@@ -171,8 +173,10 @@ def test_pair_agreement_by_hand(world, annotators):
         vote_cast(item_id=item.pk, annotator=annotators[1], label=second)
     report = agreement_stats(stage="pair")
     assert (report["n_items"], report["n_votes"]) == (2, 4)
-    assert report["vote_distributions"]["patterns"] == {"2-0": 1, "1-1": 1}
-    assert report["raw_agreement"] == pytest.approx(0.5)
+    assert report["raw_agreement"] is None and report["vote_distributions"]["patterns"] == {}
+    assert report["dispute"] == {"n_units": 2, "n_disputed": 2, "rate": 1.0, "ci95": [pytest.approx(0.1581, abs=1e-4), 1.0],
+                                 "first_labels": {"match": 2, "mismatch": 0, "uncertain": 0},
+                                 "second_review_labels": {"match": 1, "mismatch": 1, "uncertain": 0}}
     assert report["per_rater"]["ann1"]["n_votes"] == 2
 
 

@@ -5,7 +5,9 @@ it reads the votes on a queryset of its items as integer columns (``common.colum
 statement, no Python step per vote) handed to the vectorised
 ``models.curation.agreement.agreement_report``; rater ids are mapped back to usernames at the end.
 :func:`decisions_audit` reads the items and their votes the same way and applies the rule to all
-of them at once.
+of them at once. Each report says who saw each unit and what was measured; a single-review stage
+(relation rows, pairs) reports its dispute rate and its first labels' agreement with the blind
+audits instead of a coefficient over its disputed units (``agreement_review``).
 """
 from __future__ import annotations
 
@@ -14,9 +16,15 @@ from django.contrib.auth import get_user_model
 from django.db.models import ExpressionWrapper, F, IntegerField, Min, QuerySet
 from django.db.models.functions import Cast
 
+from annotation.curation.services.agreement_review import (
+    audit_agreement,
+    dispute_stats,
+    review_design,
+    single_review,
+)
 from annotation.curation.stages import STAGES, stage_get
-from annotation.curation.stages.base import ReviewStage
-from annotation.models import Vote, WorkItem
+from annotation.curation.stages.base import AgreementRows, ReviewStage
+from annotation.models import AuditSample, Vote, WorkItem
 from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide_counts
 from common.columns import index_of, integer_columns, integer_columns_among, order_by_column
 from common.errors import ApplicationError
@@ -36,17 +44,41 @@ def _items(stage: str, split: str | None) -> QuerySet[WorkItem]:
     return items.filter(video__split_group__split=split) if split else items
 
 
-def stage_agreement_report(*, stage: ReviewStage, items: QuerySet[WorkItem], panel: int | None = None) -> dict | None:
+def stage_agreement_report(*, stage: ReviewStage, items: QuerySet[WorkItem], panel: int | None = None,
+                           audit_samples: QuerySet[AuditSample] | None = None) -> dict | None:
     """``models`` agreement figures of the votes on ``items`` (one stage's) over the stage's
     agreement units and categories; ``None`` without votes. Raters stay user ids (``per_rater``);
-    ``panel`` defaults to the stage's full panel."""
+    ``panel`` defaults to the stage's full panel. ``review`` says who saw each unit and what was
+    measured (``agreement_review``). A single-review stage leaves out its items awaiting their
+    second review and reports no agreement coefficient (its two-label units are the disputed
+    ones); it reports its ``dispute`` rate and, over ``audit_samples`` (every audit's when not
+    given), its first labels' ``audit_agreement``."""
+    panel = panel or stage.agreement_panel
+    if single_review(stage):
+        items = items.exclude(stage.awaiting_second_review())
     rows = stage.agreement_rows(items)
     if rows.unit.size == 0:
         return None
     report = agreement_report(_unit_index(rows.unit), rows.rater, rows.category, rows.is_adjudication,
                               len(stage.categories), labels=list(stage.categories), time_spent=rows.seconds,
-                              panel=panel or stage.agreement_panel)
+                              panel=panel)
     report["vote_distributions"].pop("combinations", None)  # tuple keys; "detail" says the same in text
+    return _with_design(report, stage, panel, rows, audit_samples)
+
+
+def _with_design(report: dict, stage: ReviewStage, panel: int, rows, audit_samples) -> dict:
+    """The report with what it measures; a single-review stage's coefficients replaced by its
+    dispute rate and audit agreement (``agreement_review``)."""
+    report["review"] = review_design(stage, panel)
+    if not single_review(stage):
+        return report
+    report.update(raw_agreement=None, fleiss_kappa=None, fleiss_n_items=0, krippendorff_alpha=None, alpha_n_items=0)
+    report["vote_distributions"] = {"panel": panel, "n_items": 0, "patterns": {}, "detail": {}}
+    for row in report["per_rater"].values():
+        row.update(n_scored=0, agreement_with_majority=None)
+    report["dispute"] = dispute_stats(rows, stage.categories)
+    samples = AuditSample.objects.all() if audit_samples is None else audit_samples
+    report["audit_agreement"] = audit_agreement(stage=stage, samples=samples)
     return report
 
 
@@ -71,12 +103,16 @@ def agreement_stats(*, stage: str, split: str | None = None) -> dict:
     panel = declared.agreement_panel
     if declared.from_policy:
         panel = int(_first_panel_size(stage) or panel)
-    report = stage_agreement_report(stage=declared, items=_items(stage, split), panel=panel)
+    samples = AuditSample.objects.filter(audit__split=split) if split else AuditSample.objects.all()
+    report = stage_agreement_report(stage=declared, items=_items(stage, split), panel=panel, audit_samples=samples)
     if report is None:
         empty = np.zeros(0, np.int64)
         report = agreement_report(empty, empty, empty, np.zeros(0, bool), len(declared.categories),
                                   labels=list(declared.categories), time_spent=np.zeros(0), panel=panel)
         report["vote_distributions"].pop("combinations", None)
+        rows = AgreementRows(unit=empty, rater=empty, category=empty, is_adjudication=np.zeros(0, bool),
+                             seconds=np.zeros(0))
+        report = _with_design(report, declared, panel, rows, samples)
     names = dict(get_user_model().objects.filter(pk__in=[int(k) for k in report["per_rater"]])
                  .values_list("pk", "username"))
     report["per_rater"] = {names.get(int(k), str(k)): v for k, v in report["per_rater"].items()}

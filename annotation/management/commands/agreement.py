@@ -27,16 +27,35 @@ class Command(BaseCommand):
         def fmt(value):
             return "n/a" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
 
+        review = report["review"]
         self.stdout.write(f"{stage} ({report['split']}): {report['n_items']} items, {report['n_votes']} votes, "
                           f"{report['n_adjudication_votes']} adjudication votes")
-        for key in ("raw_agreement", "fleiss_kappa", "krippendorff_alpha", "adjudication_rate"):
-            self.stdout.write(f"  {key:<20} {fmt(report[key])}")
-        self.stdout.write(f"  three-vote patterns  {report['vote_distributions']['patterns']}")
+        self.stdout.write(f"  unit                 {review['unit']}; people per unit: {review['people_per_unit']}")
+        self.stdout.write(f"  measured             {review['measured']}")
+        if review["kind"] == "single_review":
+            self._single_review(report, fmt)
+        else:
+            for key in ("raw_agreement", "fleiss_kappa", "krippendorff_alpha", "adjudication_rate"):
+                self.stdout.write(f"  {key:<20} {fmt(report[key])}")
+            self.stdout.write(f"  three-vote patterns  {report['vote_distributions']['patterns']}")
         self.stdout.write(f"  seconds per vote     {fmt((report['time_per_vote'] or {}).get('median'))} (median)")
         self.stdout.write("  annotator            votes  agreement-with-majority  mean seconds")
         for name, row in sorted(report["per_rater"].items()):
             self.stdout.write(f"  {name:<20} {row['n_votes']:>5}  {fmt(row['agreement_with_majority']):>23}  "
                               f"{fmt(row['mean_time']):>12}")
+
+    def _single_review(self, report: dict, fmt) -> None:
+        d, a = report["dispute"], report["audit_agreement"]
+
+        def interval(ci) -> str:
+            return "n/a" if not ci else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+        self.stdout.write(f"  dispute rate         {fmt(d['rate'])} {interval(d['ci95'])} 95% CI "
+                          f"({d['n_disputed']} of {d['n_units']} units second-reviewed)")
+        self.stdout.write(f"  first labels         {d['first_labels']}; second reviews {d['second_review_labels']}")
+        self.stdout.write(f"  first = blind audit  {fmt(a['agreement'])} {interval(a['ci95'])} 95% CI "
+                          f"({a['n_agree']} of {a['n_judged']} random audit samples)")
+        self.stdout.write(f"  adjudication_rate    {fmt(report['adjudication_rate'])}")
 
 
 def _dumps(report) -> str:

@@ -34,7 +34,6 @@ import numpy as np
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
-from scipy.stats import beta
 
 from accounts.roles import Role, user_has_role
 from annotation.benchmark.services.mining import SPLITS, split_members
@@ -53,7 +52,7 @@ from annotation.models import (
 from annotation.models.releases import AUDIT_ERROR_TYPES, AUDIT_KINDS, AUDIT_VERDICTS
 from common.errors import ApplicationError, ConflictError, NotFoundError
 from common.params import LEASE_SECONDS_MAX, SEED_MAX
-from models.curation.calibration import clopper_pearson_upper
+from models.curation.calibration import clopper_pearson_interval, clopper_pearson_upper
 
 MAX_SAMPLE = 10_000        # records per kind and stratum one audit may ask for
 CONFIDENCE = 0.95
@@ -308,16 +307,6 @@ def audit_sample_for_auditor(*, audit: Audit, sample_id: int, auditor) -> AuditS
 
 
 # -- statistics ------------------------------------------------------------------------------------
-def clopper_pearson_interval(errors: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Two-sided exact (Clopper–Pearson) interval of an error rate; ``(0, 1)`` without trials."""
-    if n == 0:
-        return 0.0, 1.0
-    alpha = 1.0 - confidence
-    low = 0.0 if errors == 0 else float(beta.ppf(alpha / 2, errors, n - errors + 1))
-    high = 1.0 if errors == n else float(beta.ppf(1 - alpha / 2, errors + 1, n - errors))
-    return low, high
-
-
 def _stratum_stats(judgments: list[tuple[str, str, list[str]]], n_sampled: int) -> dict:
     n = len(judgments)
     errors = sum(1 for verdict, _, _ in judgments if verdict == "error")

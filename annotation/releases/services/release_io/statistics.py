@@ -46,9 +46,11 @@ def json_safe(value):
 
 def _agreement(scope: ReleaseScope, stage: ReviewStage) -> dict | None:
     """Pre-adjudication agreement and vote distributions of a stage's votes in the release, over
-    the stage's agreement units (``annotation.curation.stages``), raters by pseudonym."""
+    the stage's agreement units (``annotation.curation.stages``), raters by pseudonym; for a
+    single-review stage its dispute rate and its first labels against the release's audits."""
     voted = scope.queryset("votes").filter(item__stage=stage.name).values("item_id")
-    report = stage_agreement_report(stage=stage, items=WorkItem.objects.filter(pk__in=voted))
+    report = stage_agreement_report(stage=stage, items=WorkItem.objects.filter(pk__in=voted),
+                                    audit_samples=scope.queryset("audit_samples"))
     if report is None:
         return None
     names = scope.pseudonyms
@@ -143,7 +145,8 @@ def release_statistics(scope: ReleaseScope) -> dict:
         "pre_adjudication_agreement": {s: None if r is None else {
             k: r[k] for k in ("n_items", "n_panel_votes", "n_adjudication_votes", "raw_agreement", "fleiss_kappa",
                               "fleiss_n_items", "krippendorff_alpha", "alpha_n_items", "adjudication_rate",
-                              "label_counts", "panel_votes_per_item")} for s, r in agreement.items()},
+                              "label_counts", "panel_votes_per_item", "review")} | {
+            k: r[k] for k in ("dispute", "audit_agreement") if k in r} for s, r in agreement.items()},
         "vote_distributions": {s: None if r is None else r["vote_distributions"] for s, r in agreement.items()},
         "per_reviewer": {s: None if r is None else r["per_rater"] for s, r in agreement.items()},
         "corrections": corrections,
