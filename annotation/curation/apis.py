@@ -438,8 +438,10 @@ class AgreementApi(APIView):
         split = serializers.ChoiceField(choices=["train", "dev", "test"], required=False)
 
     @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
-                   summary="Agreement of a stage: vote distributions, raw agreement, Fleiss' kappa, "
-                           "Krippendorff's alpha, adjudication rate, time, per annotator")
+                   summary="Agreement of a stage: who saw each unit and what is measured (review); three-vote "
+                           "panels: vote distributions, raw agreement, Fleiss' kappa, Krippendorff's alpha; "
+                           "single-review stages: dispute rate and first labels against the blind audit with 95% "
+                           "intervals; adjudication rate, time, per annotator")
     def get(self, request):
         data = self.InputSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)

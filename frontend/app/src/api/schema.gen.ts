@@ -1057,7 +1057,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Agreement of a stage: vote distributions, raw agreement, Fleiss' kappa, Krippendorff's alpha, adjudication rate, time, per annotator */
+        /** Agreement of a stage: who saw each unit and what is measured (review); three-vote panels: vote distributions, raw agreement, Fleiss' kappa, Krippendorff's alpha; single-review stages: dispute rate and first labels against the blind audit with 95% intervals; adjudication rate, time, per annotator */
         get: operations["review_agreement_retrieve"];
         put?: never;
         post?: never;

@@ -158,6 +158,33 @@ export type Agreement = {
   time_per_vote: MeanMedian | null;
   time_per_item: MeanMedian | null;
   per_rater: Dict<RaterStats>;
+  /** Who saw each unit and what the figures measure. */
+  review: ReviewDesign;
+  /** Single-review stages only: how many units the first review disputed (second review). */
+  dispute?: Dispute;
+  /** Single-review stages only: first labels against the blind audits' random samples. */
+  audit_agreement?: AuditAgreement;
+};
+export type ReviewDesign = {
+  kind: "panel" | "single_review";
+  unit: string;
+  people_per_unit: number | string;
+  measured: string;
+};
+export type Dispute = {
+  n_units: number;
+  n_disputed: number;
+  rate: number | null;
+  ci95: [number, number] | null;
+  first_labels: Dict<number>;
+  second_review_labels: Dict<number>;
+};
+export type AuditAgreement = {
+  n_judged: number;
+  n_agree: number;
+  agreement: number | null;
+  ci95: [number, number] | null;
+  table: Dict<Dict<number>>;
 };
 
 // -- describer, query-writer and mining runs, completeness, snapshots ------------------------------

@@ -1,29 +1,23 @@
-// Agreement statistics of a review stage (optionally one split): three-vote patterns, label
-// counts, each annotator's agreement with the majority, and the summary coefficients.
+// Agreement statistics of a review stage (optionally one split): who saw each unit and what is
+// measured; for three-vote panels the patterns, label counts, each annotator's agreement with the
+// majority and the summary coefficients; for single-review stages (relation rows, pairs) the
+// dispute rate and the first labels' agreement with the blind audit, never a coefficient over the
+// disputed units.
 
 import { api } from "../../api/endpoints";
 import type { Agreement } from "../../api/types";
 import { BarChart } from "../../components/charts";
 import { count } from "../../components/plural";
 import { PerAnnotator } from "./PerAnnotator";
+import { agreementTiles, pct } from "./tiles";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { REVIEW_STAGES } from "../../review/stages";
 import { navigate, useSearchParams } from "../../router";
 
-const pct = (v: number | null) => (v === null ? "–" : `${(v * 100).toFixed(1)}%`);
-const num = (v: number | null) => (v === null ? "–" : v.toFixed(3));
-
 function Tiles({ a }: { a: Agreement }) {
-  const tiles: [string, string, string][] = [
-    ["items", String(a.n_items), count(a.n_votes, "vote")],
-    ["raw agreement", pct(a.raw_agreement), "pairs of panel votes that agree"],
-    ["Fleiss' κ", num(a.fleiss_kappa), count(a.fleiss_n_items, "full panel")],
-    ["Krippendorff's α", num(a.krippendorff_alpha), `${count(a.alpha_n_items, "item")} with ≥2 votes`],
-    ["adjudication rate", pct(a.adjudication_rate), `${count(a.n_adjudicated_items, "item")} adjudicated`],
-    ["time per vote", a.time_per_vote?.median != null ? `${a.time_per_vote.median.toFixed(1)} s` : "–", "median"],
-  ];
+  const tiles = agreementTiles(a);
   return (
     <dl className="tiles">
       {tiles.map(([k, v, note]) => (
@@ -77,19 +71,33 @@ export function AgreementScreen() {
           </EmptyState>
         ) : (
           <div className="agreement">
+            {a.review && (
+              <p className="muted small">
+                Unit: {a.review.unit}; people per unit: {a.review.people_per_unit}. Measured: {a.review.measured}.
+              </p>
+            )}
             <Tiles a={a} />
-            <div className="charts">
-              <BarChart title={`Three-vote patterns (${count(a.vote_distributions.n_items, "full panel")})`}
-                bars={Object.entries(a.vote_distributions.patterns).map(([label, value]) => ({ label, value }))} />
-              <BarChart title="Panel votes per label" color="#8e7dff"
-                bars={a.labels.map((l) => ({ label: l, value: a.label_counts[l] ?? 0 }))} />
-              <BarChart title="Agreement with the majority, per annotator" color="#3ccf91" max={1}
-                format={(v) => `${(v * 100).toFixed(0)}%`}
-                bars={Object.entries(a.per_rater).map(([name, r]) => ({
-                  label: name, value: r.agreement_with_majority ?? 0, note: `(${r.n_scored} scored)`,
-                  text: r.agreement_with_majority === null ? "–" : undefined,
-                }))} />
-            </div>
+            {a.review?.kind === "single_review" ? (
+              <div className="charts">
+                <BarChart title="First labels" color="#8e7dff"
+                  bars={Object.entries(a.dispute?.first_labels ?? {}).map(([label, value]) => ({ label, value }))} />
+                <BarChart title={`Second reviews (${count(a.dispute?.n_disputed ?? 0, "disputed unit")})`}
+                  bars={Object.entries(a.dispute?.second_review_labels ?? {}).map(([label, value]) => ({ label, value }))} />
+              </div>
+            ) : (
+              <div className="charts">
+                <BarChart title={`Three-vote patterns (${count(a.vote_distributions.n_items, "full panel")})`}
+                  bars={Object.entries(a.vote_distributions.patterns).map(([label, value]) => ({ label, value }))} />
+                <BarChart title="Panel votes per label" color="#8e7dff"
+                  bars={a.labels.map((l) => ({ label: l, value: a.label_counts[l] ?? 0 }))} />
+                <BarChart title="Agreement with the majority, per annotator" color="#3ccf91" max={1}
+                  format={(v) => `${(v * 100).toFixed(0)}%`}
+                  bars={Object.entries(a.per_rater).map(([name, r]) => ({
+                    label: name, value: r.agreement_with_majority ?? 0, note: `(${r.n_scored} scored)`,
+                    text: r.agreement_with_majority === null ? "–" : undefined,
+                  }))} />
+              </div>
+            )}
             <table className="data">
               <caption>Per annotator</caption>
               <thead>
