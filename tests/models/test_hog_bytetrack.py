@@ -22,6 +22,10 @@ from models.backends.tracking.hog_bytetrack import (
 from models.demo.coverage import people_coverage
 from models.media.video import FrameReader
 
+# The detector on every frame and ByteTrack matching its boxes as they are: the scripted
+# association tests below are written for it.
+EVERY_FRAME = {"anchor_stride": 1, "match_buffer": 0.0}
+
 
 # -- helpers -------------------------------------------------------------------------------------
 class BlankFrames:
@@ -87,7 +91,8 @@ def merge(*scripts):
 
 
 def run(config=None, frames=None, categories=("person",), factory=None):
-    tracker = HogByteTrackTracker(config or default_config(), **({"detector_factory": factory} if factory else {}))
+    tracker = HogByteTrackTracker(config or HogByteTrackConfig(**EVERY_FRAME),
+                                  **({"detector_factory": factory} if factory else {}))
     return run_tracker(tracker, frames, list(categories))
 
 
@@ -120,6 +125,13 @@ def test_unknown_config_keys_are_rejected_by_name():
 @pytest.mark.parametrize("change, error, message", [
     ({"anchor_stride": 0}, ValueError, "anchor_stride"),
     ({"anchor_stride": 1.5}, ValueError, "anchor_stride"),
+    ({"between_anchors": "linear"}, ValueError, "between_anchors"),
+    ({"between_anchors": None}, ValueError, "between_anchors"),
+    ({"match_buffer": -0.1}, ValueError, "match_buffer"),
+    ({"match_buffer": 2.5}, ValueError, "match_buffer"),
+    ({"match_buffer": float("nan")}, ValueError, "match_buffer"),
+    ({"match_buffer": "wide"}, ValueError, "match_buffer"),
+    ({"match_buffer": True}, ValueError, "match_buffer"),
     ({"track_activation_threshold": 1.2}, ValueError, "track_activation_threshold"),
     ({"minimum_matching_threshold": 0}, ValueError, "minimum_matching_threshold"),
     ({"lost_track_buffer": -1}, ValueError, "lost_track_buffer"),
@@ -175,7 +187,7 @@ def test_bad_calls_are_rejected_up_front():
 def test_propagate_yields_every_anchor_frame_with_progress():
     frames = BlankFrames(20)
     factory = scripted_factory({"person": walker(range(20))})
-    tracker = HogByteTrackTracker(HogByteTrackConfig(anchor_stride=3), detector_factory=factory)
+    tracker = HogByteTrackTracker(HogByteTrackConfig(anchor_stride=3, between_anchors="none"), detector_factory=factory)
     state = tracker.init_state(frames)
     tracker.add_prompt(state, category="person")
     steps = list(tracker.propagate(state))
@@ -223,13 +235,13 @@ def test_track_ids_are_unique_across_categories_and_short_tracks_are_dropped():
     people = merge(walker(range(30), y=20.0), walker(range(30), y=140.0, x0=200.0, vx=-3.0))
     movers = merge(walker(range(30), y=20.0), walker(range(4, 7), y=100.0, x0=150.0))  # a 3-frame blip
     factory = scripted_factory({"person": people, "moving object": movers})
-    config = HogByteTrackConfig(min_track_length=5)
+    config = HogByteTrackConfig(min_track_length=5, **EVERY_FRAME)
     proposals = run(config, BlankFrames(30), categories=("person", "moving object"), factory=factory)
     check_proposals(proposals, 320, 240, min_len=5)
     assert sorted(p.category for p in proposals) == ["moving object", "person", "person"]
     assert len({p.track_id for p in proposals}) == 3
     # with min_track_length 2 the blip (3 detections, reported from its second) survives
-    proposals = run(HogByteTrackConfig(min_track_length=2), BlankFrames(30), ("person", "moving object"),
+    proposals = run(HogByteTrackConfig(min_track_length=2, **EVERY_FRAME), BlankFrames(30), ("person", "moving object"),
                     factory=scripted_factory({"person": people, "moving object": movers}))
     assert len(proposals) == 4
 
@@ -262,7 +274,8 @@ def test_moving_object_detector_is_primed_with_frames_spread_over_the_video(rend
         return det
 
     with FrameReader(rendered_small.path) as reader:
-        config = HogByteTrackConfig(categories=["moving object"], detectors={"moving object": {"warmup_frames": 12}})
+        config = HogByteTrackConfig(categories=["moving object"], detectors={"moving object": {"warmup_frames": 12}},
+                                    **EVERY_FRAME)
         proposals = run(config, reader, ("moving object",), factory=factory)
     assert primed["n"] == 12
     coverage = people_coverage(rendered_small.gt, [(p.frames, p.boxes) for p in proposals])
@@ -306,20 +319,25 @@ def test_default_tracker_recovers_the_rendered_people(rendered_small, small_run)
     assert len(proposals) <= 4
 
 
-def test_every_observation_is_a_detection_of_that_frame(small_run):
+def test_every_detected_observation_is_a_detection_of_its_anchor(small_run):
     proposals, recorded = small_run
+    stride = default_config().anchor_stride
+    assert sorted(recorded) == list(range(0, max(recorded) + 1, stride))
     n = 0
     for p in proposals:
-        for f, box in zip(p.frames, p.boxes):
+        detected = p.extra["detected"]
+        assert detected.dtype == bool and detected.shape == p.frames.shape
+        assert np.array_equal(detected, p.frames % stride == 0)
+        for f, box in zip(p.frames[detected], p.boxes[detected]):
             dets = recorded[int(f)]
             assert np.any(np.all(np.isclose(dets, box, atol=1e-4), axis=1)), (p.track_id, int(f))
             n += 1
-    assert n > 60
+    assert n > 30
 
 
 def test_real_pedestrians_are_tracked(vtest_head):
     # every third frame of the first 150 (a 15 s walk through the plaza)
-    config = HogByteTrackConfig(anchor_stride=3)
+    config = HogByteTrackConfig(anchor_stride=3, between_anchors="none")
     progress = []
     proposals = run_tracker(HogByteTrackTracker(config), vtest_head, ["person"],
                             progress=lambda fraction, message: progress.append(fraction))

@@ -177,12 +177,12 @@ def test_one_configuration_spelled_differently_is_one_record(db):
     same = [
         dict(categories=["  Person "]),
         dict(categories=["person", "person"]),
-        dict(categories=["person"], anchor_policy={"anchor_stride": 1}),
-        dict(categories=["person"], tracker_settings={"anchor_stride": 1, "min_track_length": 3}),
+        dict(categories=["person"], anchor_policy={"anchor_stride": 2}),
+        dict(categories=["person"], tracker_settings={"anchor_stride": 2, "min_track_length": 3}),
     ]
     for kwargs in same:
         assert proposal_config_create(name="p", backend="hog-bytetrack", **kwargs).pk == a.pk, kwargs
-    b = proposal_config_create(name="p", backend="hog-bytetrack", categories=["person"], anchor_policy={"anchor_stride": 2})
+    b = proposal_config_create(name="p", backend="hog-bytetrack", categories=["person"], anchor_policy={"anchor_stride": 1})
     assert b.pk != a.pk and b.version == 2 and ProposalConfig.objects.count() == 2
 
 

