@@ -1,8 +1,10 @@
 """Contrastive losses of the three retrievers (no Django): DESIGN 4.1 and 4.2 are the contract.
 
 - ``mask_guided_loss``: VTrajEmbed's mask-guided contrastive loss with unknown (⊥) relations,
-  vectorised with masked log-sum-exp; ``mask_guided_loss_reference`` is the same loss written as
-  a plain Python loop over rows and columns (the tests and ``bench_losses`` compare the two).
+  vectorised: the labels are read once on the host, and every row and column term comes from one
+  exponential of the score matrix (a masked log-sum-exp per line kind where that exponential would
+  underflow); ``mask_guided_loss_reference`` is the same loss written as a plain Python loop over
+  rows and columns (the tests and ``bench_losses`` compare them).
 - ``info_nce``: SCOUT's symmetric InfoNCE at temperature τ (equals open_clip's ``ClipLoss`` with
   ``logit_scale = 1/τ``).
 - ``siglip_loss``: ActPair's SigLIP sigmoid loss (equals open_clip's ``SigLipLoss``).
@@ -17,7 +19,9 @@ Labels are integer tensors in {1, 0, -1}; -1 is ⊥ (unknown).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -84,6 +88,12 @@ def _check_mask_guided(q, v, group, relation, logit_scale, lambda_g, lambda_bi) 
 
 
 # -- mask-guided contrastive loss (DESIGN 4.1) ----------------------------------------------------
+# The four score sets, stacked in this order as ``sets`` [4, B, P]: group positives G⁺, batch
+# positives M⁺, group negatives G⁻, and batch negatives M⁻ restricted to the positive records P⁺.
+# The N = 2B + P lines that score, in this order: group rows (G⁺ | G⁻), t2v rows and v2t columns
+# (both M⁺ | M⁻ ∩ P⁺).
+
+
 def _masked_term(scores: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, dim: int) -> torch.Tensor:
     """``ℓ(A) = logsumexp(A⁺ ∪ A⁻) − logsumexp(A⁺)`` along ``dim``, 0 where ``A⁻`` is empty.
 
@@ -98,15 +108,229 @@ def _masked_term(scores: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, dim
     return torch.where(active.squeeze(dim), lse_all - lse_pos, torch.zeros_like(lse_all))
 
 
-def _mean_over(terms: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
-    """Mean of ``terms`` over the ``counted`` entries; 0 (with a graph) when none counts."""
-    n = counted.sum()
-    return (terms * counted).sum() / n.clamp(min=1)
+def _masked_terms(scores: torch.Tensor, sets: torch.Tensor, weights: torch.Tensor) -> tuple:
+    """The four outputs (loss, group, t2v, v2t) ``= weights @ ℓ`` with one masked log-sum-exp per
+    line kind, differentiable by autograd (any order)."""
+    lines = torch.cat([_masked_term(scores, sets[0], sets[2], dim=1),
+                       _masked_term(scores, sets[1], sets[3], dim=1),
+                       _masked_term(scores, sets[1], sets[3], dim=0)])         # [N]
+    return tuple(w @ lines for w in weights)                                  # 4 × []
 
 
-def _rate(flags: torch.Tensor, counted: torch.Tensor) -> float:
-    n = int(counted.sum())
-    return float((flags & counted).sum()) / n if n else math.nan
+class _LabelSets(NamedTuple):
+    """The score sets and lines of one batch's labels (host arrays)."""
+
+    sets: np.ndarray          # [4, B, P] bool: G⁺, M⁺, G⁻, M⁻ ∩ P⁺
+    labelled: np.ndarray      # [B, P] bool: in some set
+    scoring: np.ndarray       # [N] bool: lines with a positive and a negative
+    weights: np.ndarray       # [4, N] float64: (loss, group, t2v, v2t) = weights @ ℓ
+    zero_neg_row_rate: float
+    zero_neg_col_rate: float
+
+
+_POSITIVE_NEGATIVE = np.array([POSITIVE, NEGATIVE]).reshape(2, 1, 1, 1)
+
+
+def _signed(labels: np.ndarray) -> np.ndarray:
+    """Unsigned labels as torch compares them: its largest value equals -1 (⊥)."""
+    if labels.dtype.kind != "u":
+        return labels
+    return np.where(labels == np.iinfo(labels.dtype).max, UNKNOWN, labels.astype(np.int64))
+
+
+def _label_sets(group: torch.Tensor, relation: torch.Tensor, lambda_g: float,
+                lambda_bi: float) -> _LabelSets | None:
+    """Read the labels once on the host: the score sets, the lines that score and the weights of
+    their ``ℓ`` in the four outputs; ``None`` when a label check of ``_check_mask_guided`` fails
+    (values outside {1, 0, -1}, a group positive that is not a match, a group negative that is, a
+    group row with a 0 and no 1). NumPy, because every check needs its answer on the host anyway
+    and these small boolean passes cost a fraction of torch's per-operation overhead."""
+    labels = np.stack([_signed(t.cpu().numpy()) for t in (group, relation)])   # [2, B, P]
+    if labels.min() < UNKNOWN or labels.max() > POSITIVE:
+        return None
+    n_rows, n_cols = labels.shape[1:]
+    sets = (labels == _POSITIVE_NEGATIVE).reshape(4, n_rows, n_cols)           # [4, B, P]
+    in_p_plus = sets[1].any(axis=0)                                           # [P]
+    sets[3] &= in_p_plus
+    row_any, col_any = sets.any(axis=2), sets[1::2].any(axis=1)               # [4, B], [2, P]
+    if ((sets[0] > sets[1]) | (sets[2] & sets[1])).any() or (row_any[2] > row_any[0]).any():
+        return None
+    rows = row_any[1]                                                         # [B]
+    scoring = np.concatenate([row_any[2], rows & row_any[3], in_p_plus & col_any[1]])   # [N]
+    sizes = [n_rows, n_rows, n_cols]
+    n_group, n_rows_scoring, n_cols_scoring = np.add.reduceat(scoring, [0, n_rows, 2 * n_rows]).tolist()
+    counted = [n_group, int(np.count_nonzero(rows)), int(np.count_nonzero(in_p_plus))]   # per mean
+    mix = np.array([[lambda_g, lambda_bi / 2, lambda_bi / 2], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    return _LabelSets(
+        sets=sets,
+        labelled=sets.any(axis=0),
+        scoring=scoring,
+        weights=np.repeat(mix / np.maximum(counted, 1), sizes, axis=1) * scoring,
+        zero_neg_row_rate=(counted[1] - n_rows_scoring) / counted[1] if counted[1] else math.nan,
+        zero_neg_col_rate=(counted[2] - n_cols_scoring) / counted[2] if counted[2] else math.nan,
+    )
+
+
+_NUMPY_MAX_SCORES = 1 << 14     # B · P up to 16,384: 64 groups of four
+
+
+def _array_module(q: torch.Tensor, v: torch.Tensor):
+    """The library that computes the shared exponential, written once for both: NumPy for a small
+    float32 / float64 batch on the CPU (at most ``_NUMPY_MAX_SCORES`` scores), where every call
+    costs about its fixed overhead and NumPy's is a fraction of torch's; torch otherwise (other
+    devices and dtypes, and large batches, which torch spreads over its threads)."""
+    if (q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64)
+            and q.shape[0] * v.shape[0] <= _NUMPY_MAX_SCORES):
+        return np
+    return torch
+
+
+def _as_tensor(array) -> torch.Tensor:
+    """A result of ``_array_module``'s library as a tensor (NumPy arrays and scalars share memory)."""
+    return array if isinstance(array, torch.Tensor) else torch.from_numpy(np.asarray(array))
+
+
+def _as_array(xp, tensor: torch.Tensor):
+    """``tensor``'s values, without a graph, in the library ``xp`` (NumPy shares its memory)."""
+    return tensor.detach().numpy() if xp is np else tensor.detach()
+
+
+def _shared_exp_floor(dtype: torch.dtype) -> float:
+    """The smallest positive-set sum ``Z⁺`` that the shared exponential accepts: ``tiny / eps``
+    (1e-31 in float32, 1e-292 in float64). Entries of ``e`` below the smallest normal number
+    (subnormal or 0) then carry less than ``eps`` of their line's sum."""
+    info = torch.finfo(dtype)
+    return info.tiny / info.eps
+
+
+class _SharedExp(NamedTuple):
+    """One exponential of the score matrix shared by every line, with what its backward reads."""
+
+    q: object                 # [B, d] q without a graph, in the library of e
+    scale: object             # [] the scale without a graph, in the library of e
+    v: torch.Tensor           # [P, d] v without a graph (the products run in torch)
+    scaled_q: torch.Tensor    # [B, d] scale · q: S = scaled_q vᵀ
+    e: object                 # [B, P] exp(S − top) where labelled (top: largest labelled score), else 1
+    sets: object              # [4, B, P] the score sets
+    z: object                 # [2, N] each line's Z⁺ = Σ_{A⁺} e and Z⁻ = Σ_{A⁻} e
+    weights: object           # [4, N] as in _LabelSets, in the scores' dtype
+
+
+def _shared_exp(xp, q: torch.Tensor, v: torch.Tensor, scale: torch.Tensor,
+                labels: _LabelSets) -> _SharedExp | None:
+    """The shared exponential of ``S = scale · q vᵀ`` in the library ``xp``, or ``None`` when on a
+    line of nonzero weight ``Z⁺`` falls below ``_shared_exp_floor`` (its positives sit too far below
+    the top score: about 71 in float32, 672 in float64). Only labelled scores are read, so the
+    unlabelled ones change no bit of the loss."""
+    q_x, scale_x, v_t = _as_array(xp, q), _as_array(xp, scale), v.detach()
+    scaled_q = _as_tensor(q_x * scale_x)                                      # [B, d]
+    s = _as_array(xp, torch.mm(scaled_q, v_t.T))                              # [B, P]
+    if xp is np:
+        sets, labelled, weights = labels.sets, labels.labelled, labels.weights.astype(s.dtype)
+    else:
+        sets, labelled = (torch.from_numpy(a).to(s.device) for a in (labels.sets, labels.labelled))
+        weights = torch.from_numpy(labels.weights).to(s.device, s.dtype)
+    with np.errstate(all="ignore"):                               # as torch: inf and nan pass silently
+        top = xp.where(labelled, s, -math.inf).max()                          # []
+        e = xp.exp(xp.where(labelled, s - top, 0))                            # [B, P]
+        parts = sets * e                                                      # [4, B, P]
+        z = xp.concatenate([parts.sum(axis=2).reshape(2, -1),                 # [2 (A⁺, A⁻), 2B]
+                            parts[1::2].sum(axis=1)], axis=1)                 # [2 (A⁺, A⁻), N]
+        z_pos = z[0] if xp is np else z[0].cpu().double().numpy()             # [N]
+        if (labels.scoring & (z_pos < _shared_exp_floor(q.dtype))).any():
+            return None
+    return _SharedExp(q=q_x, scale=scale_x, v=v_t, scaled_q=scaled_q, e=e, sets=sets, z=z,
+                      weights=weights)
+
+
+def _masked_gradients(q, v, scale, stats: _SharedExp, grads) -> tuple:
+    """The gradients of ``_SharedExpLoss`` for ``create_graph=True``: those of the masked
+    log-sum-exp path (``_masked_terms``), recomputed with autograd so that they differentiate again."""
+    sets, weights = (_as_tensor(a).to(q.device) for a in (stats.sets, stats.weights))
+    inputs = [t for t in (q, v, scale) if t.requires_grad]
+    terms = _masked_terms(scale * q @ v.T, sets, weights)                    # 4 × []
+    outputs = [(t, g) for t, g in zip(terms, grads) if g is not None]
+    found = iter(torch.autograd.grad([t for t, _ in outputs], inputs, [g for _, g in outputs],
+                                     create_graph=True, allow_unused=True))
+    return tuple(next(found) if t.requires_grad else None for t in (q, v, scale))
+
+
+class _SharedExpLoss(torch.autograd.Function):
+    """The four outputs (loss, group, t2v, v2t) ``= weights @ ℓ`` from ``q``, ``v`` and ``scale``,
+    given their shared exponential ``stats`` in the library ``xp``: ``ℓ = log1p(Z⁻ / Z⁺)`` on every
+    line (lines of weight 0 without a positive divide by 1).
+
+    Backward: an entry of ``A⁻`` gets ``e / (Z⁺ + Z⁻)`` and an entry of ``A⁺`` ``e / (Z⁺ + Z⁻) −
+    e / Z⁺``, times the line's weight, summed over the lines through it (entries in no set get
+    exactly 0); then through ``S = (scale · q) vᵀ`` with the products autograd would take. Under
+    ``create_graph=True`` the gradients come from ``_masked_gradients`` instead, so that they
+    differentiate again."""
+
+    @staticmethod
+    def forward(ctx, q: torch.Tensor, v: torch.Tensor, scale: torch.Tensor, xp,
+                stats: _SharedExp) -> tuple[torch.Tensor, ...]:
+        z_pos = stats.z[0] + (stats.z[0] == 0)                                # [N]
+        z_all = z_pos + stats.z[1]                                            # [N]
+        ell = xp.log1p(stats.z[1] / z_pos)                                    # [N]
+        ctx.save_for_backward(q, v, scale)                      # for autograd's in-place checks
+        ctx.set_materialize_grads(False)
+        ctx.xp, ctx.stats, ctx.z = xp, stats, (z_pos, z_all)
+        if xp is np:                                                          # 4 NumPy scalars
+            return tuple([_as_tensor(x) for x in np.einsum("kn,n->k", stats.weights, ell)])
+        return tuple([w @ ell for w in stats.weights])                        # 4 × [], none a view
+
+    @staticmethod
+    def backward(ctx, *grads: torch.Tensor):
+        q, v, scale = ctx.saved_tensors                  # raises if one changed in place since forward
+        xp, stats, (z_pos, z_all) = ctx.xp, ctx.stats, ctx.z
+        if torch.is_grad_enabled():
+            return (*_masked_gradients(q, v, scale, stats, grads), None, None)
+        n_rows = stats.scaled_q.shape[0]
+        if xp is np:                                                          # [4]; None: unused output
+            grad = np.array([0.0 if g is None else g.item() for g in grads], stats.weights.dtype)
+        else:
+            grad = torch.stack([stats.scaled_q.new_zeros(()) if g is None else g for g in grads])
+        per_line = xp.einsum("k,kn->n", grad, stats.weights)                  # [N]
+        on_neg = per_line / z_all                                             # [N]
+        on_pos = on_neg - per_line / z_pos                                    # [N]
+        by_line = xp.stack([on_pos, on_neg])                                  # [2, N]
+        by_row = by_line[:, : 2 * n_rows].reshape(4, n_rows, 1)                # [4, B, 1] in set order
+        by_col = by_line[:, None, 2 * n_rows:]                                # [2, 1, P] for M⁺, M⁻
+        d_scores = _as_tensor(stats.e * ((stats.sets * by_row).sum(axis=0)
+                                         + (stats.sets[1::2] * by_col).sum(axis=0)))   # [B, P]
+        d_q = d_v = d_scale = None
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[2]:
+            d_scaled_q = _as_array(xp, torch.mm(d_scores, stats.v))           # [B, d]
+            if ctx.needs_input_grad[0]:
+                d_q = _as_tensor(d_scaled_q * stats.scale)
+            if ctx.needs_input_grad[2]:
+                d_scale = _as_tensor((d_scaled_q * stats.q).sum())
+        if ctx.needs_input_grad[1]:
+            d_v = torch.mm(d_scores.T, stats.scaled_q)                        # [P, d]
+        return d_q, d_v, d_scale, None, None
+
+
+def _plain_checks_pass(q, v, group, relation, logit_scale, lambda_g, lambda_bi) -> bool:
+    """Whether every check of ``_check_mask_guided`` that reads no label passes, with
+    ``logit_scale`` a floating-point tensor (the common case; other forms take the full checks)."""
+    for t in (q, v):
+        if not (isinstance(t, torch.Tensor) and t.ndim == 2 and t.is_floating_point()):
+            return False
+    if q.shape[1] != v.shape[1] or q.shape[0] == 0 or v.shape[0] == 0:
+        return False
+    for labels in (group, relation):
+        if not (isinstance(labels, torch.Tensor) and not labels.is_floating_point()
+                and not labels.is_complex() and labels.dtype != torch.bool
+                and labels.shape == (q.shape[0], v.shape[0])):
+            return False
+    for w in (lambda_g, lambda_bi):
+        if not (isinstance(w, int | float) and math.isfinite(w) and w >= 0):
+            return False
+    if not (isinstance(logit_scale, torch.Tensor) and logit_scale.is_floating_point()
+            and logit_scale.numel() == 1):
+        return False
+    scale = logit_scale.detach().item()
+    return scale > 0 and math.isfinite(scale)
 
 
 def mask_guided_loss(
@@ -141,7 +365,17 @@ def mask_guided_loss(
     counted rows / columns that have no 0 (``nan`` when nothing is counted).
 
     Consistency rules checked up front (``ValueError``): a group positive is a match in M, a group
-    negative is not a match in M, and a group row with a 0 has a 1.
+    negative is not a match in M, and a group row with a 0 has a 1. The labels are read once on the
+    host (``_label_sets``); only a batch that fails a check runs ``_check_mask_guided``, whose
+    message names the first problem, as the reference's does.
+
+    Every line's ``ℓ`` comes from one exponential of the score matrix shared by all lines
+    (``_shared_exp``, ``_SharedExpLoss``), shifted by the largest labelled score; for a small CPU
+    batch it is computed with NumPy (``_array_module``). A line whose positives all sit so far below
+    that score that their sum leaves the normal range (about 71 below in float32, 672 in float64)
+    sends the batch to one masked log-sum-exp per line kind instead. Both give the values and
+    gradients of ``mask_guided_loss_reference`` (second derivatives too); unlabelled scores change
+    neither bit.
 
     With ``world_size > 1``, ``q`` and ``v`` are this rank's rows, gathered across ranks here, and
     ``group`` / ``relation`` must describe the *gathered* batch (``[ΣB_r, ΣP_r]``, rank-major),
@@ -149,30 +383,31 @@ def mask_guided_loss(
     """
     q = gather_with_grad(q, rank, world_size) if world_size > 1 else q       # [B, d]
     v = gather_with_grad(v, rank, world_size) if world_size > 1 else v       # [P, d]
-    scale = _check_mask_guided(q, v, group, relation, logit_scale, lambda_g, lambda_bi)
-    scores = scale * q @ v.T                                                  # [B, P]
-
-    g_pos, g_neg = group == POSITIVE, group == NEGATIVE                       # [B, P]
-    group_rows = g_neg.any(dim=1)                                             # [B]
-    group_terms = _masked_term(scores, g_pos, g_neg, dim=1)                   # [B]
-    l_group = _mean_over(group_terms, group_rows)
-
-    m_pos = relation == POSITIVE                                              # [B, P]
-    in_p_plus = m_pos.any(dim=0, keepdim=True)                                # [1, P]
-    b_pos, b_neg = m_pos & in_p_plus, (relation == NEGATIVE) & in_p_plus      # [B, P]
-    rows = b_pos.any(dim=1)                                                   # [B]
-    cols = in_p_plus.squeeze(0)                                               # [P]
-    l_t2v = _mean_over(_masked_term(scores, b_pos, b_neg, dim=1), rows)
-    l_v2t = _mean_over(_masked_term(scores, b_pos, b_neg, dim=0), cols)
-
-    loss = lambda_g * l_group + (lambda_bi / 2) * (l_t2v + l_v2t)
+    if _plain_checks_pass(q, v, group, relation, logit_scale, lambda_g, lambda_bi):
+        scale = logit_scale.to(device=q.device, dtype=q.dtype)
+        scale = scale.reshape(()) if scale.ndim else scale
+    else:
+        scale = _check_mask_guided(q, v, group, relation, logit_scale, lambda_g, lambda_bi)
+    labels = _label_sets(group, relation, lambda_g, lambda_bi)
+    if labels is None:
+        _check_mask_guided(q, v, group, relation, logit_scale, lambda_g, lambda_bi)
+        raise AssertionError("_label_sets refused labels that _check_mask_guided accepts")
+    xp = _array_module(q, v)
+    stats = _shared_exp(xp, q, v, scale, labels)
+    if stats is not None:
+        loss, l_group, l_t2v, l_v2t = _SharedExpLoss.apply(q, v, scale, xp, stats)
+    else:
+        scores = scale * q @ v.T                                              # [B, P]
+        sets = torch.from_numpy(labels.sets).to(scores.device)               # [4, B, P]
+        weights = torch.from_numpy(labels.weights).to(scores.device, scores.dtype)   # [4, N]
+        loss, l_group, l_t2v, l_v2t = _masked_terms(scores, sets, weights)
     return {
         "loss": loss,
         "group": l_group,
         "t2v": l_t2v,
         "v2t": l_v2t,
-        "zero_neg_row_rate": _rate(~b_neg.any(dim=1), rows),
-        "zero_neg_col_rate": _rate(~b_neg.any(dim=0), cols),
+        "zero_neg_row_rate": labels.zero_neg_row_rate,
+        "zero_neg_col_rate": labels.zero_neg_col_rate,
     }
 
 
