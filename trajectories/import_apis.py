@@ -68,7 +68,9 @@ def _refuse_large_body(request) -> None:
 
 class TrackFileInputSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=True,
-                                 help_text="gt.txt / tracker output (mot), a JSON tube file (json) or CSV (csv)")
+                                 help_text="gt.txt / tracker output (mot), a JSON tube file (json), CSV (csv), "
+                                           "CVAT for video 1.1 XML (cvat) or a Label Studio video JSON export "
+                                           "(labelstudio)")
     video = serializers.PrimaryKeyRelatedField(queryset=Video.objects.all())
     format = PlainChoiceField(choices=TrackImport.Format.choices)
     purpose = PlainChoiceField(choices=TrackImport.Purpose.choices, default=TrackImport.Purpose.PROPOSALS)

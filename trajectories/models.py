@@ -194,6 +194,8 @@ class TrackImport(models.Model):
         MOT = "mot"
         JSON = "json"
         CSV = "csv"
+        CVAT = "cvat", "CVAT for video 1.1"
+        LABELSTUDIO = "labelstudio", "Label Studio video"
 
     class Review(models.TextChoices):
         REVIEWED = "reviewed"
@@ -204,7 +206,7 @@ class TrackImport(models.Model):
         TUBES = "tubes"           # annotated tubes (D.1) that proposals are matched against
 
     run = models.OneToOneField(ProposalRun, on_delete=models.CASCADE, related_name="track_import")
-    format = models.CharField(max_length=8, choices=Format.choices)
+    format = models.CharField(max_length=16, choices=Format.choices)
     purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.PROPOSALS)
     source = models.CharField(max_length=500, help_text="where the file came from (a sequence, data set or tool)")
     file_name = models.CharField(max_length=255)
@@ -228,7 +230,8 @@ class TrackImport(models.Model):
             models.CheckConstraint(condition=Q(file_sha256__regex=r"^[0-9a-f]{64}$"), name="track_import_sha256_hex"),
             models.CheckConstraint(condition=Q(review="reviewed") | ~Q(review_reason=""),
                                    name="track_import_source_verified_has_reason"),
-            models.CheckConstraint(condition=Q(format__in=["mot", "json", "csv"]), name="track_import_format_known"),
+            models.CheckConstraint(condition=Q(format__in=["mot", "json", "csv", "cvat", "labelstudio"]),
+                                   name="track_import_format_known"),
         ]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from models.text import INT32_MAX, INT32_MIN, int_problem, text_problem
 
-FORMATS = ("mot", "json", "csv")
+FORMATS = ("mot", "json", "csv", "cvat", "labelstudio")
 MAX_PROBLEMS = 20          # a refusal lists at most this many problems (the first ones in the file)
 EDGE_TOLERANCE = 1e-3      # pixels a box may poke past the frame edge (float rounding)
 # What the stored records hold (trajectories.models.Trajectory): track ids in an integer column,
@@ -123,6 +123,7 @@ class ParsedTracks:
     tracks: list[ImportedTrack]
     n_rows: int                                # boxes read (skipped rows excluded)
     skipped: dict[str, int] = field(default_factory=dict)   # rows left out on purpose, by reason
+    noted: dict[str, int] = field(default_factory=dict)     # boxes kept with a note (interpolated, occluded, ...)
     meta: dict = field(default_factory=dict)   # what the file says about itself (e.g. seqinfo, video size)
     declared_video: dict = field(default_factory=dict)      # width/height/frame_count the file declares
     declared_line: int = 0                     # where it declares them

@@ -78,13 +78,12 @@ def too_deep_line(text: str) -> int | None:
     return 1
 
 
-def load_with_lines(text: str):
+def load_with_lines(text: str, *, what: str = "JSON tube file"):
     """``json.loads`` whose lists and objects carry the ``line`` they start on; integers too long for
     any column stay :class:`LongNumber` text; a file nested deeper than ``MAX_DEPTH`` is refused."""
     deep = too_deep_line(text)
     if deep is not None:
-        raise TracksFormatError([(deep, f"arrays and objects nest deeper than {MAX_DEPTH} levels")],
-                                what="JSON tube file")
+        raise TracksFormatError([(deep, f"arrays and objects nest deeper than {MAX_DEPTH} levels")], what=what)
     newlines = [m.start() for m in re.finditer("\n", text)]
 
     def line_of(pos: int) -> int:
@@ -110,7 +109,7 @@ def load_with_lines(text: str):
         return dec.decode(text)
     except json.JSONDecodeError as exc:
         raise TracksFormatError([(exc.lineno, f"not valid JSON: {exc.msg} (column {exc.colno})")],
-                                what="JSON tube file") from None
+                                what=what) from None
 
 
 def _line(value, fallback: int) -> int:

@@ -274,5 +274,9 @@ def imported_video_discard(*, brought: list) -> None:
                 shutil.rmtree(media, ignore_errors=True)
             else:
                 media.unlink(missing_ok=True)
+            try:
+                media.parent.rmdir()      # its shard folder (videos/<2 hex>/), when nothing else is in it
+            except OSError:
+                pass
         elif not record.videos.exists():
             record.delete()

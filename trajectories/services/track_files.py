@@ -24,7 +24,9 @@ from common.errors import ApplicationError, RequestTooLarge
 from common.text import checked_text
 from models.tracks_io import (
     FORMATS,
+    KEYFRAME_FORMATS,
     ParsedTracks,
+    TooManyBoxes,
     TracksFormatError,
     check_against_video,
     parse_tracks,
@@ -93,10 +95,16 @@ def track_file_read(*, data: bytes, file_name: str, fmt: str, video: Video, opti
         raise RequestTooLarge(limit=limit)
     text = _decode(data, file_name)
     read = {k: v for k, v in options.items() if k != "clip"}
+    if fmt in KEYFRAME_FORMATS:      # expanded against the video, within the import's budget of boxes
+        read.update(video={"width": video.width, "height": video.height, "frame_count": video.frame_count},
+                    max_boxes=settings.TRAJLAB_TRACK_IMPORT_MAX_BOXES)
     try:
         parsed = parse_tracks(fmt, text, **read)
     except TracksFormatError as exc:
         raise _refuse(exc, file_name) from None
+    except TooManyBoxes as exc:
+        raise _too_many(count=exc.count, limit=exc.limit, code="too_many_boxes", what="boxes once its keyframes are "
+                        "interpolated", setting="TRAJLAB_TRACK_IMPORT_MAX_BOXES", file_name=file_name) from None
     if fmt == "mot" and seqinfo is not None:
         try:
             declare_seqinfo(parsed, parse_seqinfo(_decode(seqinfo, "seqinfo.ini")))
@@ -115,8 +123,14 @@ def track_file_read(*, data: bytes, file_name: str, fmt: str, video: Video, opti
             raise _refuse(exc, file_name) from None
         checked.problems = [{"line": line, "message": message} for line, message in exc.problems]
         return checked
-    parsed.meta["counts"] = {"rows": parsed.n_rows, **parsed.skipped, **counts}
+    parsed.meta["counts"] = {"rows": parsed.n_rows, **parsed.skipped, **parsed.noted, **counts}
     return checked
+
+
+def _too_many(*, count: int, limit: int, code: str, what: str, setting: str, file_name: str) -> ApplicationError:
+    return ApplicationError(f"{file_name} holds {count} {what}, more than the {limit} an import takes; "
+                            "split the file, or ask the operator to raise the limit; nothing was imported",
+                            code=code, extra={"limit": limit, "count": count, "setting": setting, "file": file_name})
 
 
 def _check_limits(parsed: ParsedTracks, file_name: str) -> None:
@@ -126,10 +140,7 @@ def _check_limits(parsed: ParsedTracks, file_name: str) -> None:
             (parsed.n_rows, settings.TRAJLAB_TRACK_IMPORT_MAX_BOXES, "too_many_boxes", "boxes",
              "TRAJLAB_TRACK_IMPORT_MAX_BOXES")):
         if count > limit:
-            raise ApplicationError(f"{file_name} holds {count} {what}, more than the {limit} an import takes; "
-                                   "split the file, or ask the operator to raise the limit; nothing was imported",
-                                   code=code, extra={"limit": limit, "count": count, "setting": setting,
-                                                     "file": file_name})
+            raise _too_many(count=count, limit=limit, code=code, what=what, setting=setting, file_name=file_name)
 
 
 def track_file_check(*, video: Video, data: bytes, file_name: str, fmt: str, gt: bool | None = None,

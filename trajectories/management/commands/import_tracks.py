@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApplicationError
 from common.progress import ProgressBar
-from models.tracks_io import TracksFormatError, check_against_video, parse_tracks
+from models.tracks_io import FORMATS, TracksFormatError, check_against_video, parse_tracks
 from models.tracks_io.mot import declare_seqinfo, find_sequence
 from trajectories.models import Source, SplitGroup, TrackImport, Video
 from trajectories.services.imports import imported_video_discard, track_import
@@ -12,15 +12,39 @@ from trajectories.services.ingestion import video_import
 from trajectories.services.splits import split_group_set_split
 
 
+def _format_of(path: Path) -> str:
+    """The format a path's name and first bytes say: a ``.json`` file is a Label Studio export when
+    it is a list of tasks or an object with ``annotations``, else a JSON tube file."""
+    suffix = path.suffix.lower()
+    if suffix == ".xml":
+        return "cvat"
+    if suffix == ".csv":
+        return "csv"
+    if suffix != ".json":
+        return "mot"
+    try:
+        with path.open("rb") as f:
+            head = f.read(65536).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    except OSError:
+        return "json"
+    if head.startswith("[") or ('"annotations"' in head and '"trajlab-tubes/' not in head):
+        return "labelstudio"
+    return "json"
+
+
 class Command(BaseCommand):
     help = ("Import existing tracks or annotated tubes as an imported proposal run: a MOTChallenge folder "
-            "(gt/gt.txt or tracker output, seqinfo.ini, img1/ or a video), a JSON tube file or a CSV file. "
+            "(gt/gt.txt or tracker output, seqinfo.ini, img1/ or a video), a JSON tube file, a CSV file, a CVAT "
+            "for video 1.1 XML file or a Label Studio video JSON export (keyframes interpolated as each tool does). "
             "The tracks are stored here, with a progress bar; a failure at any step leaves nothing behind "
             "(a video the folder brought included).")
 
     def add_arguments(self, parser):
-        parser.add_argument("path", type=Path, help="a MOTChallenge folder or file, a .json tube file or a .csv file")
-        parser.add_argument("--format", choices=["mot", "json", "csv"], help="default: from the path")
+        parser.add_argument("path", type=Path, help="a MOTChallenge folder or file, a .json tube file, a .csv file, "
+                                                    "a CVAT .xml file or a Label Studio .json export")
+        parser.add_argument("--format", choices=list(FORMATS),
+                            help="default: from the path (.xml: cvat; .json: labelstudio for a Label Studio export, "
+                                 "else json; .csv: csv; else mot)")
         parser.add_argument("--video", type=int, help="the video to import onto (a MOTChallenge folder with img1/ "
                                                       "or a video file can bring its own)")
         parser.add_argument("--source", required=True, help="where the tracks come from (data set, sequence, tool)")
@@ -38,7 +62,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, path, format, video, source, split_group, split, tubes, source_verified, tracker_output,
                frame_base, clip, confirm_fit, **options):
-        fmt = format or ("json" if path.suffix.lower() == ".json" else "csv" if path.suffix.lower() == ".csv" else "mot")
+        fmt = format or _format_of(path)
         seqinfo_bytes = None
         brought: list = []       # what this command created for a folder's own video, removed again on failure
         try:
@@ -54,7 +78,7 @@ class Command(BaseCommand):
             else:
                 tracks_path, gt = path, None
                 if video is None:
-                    raise CommandError("--video is required for JSON and CSV files")
+                    raise CommandError(f"--video is required for {fmt} files")
             target = Video.objects.select_related("split_group").filter(pk=video).first()
             if target is None:
                 raise CommandError(f"unknown video #{video}")

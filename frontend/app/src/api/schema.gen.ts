@@ -4104,12 +4104,12 @@ export interface components {
         TrackFileInputRequest: {
             /**
              * Format: binary
-             * @description gt.txt / tracker output (mot), a JSON tube file (json) or CSV (csv)
+             * @description gt.txt / tracker output (mot), a JSON tube file (json), CSV (csv), CVAT for video 1.1 XML (cvat) or a Label Studio video JSON export (labelstudio)
              */
             file: string;
             video: number;
-            /** @description One of: mot, json, csv. */
-            format: "mot" | "json" | "csv";
+            /** @description One of: mot, json, csv, cvat, labelstudio. */
+            format: "mot" | "json" | "csv" | "cvat" | "labelstudio";
             /**
              * @description One of: proposals, tubes.
              * @default proposals
@@ -4144,12 +4144,12 @@ export interface components {
         TrackImportListInputRequest: {
             /**
              * Format: binary
-             * @description gt.txt / tracker output (mot), a JSON tube file (json) or CSV (csv)
+             * @description gt.txt / tracker output (mot), a JSON tube file (json), CSV (csv), CVAT for video 1.1 XML (cvat) or a Label Studio video JSON export (labelstudio)
              */
             file: string;
             video: number;
-            /** @description One of: mot, json, csv. */
-            format: "mot" | "json" | "csv";
+            /** @description One of: mot, json, csv, cvat, labelstudio. */
+            format: "mot" | "json" | "csv" | "cvat" | "labelstudio";
             /**
              * @description One of: proposals, tubes.
              * @default proposals
@@ -4212,8 +4212,8 @@ export interface components {
             error: string;
             trajectory_count: number;
             duplicate_count: number;
-            /** @description One of: mot, json, csv. */
-            format: "mot" | "json" | "csv";
+            /** @description One of: mot, json, csv, cvat, labelstudio. */
+            format: "mot" | "json" | "csv" | "cvat" | "labelstudio";
             /** @description One of: proposals, tubes. */
             purpose: "proposals" | "tubes";
             /** @description where the file came from (a sequence, data set or tool) */

@@ -153,7 +153,7 @@ export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: 
         </label>
         <label>
           File
-          <input aria-label="File" type="file" accept=".txt,.json,.csv" required onChange={(e) => {
+          <input aria-label="File" type="file" accept=".txt,.json,.csv,.xml" required onChange={(e) => {
             const f = e.target.files?.[0] ?? null;
             setFile(f);
             setError(null);
@@ -166,6 +166,8 @@ export function ImportTracksForm({ videos, onDone }: { videos: Video[]; onDone: 
             <option value="mot">MOTChallenge (gt.txt or tracker output)</option>
             <option value="json">JSON tubes</option>
             <option value="csv">CSV</option>
+            <option value="cvat">CVAT for video 1.1 (XML)</option>
+            <option value="labelstudio">Label Studio video (JSON export)</option>
           </select>
         </label>
         <label>

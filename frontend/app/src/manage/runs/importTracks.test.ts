@@ -10,7 +10,8 @@ const record = (over: Partial<TrackImport>): TrackImport => ({
 
 describe("formatOf", () => {
   it("reads the format from the file's name", () => {
-    expect([formatOf("a.JSON"), formatOf("t.csv"), formatOf("gt.txt"), formatOf("output")]).toEqual(["json", "csv", "mot", "mot"]);
+    expect([formatOf("a.JSON"), formatOf("t.csv"), formatOf("gt.txt"), formatOf("output"), formatOf("annotations.XML")])
+      .toEqual(["json", "csv", "mot", "mot", "cvat"]);
   });
 });
 

@@ -9,7 +9,7 @@ type Schemas = components["schemas"];
 export type TrackImport = Schemas["TrackImportOutput"];
 export type TrackFileCheck = Schemas["TrackFileCheckOutput"];
 export type PreviewFrame = Schemas["PreviewFrame"];
-export type Format = "mot" | "json" | "csv";
+export type Format = "mot" | "json" | "csv" | "cvat" | "labelstudio";
 
 export interface Problem {
   line: number;
@@ -60,8 +60,11 @@ export async function trackImport(id: number, signal?: AbortSignal): Promise<Tra
   return (await response.json()) as TrackImport;
 }
 
+/** The format a file's name suggests (a Label Studio export is a .json file too: the form's
+ *  format list picks it). */
 export function formatOf(name: string): Format {
   const lower = name.toLowerCase();
+  if (lower.endsWith(".xml")) return "cvat";
   return lower.endsWith(".json") ? "json" : lower.endsWith(".csv") ? "csv" : "mot";
 }
 
