@@ -344,6 +344,7 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     _write_json(folder / "croissant.json", croissant_metadata(body, data_hashes,
                                                               {p: (folder / p).stat().st_size for p in data_hashes}))
     (folder / "README.md").write_text(dataset_card(body, stats, config), encoding="utf-8")
+    shutil.copyfile(Path(__file__).with_name("evaluate_kit.py"), folder / "evaluate.py")  # the scorer (evaluate_kit)
     files = []
     lines = []
     for path in _relative_files(folder):

@@ -8,6 +8,7 @@ table's Parquet file.
 from __future__ import annotations
 
 from annotation.releases.services.release_io.agreement_card import agreement_section
+from annotation.releases.services.release_io.evaluation_card import evaluation_section
 from annotation.releases.services.release_io.tables import CROISSANT_TYPES, TABLE
 
 CROISSANT_CONTEXT = {
@@ -206,4 +207,5 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
             "relations = pq.read_table('data/relations.parquet').to_pandas()",
             "gold = relations[(relations.label >= 0) & ~relations.pseudo]", "```", "",
             "## Citation", "", "```bibtex", _citation(body), "```", ""]
+    out += evaluation_section(body)
     return "\n".join(out)
