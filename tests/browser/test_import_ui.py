@@ -2,7 +2,8 @@
 with its line numbers and nothing stored; the MOTChallenge ground truth of a rendered scene is
 imported as a reviewed run (its job run by a worker thread here) that appears in the runs table; a
 file made for another video (TUD-Campus, 640x480) shows its boxes past the frame over the video's
-first frame and is imported only with "Import anyway" ticked. The proposal-run form asks each
+first frame and is imported only with "Import anyway" ticked; a CVAT for video file (told by its
+name) and a Label Studio export (picked from the list) come in the same way. The proposal-run form asks each
 tracker for its own files, shows the server's refusals and queues a run."""
 from __future__ import annotations
 
@@ -173,3 +174,37 @@ def test_a_file_of_another_video_shows_its_boxes_and_needs_import_anyway(people,
     record = TrackImport.objects.get()
     assert [f["code"] for f in record.fit_findings] == ["boxes_outside"] and record.options["clip"] is True
     assert record.run.status == "succeeded" and sum(t.name.startswith("worker-") for t in worker) == 1
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+
+
+def test_import_form_brings_cvat_and_label_studio_annotations(people, scene_video, open_page, tmp_path, worker):
+    # the documented examples, for the scene's 72 frames
+    cvat = tmp_path / "annotations.xml"
+    cvat.write_text((EXAMPLES / "cvat_for_video_1_1.xml").read_text()
+                    .replace("<size>50</size>", "<size>72</size>").replace("<stop_frame>49", "<stop_frame>71"))
+    studio = tmp_path / "project-1.json"
+    studio.write_text((EXAMPLES / "label_studio_video.json").read_text().replace('"framesCount": 50', '"framesCount": 72'))
+    page = open_page("boss")
+    page.goto("/manage/runs")
+    form = page.get_by_role("form", name="Import tracks")
+    form.get_by_label("Video", exact=True).select_option(str(scene_video.pk))
+    form.get_by_label("Source", exact=True).fill("CVAT task 5")
+
+    form.get_by_label("File", exact=True).set_input_files(str(cvat))
+    expect(form.get_by_label("Format", exact=True)).to_have_value("cvat")            # told by its name
+    expect(form.get_by_role("figure")).to_contain_text("2 boxes from the file")
+    form.get_by_role("button", name="Import").click()
+    expect(form.get_by_role("status")).to_have_text(re.compile(r"Imported 2 tracks as run \d+ \(reviewed\)"))
+    first = TrackImport.objects.get().run_id
+
+    # a Label Studio export is a .json file too: it is picked from the list
+    form.get_by_label("File", exact=True).set_input_files(str(studio))
+    form.get_by_label("Format", exact=True).select_option("labelstudio")
+    form.get_by_label("Source", exact=True).fill("Label Studio project 1")
+    expect(form.get_by_role("figure")).to_contain_text("1 box from the file")
+    form.get_by_role("button", name="Import").click()
+    expect(form.get_by_role("status")).to_have_text(
+        re.compile(rf"Imported 2 tracks as run (?!{first}\b)\d+ \(reviewed\)"))
+    assert sorted(TrackImport.objects.values_list("format", flat=True)) == ["cvat", "labelstudio"]

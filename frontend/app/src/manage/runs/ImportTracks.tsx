@@ -1,5 +1,6 @@
 // Import existing tracks or annotated tubes onto a video (POST /api/track-imports/, multipart):
-// a MOTChallenge gt.txt or tracker output, a JSON tube file or CSV. As soon as a file and a video
+// a MOTChallenge gt.txt or tracker output, a JSON tube file, CSV, CVAT for video 1.1 XML or a Label
+// Studio video export (their keyframes interpolated on the server). As soon as a file and a video
 // are chosen the file is checked against the video (POST /api/track-imports/check/, nothing
 // stored): its first frame is drawn with the file's boxes, and a file that may belong to another
 // video is imported only with "Import anyway" ticked. A refused file lists the problems with their
