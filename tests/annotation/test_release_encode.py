@@ -34,6 +34,7 @@ from annotation.releases.services.release_io.reading import (
     arrays_of,
     iso_times,
 )
+from annotation.releases.services.release_io.shapes import EVIDENCE, RATINGS, conform, shaped
 from annotation.releases.services.release_io.tables import READ_TYPES, Column, Table, export_value
 from models.facts import canonical_json
 
@@ -207,9 +208,17 @@ def test_postgres_bytea_becomes_bytes():
 TABLE = Table("everything", "one column of every kind", (
     Column("id"), Column("n", "int"), Column("x", "float"), Column("s", "str"), Column("ok", "bool"),
     Column("at", "time"), Column("doc", "json"), Column("frames", "int32s"), Column("scores", "float32s"),
-    Column("boxes", "boxes"), Column("who", "user"), Column("pools", "ids")), key=("id",))
+    Column("boxes", "boxes"), Column("who", "user"), Column("pools", "ids"),
+    Column("evidence", "json", shape=EVIDENCE)), key=("id",))
 # a chunk's types (``ReleaseScope.chunks`` has already turned account ids into names and run ids into pools)
 CHUNK_TYPES = [{"user": "str", "ids": "ids"}.get(c.kind, READ_TYPES[c.kind]) for c in TABLE.columns]
+# relation evidence as the stages write it, and as they never should (the shape keeps what fits)
+EVIDENCES = [json.dumps(v) for v in (
+    {"prelabel": {"label": 1, "predicates": [{"name": "colour", "value": "red", "fact_ids": ["f1"]}],
+                  "evidence": ["f1"], "reason": "", "failed": False}, "reviews": [1, 1], "adjudication": 0},
+    {"proposal": {}, "reviews": [0, -1], "adjudication": [1], "blind": True},
+    {"contradicted": ["f2"], "similarity": 0.25, "rule_sha256": "ab"}, {}, [1], "text", 2**70,
+    {"reviews": [2**70, True, 1.5, "x"], "similarity": 2**70, "blind": 1, "prelabel": "odd", "extra": {"z": 1}})]
 TEXTS = ["", "person", "pérson", "a\"b\\c", "line\nbreak\u2028", "\x00\x1f\x7f", "😀", "tab\t"]
 
 
@@ -232,7 +241,8 @@ def _rows(rng, n: int) -> list[tuple]:
             None if pick[5] < 50 else docs[pick[5] % len(docs)],
             *[_packed_rows(rng, kind, 1)[0] for kind in ("int32s", "float32s", "boxes")],
             None if pick[6] < 50 else f"reviewer-{pick[6] % 7}",
-            None if pick[7] < 50 else [int(p) for p in rng.integers(1, 100, pick[7] % 4)]))
+            None if pick[7] < 50 else [int(p) for p in rng.integers(1, 100, pick[7] % 4)],
+            None if pick[0] < 50 else EVIDENCES[pick[1] % len(EVIDENCES)]))
     return rows
 
 
@@ -288,3 +298,19 @@ def test_the_chunk_encoder_gives_one_line_per_row():
     lines = bytes(chunk.jsonl).split(b"\n")
     assert len(lines) == 51 and lines[-1] == b""
     assert [json.loads(line)["id"] for line in lines[:-1]] == list(range(50))
+
+
+def test_a_shape_keeps_what_fits_and_nulls_the_rest():
+    assert conform({"faithful": True, "natural": 4, "extra": 1}, RATINGS) == {"faithful": True, "natural": 4}
+    assert conform({"faithful": 1, "natural": 4.0}, RATINGS) == {"faithful": None, "natural": None}
+    assert conform([1], RATINGS) is None and conform(None, RATINGS) is None
+    value = conform({"reviews": [1, 2**70, True], "adjudication": 0, "similarity": 3, "rule_sha256": {"a": 1.5},
+                     "prelabel": {"label": -1, "predicates": [{"name": "n", "fact_ids": "f1"}]}}, EVIDENCE)
+    assert value["reviews"] == [1, None, None] and value["adjudication"] == [0]
+    assert value["similarity"] == 3.0 and type(value["similarity"]) is float
+    assert value["rule_sha256"] == '{"a":1.5}' and value["proposal"] is None
+    assert value["prelabel"]["label"] == -1 and value["prelabel"]["evidence"] is None
+    assert value["prelabel"]["predicates"] == [{"name": "n", "value": None, "fact_ids": ["f1"]}]
+    array = shaped([json.loads(text) for text in EVIDENCES] + [None], EVIDENCE)
+    assert array.type == EVIDENCE and array.null_count == 4            # a list, a string, a number, None
+    assert array[0].as_py()["prelabel"]["predicates"][0]["fact_ids"] == ["f1"]

@@ -53,6 +53,7 @@ from annotation.releases.services.release_io.check import (
     verify_checksums,
 )
 from annotation.releases.services.release_io.export import file_sha256
+from annotation.releases.services.release_io.shapes import EVIDENCE, conform
 from annotation.releases.services.releases import release_create, release_import, release_verify
 from common.errors import ApplicationError, ConflictError
 from models.demo.scene import GroundTruth
@@ -196,7 +197,8 @@ def test_a_published_release_validates(db, built):
     table = pq.read_table(folder / "data" / "relations.parquet").to_pylist()
     assert [(r["query_id"], r["trajectory_id"], r["label"]) for r in table] == \
         [(r["query_id"], r["trajectory_id"], r["label"]) for r in relations]
-    assert [json.loads(r["evidence"]) for r in table] == [r["evidence"] for r in relations]
+    assert [r["evidence"] for r in table] == [conform(r["evidence"], EVIDENCE) for r in relations]
+    assert all(r["decided_at"].tzinfo is not None for r in table if r["decided_at"] is not None)
 
     # Croissant loads with mlcroissant without errors, and its record sets read back
     import mlcroissant as mlc

@@ -45,7 +45,7 @@ from annotation.releases.services.release_io.check import (
 )
 from annotation.releases.services.release_io.export import (
     CHECKSUMS,
-    FORMAT,
+    FORMATS,
     ReleaseMeta,
     WrittenFile,
     WrittenRelease,
@@ -275,8 +275,9 @@ def release_import(*, path: str | Path, expect_manifest_sha256: str | None = Non
                             + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
                             code="release_tampered", extra={"problems": problems[:50]})
     body = json.loads((source / "release.json").read_text(encoding="utf-8"))
-    if body.get("format") != FORMAT:
-        raise ApplicationError(f"release format {body.get('format')!r} is not {FORMAT}", code="unknown_format")
+    if body.get("format") not in FORMATS:
+        raise ApplicationError(f"release format {body.get('format')!r} is not one of {', '.join(FORMATS)}",
+                               code="unknown_format")
     unresolved, _ = check_references(source)
     if unresolved:
         raise ConflictError(f"release at {source} names records it does not hold: {unresolved[0]}",

@@ -27,7 +27,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from annotation.releases.services.release_io.tables import Table, export_value
+from annotation.releases.services.release_io.shapes import shaped
+from annotation.releases.services.release_io.tables import KINDS, Column, Table, export_value
 from models.facts import canonical_json
 
 PLAIN_MIN, PLAIN_MAX = 1e-4, 1e16               # Python's repr writes floats in between without an exponent
@@ -141,6 +142,11 @@ def distinct_texts(array: pa.Array, encode) -> pa.Array:
     """:func:`json_texts` of a column of strings, each distinct string encoded once."""
     encoded = array.dictionary_encode()
     return pc.take(json_texts(encoded.dictionary.to_pylist(), encode), encoded.indices)
+
+
+def iso_times(texts: pa.Array) -> pa.Array:
+    """ISO 8601 times in UTC (``isoformat()``'s text) as Parquet holds them: ``timestamp[us, tz=UTC]``."""
+    return pc.cast(texts, KINDS["time"])
 
 
 # -- packed lists ----------------------------------------------------------------------------------
@@ -288,8 +294,9 @@ class ChunkEncoder:
         self.tab, self.newline, self.slash = pa.scalar(b"\t"), pa.scalar(b"\n"), pa.scalar(b"/")
         self.json_text = JsonText()
 
-    def _column(self, kind: str, values: pa.Array) -> tuple[object, pa.Array]:
+    def _column(self, column: Column, values: pa.Array) -> tuple[object, pa.Array]:
         """(what Parquet holds, the JSON text of each value with nulls for None) of one column."""
+        kind = column.kind
         if kind == "int":
             return values, pc.cast(values, pa.string()).cast(pa.binary())
         if kind == "bool":
@@ -297,11 +304,19 @@ class ChunkEncoder:
         if kind == "float":
             texts = number_texts(values.fill_null(0.0).to_numpy())
             return values, pc.if_else(values.is_null(), pa.scalar(None, pa.binary()), texts)
-        if kind in ("str", "user", "time"):
+        if kind in ("str", "user"):
             return values, distinct_texts(values, orjson.dumps)
+        if kind == "time":
+            return iso_times(values), distinct_texts(values, orjson.dumps)
         if kind == "json":
-            texts = distinct_texts(values, self.json_text.canonical)
-            return texts.cast(pa.string()), texts
+            if column.shape is None:
+                texts = distinct_texts(values, self.json_text.canonical)
+                return texts.cast(pa.string()), texts
+            encoded = values.dictionary_encode()
+            canonical = json_texts(encoded.dictionary.to_pylist(), self.json_text.canonical)     # [D]
+            parsed = [json.loads(text) for text in canonical.to_pylist()]
+            return (pc.take(shaped(parsed, column.shape), encoded.indices),
+                    pc.take(canonical, encoded.indices))
         if kind in PACKED_DTYPES or kind == "ids":
             packed = pack(kind, values, self.table.name)
             return packed, packed_json(kind, packed)
@@ -311,7 +326,7 @@ class ChunkEncoder:
         """The lines, index lines and Parquet values of a chunk (``columns``: one array per column, as
         ``ReleaseScope.chunks`` gives them)."""
         n = len(columns[0])
-        values, texts = zip(*(self._column(kind, col) for kind, col in zip(self.kinds, columns)))
+        values, texts = zip(*(self._column(c, col) for c, col in zip(self.table.columns, columns)))
         parts = []
         for key, i in zip(self.keys, self.order):
             parts += [key, texts[i]]

@@ -30,6 +30,7 @@ from django.conf import settings
 from annotation.models import CandidatePool
 from annotation.releases.services.release_io.encode import ChunkEncoder, Packed, mot_texts
 from annotation.releases.services.release_io.metadata import croissant_metadata, dataset_card
+from annotation.releases.services.release_io.plots import agreement_plot, data_plots
 from annotation.releases.services.release_io.statistics import release_statistics
 from annotation.releases.services.release_io.tables import (
     KINDS,
@@ -42,7 +43,12 @@ from annotation.releases.services.release_io.tables import (
 from models.facts import canonical_json
 from trajectories.models import Video
 
-FORMAT = "trajlab-release/1"
+# The folder's format, in release.json. 1: Parquet holds JSON columns and times as text. 2: typed
+# Parquet (times as timestamps, structured JSON columns in their shapes), a Hugging Face dataset card
+# with one config per table, and the datasheet's plots. Both are read and verified alike (JSON Lines
+# and SHA256SUMS did not change).
+FORMAT = "trajlab-release/2"
+FORMATS = ("trajlab-release/1", FORMAT)
 ROW_GROUP = 50_000                               # rows per Parquet row group at most
 ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes each) per row group at most
 HASH_BLOCK = 1 << 20
@@ -312,12 +318,16 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     if meta.media_included:
         _copy_media(folder, scope)
         say("media copied")
-    # the files written so far are hashed in a thread while the database counts the statistics
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # the files written so far are hashed, and the plots of the records drawn, in threads while the
+    # database counts the statistics
+    with ThreadPoolExecutor(max_workers=2) as pool:
         hashing = pool.submit(lambda paths: {path: file_sha256(folder / path) for path in paths},
                               _relative_files(folder))
+        drawing = pool.submit(data_plots, folder)
         stats = release_statistics(scope)
+        agreement_plot(folder, stats)
     hashes = hashing.result()
+    drawing.result()
     if meta.withheld == {}:
         del stats["withheld"]
     elif meta.withheld is not None:

@@ -7,9 +7,21 @@ table's Parquet file.
 """
 from __future__ import annotations
 
+import pyarrow as pa
+
 from annotation.releases.services.release_io.agreement_card import agreement_section
+from annotation.releases.services.release_io.datasheet import (
+    collection,
+    composition,
+    licences,
+    maintenance,
+    motivation,
+    protocol,
+    uses,
+)
 from annotation.releases.services.release_io.evaluation_card import evaluation_section
-from annotation.releases.services.release_io.tables import CROISSANT_TYPES, TABLE
+from annotation.releases.services.release_io.hub import front_matter_text, hub_split
+from annotation.releases.services.release_io.schema import TABLE, TABLES
 
 CROISSANT_CONTEXT = {
     "@language": "en", "@vocab": "https://schema.org/", "citeAs": "cr:citeAs", "column": "cr:column",
@@ -24,7 +36,6 @@ CROISSANT_CONTEXT = {
     "samplingRate": "cr:samplingRate", "sc": "https://schema.org/", "separator": "cr:separator",
     "source": "cr:source", "subField": "cr:subField", "transform": "cr:transform",
 }
-LIST_KINDS = ("int32s", "float32s", "ids")
 LICENSES = {"CC-BY-4.0": "https://creativecommons.org/licenses/by/4.0/",
             "CC-BY-SA-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
             "CC-BY-NC-4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
@@ -41,6 +52,28 @@ def _citation(body: dict) -> str:
             f"benchmark release, splits {', '.join(body['splits'])}}}, year={{{body['created_at'][:4]}}}}}")
 
 
+def _field(field_id: str, name: str, arrow_type: pa.DataType, source: dict, path: list[str]) -> dict:
+    """The Croissant field of a Parquet column (``path`` empty) or of a part of one: a list is a
+    repeated field of its items' type, a struct a field whose sub-fields take their values with a
+    ``jsonPath`` transform per level (applied to each item of a list)."""
+    out = {"@type": "cr:Field", "@id": field_id, "name": name}
+    repeated = pa.types.is_list(arrow_type)
+    item = arrow_type.value_type if repeated else arrow_type
+    if pa.types.is_struct(item):
+        out["subField"] = [_field(f"{field_id}/{f.name}", f.name, f.type, source, [*path, f.name]) for f in item]
+    else:
+        while pa.types.is_list(item):                # boxes: a list of [x1, y1, x2, y2]
+            item = item.value_type
+        out["dataType"] = ("sc:DateTime" if pa.types.is_timestamp(item) else
+                           "sc:Integer" if pa.types.is_integer(item) else
+                           "sc:Float" if pa.types.is_floating(item) else
+                           "sc:Boolean" if pa.types.is_boolean(item) else "sc:Text")
+    out["source"] = {**source, "transform": [{"jsonPath": p} for p in path]} if path else source
+    if repeated:
+        out["repeated"] = True
+    return out
+
+
 def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]) -> dict:
     """Croissant 1.0 JSON-LD of the release: its data files and one record set per table."""
     distribution = [{"@type": "cr:FileObject", "@id": _file_id(path), "name": path, "contentUrl": path,
@@ -51,19 +84,16 @@ def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]
         table = TABLE[name]
         source = _file_id(meta["files"]["parquet"])
         fields = []
-        for c in table.columns:
+        for c, arrow_field in zip(table.columns, table.schema()):
             # References are named in the description, not as cr:references: a Croissant reader joins
             # along those, and the self-references (revisions, pool versions) would form cycles.
             described = c.doc or f"{c.name} ({c.kind})"
             if c.ref:
                 target, _, column = c.ref.partition(".")
                 described += f"; refers to {target}.{column or TABLE[target].key[0]}"
-            entry = {"@type": "cr:Field", "@id": f"{name}/{c.name}", "name": c.name, "description": described,
-                     "dataType": CROISSANT_TYPES[c.kind],
-                     "source": {"fileObject": {"@id": source}, "extract": {"column": c.name}}}
-            if c.kind in LIST_KINDS:
-                entry["repeated"] = True
-            fields.append(entry)
+            entry = _field(f"{name}/{c.name}", c.name, arrow_field.type, {"fileObject": {"@id": source},
+                                                                          "extract": {"column": c.name}}, [])
+            fields.append({**entry, "description": described})
         record_set = {"@type": "cr:RecordSet", "@id": name, "name": name, "description": table.doc, "field": fields}
         record_set["key"] = [{"@id": f"{name}/{k}"} for k in table.key] if len(table.key) > 1 \
             else {"@id": f"{name}/{table.key[0]}"}
@@ -128,10 +158,49 @@ def _audit_lines(stats: dict) -> list[str]:
     return lines
 
 
+def _loading(body: dict) -> list[str]:
+    split = hub_split(body["splits"])
+    return ["## Loading", "",
+            "This README is a Hugging Face dataset card: its front matter declares one config per table "
+            f"(`benchmark` by default), each with its Parquet file as the split `{split}`"
+            + ("" if split in body["splits"] else " (this release holds several splits: the `split` column of "
+               "`benchmark`, `queries` and `videos` tells them apart)") + ".", "",
+            "```python", "from datasets import load_dataset", "",
+            f"benchmark = load_dataset('path/to/release', split='{split}')            # the default config",
+            f"relations = load_dataset('path/to/release', 'relations', split='{split}')",
+            "gold = relations.filter(lambda r: r['label'] >= 0 and not r['pseudo'])",
+            f"stream = load_dataset('path/to/release', 'votes', split='{split}', streaming=True)", "```", "",
+            "The Parquet files read as they are with pyarrow, pandas, Polars or DuckDB:", "",
+            "```python", "import duckdb, pyarrow.parquet as pq",
+            "queries = pq.read_table('data/benchmark.parquet')",
+            "duckdb.sql(\"SELECT split, count(*) FROM 'data/relations.parquet' r JOIN 'data/benchmark.parquet' b "
+            "ON r.query_id = b.query_id WHERE r.label >= 0 AND NOT r.pseudo GROUP BY split\")", "```", ""]
+
+
+def _types() -> list[str]:
+    shaped = [f"`{t.name}.{c.name}`" for t in TABLES for c in t.columns if c.shape is not None]
+    text = [f"`{t.name}.{c.name}`" for t in TABLES for c in t.columns if c.kind == "json" and c.shape is None]
+    return ["### Types and encodings", "",
+            "- Ids are int64 and name records of the table their column refers to (`release.json` lists every "
+            "column with its type and reference).",
+            "- Times are `timestamp[us, tz=UTC]` in Parquet and ISO 8601 text in UTC in JSON Lines.",
+            "- Labels have one encoding everywhere (`relations.label`, `relation_judgments.label`, proposals' "
+            "`label`): `1` match, `0` mismatch, `-1` unknown (⊥), as int64. Vote labels (`votes.label`) are the "
+            "stage's own words (`usable`, `same`, `match`, ...).",
+            "- Frames are int32 lists, boxes lists of `[x1, y1, x2, y2]` float32 in original pixels.",
+            f"- Structured columns are Arrow structs and lists in Parquet: {', '.join(shaped)}. Their Parquet form "
+            "keeps the declared fields (a key no field declares is left out there, never in JSON Lines).",
+            f"- Free-form JSON (keys vary with the backend or the stage that wrote them) stays canonical JSON text: "
+            f"{', '.join(text)}.",
+            "- JSON Lines (`data/<table>.jsonl`) holds every record whole, keys sorted, for diffing.", ""]
+
+
 def dataset_card(body: dict, stats: dict, config: dict) -> str:
-    """The README of a release: what it holds, how it was built, how reliable it is, how to load it."""
+    """The README of a release: a Hugging Face dataset card (front matter with a config per table) and
+    a datasheet (what it holds, why, how it was built and reviewed, how reliable it is, its uses and
+    limits, licences, maintenance, how to load and cite it)."""
     parent = body.get("parent")
-    out = [f"# {body['name']} {body['version']}", ""]
+    out = [front_matter_text(body), f"# {body['name']} {body['version']}", ""]
     out += [body["description"] or "A human-verified text-to-trajectory retrieval benchmark.", ""]
     out += [f"- Splits: {', '.join(body['splits'])}",
             f"- Published: {body['created_at']}",
@@ -142,21 +211,26 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
                                           else "no (see videos.path and content_sha256)"),
             "- Integrity: every file's SHA-256 is in `SHA256SUMS` (`sha256sum -c SHA256SUMS`); the release is "
             "named by the SHA-256 of that file.", ""]
+    out += motivation(body)
     out += ["## Tasks and labels", "",
             "Each query (a natural sentence and its required predicates, each citing approved facts) is written "
             "for one target trajectory and verified against every candidate of its video's frozen pool and, "
             "across videos, against every candidate of its split. A relation label is `1` when all required "
             "predicates are jointly supported, `0` when a necessary condition is demonstrably violated, `-1` "
-            "(unknown) otherwise. Pseudo-labels (`relations.pseudo`) are automatic easy negatives for training "
+            "(unknown, ⊥) otherwise. Pseudo-labels (`relations.pseudo`) are automatic easy negatives for training "
             "only and never ground truth. Evaluation (T2Traj, Traj2T, OCVR) scores binary, non-pseudo labels; "
             "`benchmark` lists each evaluated query with its pool version, target and complete candidate list.",
             ""]
+    out += composition(body, stats)
     out += ["## Benchmark", "", *_benchmark_lines(stats), ""]
+    out += collection(config)
+    out += protocol(config)
     out += ["## How reliable the labels are", "", "### Audits", "", *_audit_lines(stats), ""]
     for a in body.get("unfinished_audits") or []:
         out.insert(-1, f"- Published before audit {a['id']} of {a['split']} was finished ({a['n_judged']} of "
                        f"{a['n_samples']} samples judged)")
     out += agreement_section(stats)
+    out += ["![Agreement per review stage](plots/agreement.png)", ""]
     c = stats["corrections"]
     out += ["### Corrections and rejections", "",
             f"- Description versions by origin: {c['description_versions_by_origin']}",
@@ -171,22 +245,11 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
     for stage, t in stats["reviewer_time"].items():
         out.append(f"| {stage} | {t['votes']} | {t['timed_votes']} | {_num(t['seconds_total'], 1)} | "
                    f"{t['accepted_items']} | {_num(t['seconds_per_accepted_item'], 1)} |")
-    out += ["", "## How it was built", "",
-            "Proposals from a tracker (`proposal_configs`: backend, checkpoint and its SHA-256), usability and "
-            "duplicate review by three annotators, frozen pools, descriptions from a describer reviewed and "
-            "corrected by three annotators, queries from a writer using approved facts only, each query's row "
-            "verified against its complete pool (disputed candidates reviewed again), cross-video pairs mined "
-            "into strata and reviewed. `construction.json` holds the prompts, budgets, mining settings, "
-            "pseudo-label rules, the review policy and the software versions.", ""]
-    describers = sorted({r["prompt_version"] for r in config.get("describer_runs", [])})
-    writers = sorted({r["prompt_version"] for r in config.get("writer_runs", [])})
-    trackers = [f"{p['name']} v{p['version']} ({p['backend']})" for p in config.get("proposal_configs", [])]
     software = [f"{k} {v}" for k, v in (config.get("software") or {}).items()]
-    out += [f"- Describer prompts: {', '.join(describers) or '-'}",
-            f"- Writer prompts: {', '.join(writers) or '-'}",
-            f"- Trackers: {', '.join(trackers) or '-'}",
-            f"- Review policy: {config.get('review_policy')}",
-            f"- Software: {', '.join(software)}", ""]
+    out += ["", f"- Review policy: {config.get('review_policy')}", f"- Software: {', '.join(software)}", ""]
+    out += uses(body)
+    out += licences(body)
+    out += maintenance(body)
     changes = body.get("changes") or {}
     out += ["## Changes since the parent", ""]
     if parent and changes:
@@ -198,14 +261,12 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
     out += ["", "## Files", "", "| table | rows | a row is |", "|---|---|---|"]
     out += [f"| `{name}` | {meta['rows']} | {meta['doc']} |" for name, meta in body["tables"].items()]
     out += ["", "Each table is in `data/<table>.jsonl` (one JSON object per line, keys sorted) and "
-            "`data/<table>.parquet` (JSON columns as text). `release.json` lists every column with its type and "
-            "the table its ids refer to. `croissant.json` is Croissant 1.0 metadata. `mot/<split>/<video>/gt/gt.txt` "
-            "holds each video's candidates in MOTChallenge format (1-based frames and pixels). `index/records.tsv` "
-            "names every record by table, key and hash (diffs between releases). People appear under pseudonyms.",
-            "", "## Loading", "", "```python", "import pyarrow.parquet as pq",
-            "queries = pq.read_table('data/benchmark.parquet').to_pandas()",
-            "relations = pq.read_table('data/relations.parquet').to_pandas()",
-            "gold = relations[(relations.label >= 0) & ~relations.pseudo]", "```", "",
-            "## Citation", "", "```bibtex", _citation(body), "```", ""]
+            "`data/<table>.parquet` (typed, below). `croissant.json` is Croissant 1.0 metadata of the Parquet "
+            "files. `mot/<split>/<video>/gt/gt.txt` holds each video's candidates in MOTChallenge format (1-based "
+            "frames and pixels). `index/records.tsv` names every record by table, key and hash (diffs between "
+            "releases). `plots/` holds this card's figures. People appear under pseudonyms.", ""]
+    out += _types()
+    out += _loading(body)
     out += evaluation_section(body)
+    out += ["## Citation", "", "```bibtex", _citation(body), "```", ""]
     return "\n".join(out)

@@ -15,14 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotation.models import CandidatePool, PoolMember
-from annotation.releases.services.release_io.encode import INDEX_HASH_CHARS
+from annotation.releases.services.release_io.encode import INDEX_HASH_CHARS, iso_times
 from annotation.releases.services.release_io.export import (
     HASH_BLOCK,
     INDEX,
     ROW_GROUP,
     ROW_GROUP_VALUES,
 )
-from annotation.releases.services.release_io.tables import TABLES, ReleaseScope, Table
+from annotation.releases.services.release_io.shapes import shaped
+from annotation.releases.services.release_io.tables import TABLES, Column, ReleaseScope, Table
 from models.facts import canonical_json
 
 LIST_DTYPES = {"int32s": "<i4", "float32s": "<f4", "boxes": "<f4", "ids": "<i8"}
@@ -37,7 +38,7 @@ class RowTableWriter:
         self.index = index
         self.rows = 0
         self.schema = table.schema()
-        self.json_columns = [c.kind == "json" for c in table.columns]
+        self.json_columns = [c.kind == "json" and c.shape is None for c in table.columns]
         self.list_kinds = [c.kind if c.kind in LIST_DTYPES else None for c in table.columns]
         self.values = 0
         self.key_at = [table.names.index(k) for k in table.key]
@@ -74,11 +75,20 @@ class RowTableWriter:
             return pa.ListArray.from_arrays(offsets, inner, type=field.type)
         return pa.ListArray.from_arrays(offsets, pa.array(flat, type=field.type.value_type), type=field.type)
 
+    @staticmethod
+    def _array(values: list, column: Column, field: pa.Field) -> pa.Array:
+        """A buffered column of export values as Parquet holds it."""
+        if column.kind == "time":
+            return iso_times(pa.array(values, pa.string()))
+        if column.shape is not None:
+            return shaped(values, column.shape)
+        return pa.array(values, type=field.type)
+
     def _flush(self) -> None:
         if not self.buffers[0]:
             return
-        arrays = [self._list_array(buffer, kind, f) if kind is not None else pa.array(buffer, type=f.type)
-                  for buffer, kind, f in zip(self.buffers, self.list_kinds, self.schema)]
+        arrays = [self._list_array(buffer, kind, f) if kind is not None else self._array(buffer, column, f)
+                  for buffer, kind, column, f in zip(self.buffers, self.list_kinds, self.table.columns, self.schema)]
         self.parquet.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
         self.buffers = [[] for _ in self.table.columns]
         self.values = 0
