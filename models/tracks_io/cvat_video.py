@@ -20,7 +20,8 @@ How the boxes are read, as CVAT shows them:
   has left the view from that frame on, until the track's next listed box. Outside boxes are no
   observations (counted as ``outside``).
 - Frames a track does not list are filled as CVAT fills them: from a box that is not outside to the
-  track's next listed box, linearly in the corners ``xtl, ytl, xbr, ybr`` (and ``rotation``) on the
+  track's next listed box, linearly in the corners ``xtl, ytl, xbr, ybr`` (and ``rotation``, the
+  short way round) on the
   task's frame grid (``step=N`` of ``frame_filter``), with the earlier box's ``occluded`` flag; after
   the last box, when it is not outside, the box is held to the task's last frame (``stop_frame``, or
   ``size`` frames from ``start_frame``; never past the video). A CVAT export lists every such frame
@@ -39,6 +40,7 @@ Every problem names the line of its element; every box attribute the format defi
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import numpy as np
 
@@ -181,6 +183,16 @@ def _boxes_of(params: np.ndarray) -> np.ndarray:
     return rotated_hull(corners[:, 0] + half_w, corners[:, 1] + half_h, dx, dy, rotation)
 
 
+def _shortest_turns(keyframes: list[Keyframe]) -> list[Keyframe]:
+    """Rotations unwrapped along the track, so that interpolating them turns the short way round
+    as CVAT does (350 to 10 degrees passes 0, not 180); the box around a rotated box is the same
+    for angles 360 degrees apart."""
+    for previous, k in pairwise(keyframes):
+        turn = (k.params[4] - previous.params[4] + 180) % 360 - 180
+        k.params = (*k.params[:4], previous.params[4] + turn)
+    return keyframes
+
+
 def _label(track: Element, *, name: str, problems: Problems) -> str | None:
     label = track.attrib.get("label")
     if label is None or not label.strip():
@@ -245,7 +257,7 @@ def parse_cvat_video(text: str, *, frame_count: int | None = None, max_boxes: in
             continue
         keyframes = [k for k in (_box_keyframe(b, track=name, problems=problems) for b in boxes) if k is not None]
         listed += len(boxes)
-        keyframes = sorted_keyframes(keyframes, track=name, problems=problems)
+        keyframes = _shortest_turns(sorted_keyframes(keyframes, track=name, problems=problems))
         if label is None or len(keyframes) < len(boxes) or past_video(keyframes, frame_count=frame_count,
                                                                       frame_base=0, track=name, problems=problems):
             continue

@@ -162,6 +162,19 @@ def test_cvat_frame_filter_steps_and_rotation():
     np.testing.assert_allclose(b.boxes[0], [110, 90, 130, 130])                        # turned about its centre
 
 
+def test_cvat_rotation_turns_the_short_way_round():
+    wide = 'xtl="100" ytl="100" xbr="140" ybr="120"'                          # 40 x 20 about (120, 110)
+    text = cvat(f'<track id="1" label="car"><box frame="0" {BOX} {wide} rotation="350"/>'
+                f'<box frame="4" {BOX} {wide} rotation="30"/>'
+                f'<box frame="5" keyframe="1" outside="1" occluded="0" {wide}/></track>')
+    (track,) = parse_tracks("cvat", text, video=VIDEO).tracks
+    np.testing.assert_array_equal(track.frames, [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(track.boxes[1], [100, 100, 140, 120], atol=1e-9)       # 0 degrees (the long way: 270)
+    c, s = np.cos(np.deg2rad(10)), np.sin(np.deg2rad(10))
+    np.testing.assert_allclose(track.boxes[0], [120 - 20 * c - 10 * s, 110 - 20 * s - 10 * c,
+                                                120 + 20 * c + 10 * s, 110 + 20 * s + 10 * c])
+
+
 def test_too_many_boxes_once_expanded_is_refused_before_any_array():
     text = cvat(f'<track id="1" label="car"><box frame="0" {BOX} xtl="0" ytl="0" xbr="10" ybr="10"/>'
                 f'<box frame="2000000000" {BOX} xtl="40" ytl="0" xbr="50" ybr="10"/></track>')
