@@ -29,26 +29,31 @@ PNG_METADATA = {"Software": None}                # no version string: the bytes 
 
 
 def _figure():
-    """A figure drawn by Agg alone (no pyplot, no global backend): (figure, axes)."""
+    """A figure drawn by Agg alone (no pyplot, no global backend), with fixed margins: (figure, axes)."""
     fig = Figure(figsize=SIZE)
     FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.2, top=0.9)
     return fig, fig.subplots()
 
 
 def _save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
 
 
-def _histogram(ax, groups: dict[str, np.ndarray], xlabel: str) -> None:
+def _histogram(ax, groups: dict[str, np.ndarray], xlabel: str, *, stacked: bool = True) -> None:
+    """Histograms of each group's values, stacked (parts of one population) or overlaid."""
     values = [v for v in groups.values() if v.size]
     if not values:
         ax.text(0.5, 0.5, "no records", ha="center", va="center", transform=ax.transAxes)
     else:
         top = int(max(v.max() for v in values))
         bins = np.arange(0, top + 2) - 0.5 if top < 60 else np.linspace(0, top + 1, 41)
-        ax.hist([v for v in groups.values()], bins=bins, label=list(groups), stacked=True)
+        below = np.zeros(bins.size - 1)
+        for name, v in groups.items():           # one filled outline per group
+            counts = below + np.histogram(v, bins=bins)[0]
+            ax.stairs(counts, bins, baseline=below, fill=True, label=name, alpha=0.8 if stacked else 0.6)
+            below = counts if stacked else below
         if len(groups) > 1:
             ax.legend()
     ax.set_xlabel(xlabel)
@@ -84,7 +89,7 @@ def _relations_per_query(folder: Path, out: Path) -> None:
         counts = ids.value_counts().field("counts") if len(ids) else None
         groups[name] = counts.to_numpy() if counts is not None else np.zeros(0, np.int64)
     fig, ax = _figure()
-    _histogram(ax, groups, "relations per query")
+    _histogram(ax, groups, "relations per query", stacked=False)
     ax.set_title("Relations per query")
     _save(fig, out)
 
