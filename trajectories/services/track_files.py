@@ -8,7 +8,9 @@ stores the tracks all read it here (``models.tracks_io``), so each refuses a fil
   the video, text no column stores, a number out of its column's range; ``extra.problems`` lists
   ``{line, message}`` and ``extra.file`` names the file (``seqinfo.ini`` for its problems);
 - 400 ``too_many_tracks`` / ``too_many_boxes``: more than ``TRAJLAB_TRACK_IMPORT_MAX_TRACKS`` or
-  ``TRAJLAB_TRACK_IMPORT_MAX_BOXES``.
+  ``TRAJLAB_TRACK_IMPORT_MAX_BOXES`` (CVAT and Label Studio files: boxes once their keyframes are
+  interpolated, counted before any is built; they are read for the video, whose size turns Label
+  Studio's percentages into pixels and whose length ends a track held to the end).
 
 A file that passes may still not fit the video (``models.tracks_io.fit``): those findings need
 the importer's confirmation, which :func:`trajectories.services.imports.track_import_create` asks for.
