@@ -123,7 +123,7 @@ def test_the_kit_gives_the_platforms_figures_on_the_same_rankings(release, seed,
 
 
 @pytest.mark.parametrize("task", ["t2traj", "traj2t", "ocvr"])
-def test_the_baseline_difference_is_the_platforms_paired_bootstrap(release, task):
+def test_the_baseline_difference_is_the_platforms_paired_bootstrap(release, task, capsys):
     folder, split, rng = release(11)
     sims = [rng.normal(size=split["relation"].shape) for _ in range(2)]
     for name, sim in zip(("mine", "theirs"), sims):
@@ -140,6 +140,12 @@ def test_the_baseline_difference_is_the_platforms_paired_bootstrap(release, task
         assert d["p_value"] == boot["p_value"] and d["n"] == boot["n"] == len(mine["row"])
     assert same(found["baseline_metrics"], PLATFORM[task](sims[1], split["relation"], split["track_video"],
                                                          split["query_video"]))
+    # the same figures as a table
+    assert kit.main(["--release", str(folder), "--task", task, "--split", "test", "--predictions",
+                     str(folder / "mine.jsonl"), "--baseline", str(folder / "theirs.jsonl")]) == 0
+    text = capsys.readouterr().out
+    assert f"{found['metrics']['mAP']:.2f}" in text and "difference from the baseline" in text
+    assert f"{found['difference']['R@1']['delta']:.2f}" in text
 
 
 def test_missing_rows_are_refused_unless_counted_as_misses(release, capsys):

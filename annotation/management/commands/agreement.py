@@ -48,12 +48,12 @@ class Command(BaseCommand):
         d, a = report["dispute"], report["audit_agreement"]
 
         def interval(ci) -> str:
-            return "n/a" if not ci else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+            return "(no interval)" if not ci else f"[{fmt(ci[0])}, {fmt(ci[1])}] 95% CI"
 
-        self.stdout.write(f"  dispute rate         {fmt(d['rate'])} {interval(d['ci95'])} 95% CI "
+        self.stdout.write(f"  dispute rate         {fmt(d['rate'])} {interval(d['ci95'])} "
                           f"({d['n_disputed']} of {d['n_units']} units second-reviewed)")
         self.stdout.write(f"  first labels         {d['first_labels']}; second reviews {d['second_review_labels']}")
-        self.stdout.write(f"  first = blind audit  {fmt(a['agreement'])} {interval(a['ci95'])} 95% CI "
+        self.stdout.write(f"  first = blind audit  {fmt(a['agreement'])} {interval(a['ci95'])} "
                           f"({a['n_agree']} of {a['n_judged']} random audit samples)")
         self.stdout.write(f"  adjudication_rate    {fmt(report['adjudication_rate'])}")
 

@@ -381,12 +381,11 @@ def _table(result: dict) -> str:
 
     m = result["metrics"]
     lines = [f"{result['release']}: {result['task']} on {result['split']} ({m['n_queries']} rows scored)"]
-    lines += [f"  {k:<8} {f(m[k])}" for k in ROW_METRICS]
-    for key in ("random_R@1", "n_videos"):
-        if key in m:
-            lines.append(f"  {key:<8} {f(m[key])}")
+    lines += [f"  {k:<10} {f(m[k])}" for k in (*ROW_METRICS, "random_R@1", "n_videos") if k in m]
+    if result.get("difference"):
+        lines.append("  difference from the baseline (percentage points, paired bootstrap over rows):")
     for metric, d in (result.get("difference") or {}).items():
-        lines.append(f"  {metric:<8} {f(d['delta']):>7} vs baseline, 95% CI [{f(d['low'])}, {f(d['high'])}], "
+        lines.append(f"  {metric:<10} {f(d['delta']):>7}  95% CI [{f(d['low'])}, {f(d['high'])}]  "
                      f"p = {d['p_value']:.4f}")
     return "\n".join(lines)
 
