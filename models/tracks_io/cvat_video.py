@@ -39,6 +39,7 @@ Every problem names the line of its element; every box attribute the format defi
 """
 from __future__ import annotations
 
+import math
 import re
 from itertools import pairwise
 
@@ -56,6 +57,7 @@ from models.tracks_io.keyframes import (
     sorted_keyframes,
 )
 from models.tracks_io.records import (
+    MAX_NUMBER_CHARS,
     ParsedTracks,
     Problems,
     TracksFormatError,
@@ -144,6 +146,25 @@ def _grid(task: Element | None, problems: Problems, frame_count: int | None) -> 
     return step, end, declared, declared_line
 
 
+def _fast_numbers(a: dict[str, str]):
+    """A box's frame, corners, rotation and flags when each reads as :func:`finite_number` and
+    :func:`_flag` would accept it (finite, a whole frame in the int32 range, short numerals,
+    flags 0 or 1); ``None`` when any needs the careful reading."""
+    texts = (a["frame"], a["xtl"], a["ytl"], a["xbr"], a["ybr"], a.get("rotation", "0"))
+    if any(len(t) > MAX_NUMBER_CHARS for t in texts):
+        return None
+    try:
+        numbers = [float(t) for t in texts]
+    except ValueError:
+        return None
+    flags = [a[k] for k in ("outside", "occluded", "keyframe")]
+    frame = numbers[0]
+    if not all(math.isfinite(v) for v in numbers) or frame != int(frame) or not 0 <= frame <= INT32_MAX \
+            or any(f not in ("0", "1") for f in flags):
+        return None
+    return int(frame), numbers[1:5], numbers[5], [f == "1" for f in flags]
+
+
 def _box_keyframe(box: Element, *, track: str, problems: Problems) -> Keyframe | None:
     missing = [a for a in BOX_ATTRIBUTES if a not in box.attrib]
     if missing:
@@ -151,12 +172,16 @@ def _box_keyframe(box: Element, *, track: str, problems: Problems) -> Keyframe |
                                f"writes {', '.join(BOX_ATTRIBUTES)})")
         return None
     a = box.attrib
-    frame = finite_number(a["frame"], line=box.line, column="frame", problems=problems, integer=True)
-    corners = [finite_number(a[k], line=box.line, column=k, problems=problems) for k in ("xtl", "ytl", "xbr", "ybr")]
-    rotation = finite_number(a.get("rotation", "0"), line=box.line, column="rotation", problems=problems)
-    flags = [_flag(a[k], name=k, line=box.line, problems=problems) for k in ("outside", "occluded", "keyframe")]
-    if frame is None or None in corners or rotation is None or None in flags:
-        return None
+    fast = _fast_numbers(a)
+    if fast is not None:                     # the common case: every number and flag as CVAT writes it
+        frame, corners, rotation, flags = fast
+    else:                                    # read again one by one, for the problems' messages
+        frame = finite_number(a["frame"], line=box.line, column="frame", problems=problems, integer=True)
+        corners = [finite_number(a[k], line=box.line, column=k, problems=problems) for k in ("xtl", "ytl", "xbr", "ybr")]
+        rotation = finite_number(a.get("rotation", "0"), line=box.line, column="rotation", problems=problems)
+        flags = [_flag(a[k], name=k, line=box.line, problems=problems) for k in ("outside", "occluded", "keyframe")]
+        if frame is None or None in corners or rotation is None or None in flags:
+            return None
     if frame < 0:
         problems.add(box.line, f"{track}: frame must be >= 0, got {frame}")
         return None

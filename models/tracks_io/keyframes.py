@@ -73,21 +73,20 @@ class Expanded:
 
 
 def expand(keyframes: list[Keyframe], *, step: int = 1, end: int | None = None) -> Expanded:
-    """The track on every frame the tool shows it (see the module docstring)."""
+    """The track on every frame the tool shows it (see the module docstring): the keyframes it
+    shows as they are, the frames it fills a segment at a time, in arrays."""
     n_params = len(keyframes[0].params) if keyframes else 0
-    frames, params, lines, occluded, filled = [], [], [], [], []
+    shown = [k for k in keyframes if k.shown]
+    frames = [np.array([k.frame for k in shown], np.int64)]                          # [S]
+    params = [np.array([k.params for k in shown], np.float64).reshape(-1, n_params)]  # [S, P]
+    lines = [np.array([k.line for k in shown], np.int64)]                            # [S]
+    occluded = [np.array([k.occluded for k in shown], bool)]                         # [S]
     for i, a in enumerate(keyframes):
         b = keyframes[i + 1] if i + 1 < len(keyframes) else None
-        p0 = np.asarray(a.params, np.float64)                                        # [P]
-        if a.shown:
-            frames.append(np.array([a.frame], np.int64))
-            params.append(p0[None, :])                                               # [1, P]
-            lines.append(np.array([a.line], np.int64))
-            occluded.append(np.array([a.occluded]))
-            filled.append(np.zeros(1, bool))
         n = _between(a, b, step=step, end=end)
         if n == 0:
             continue
+        p0 = np.asarray(a.params, np.float64)                                        # [P]
         f = a.frame + step * np.arange(1, n + 1, dtype=np.int64)                     # [n]
         if b is not None:
             t = (f - a.frame) / (b.frame - a.frame)                                  # [n] in (0, 1)
@@ -98,12 +97,11 @@ def expand(keyframes: list[Keyframe], *, step: int = 1, end: int | None = None) 
         params.append(p)
         lines.append(np.full(n, (b or a).line, np.int64))
         occluded.append(np.full(n, a.occluded))
-        filled.append(np.ones(n, bool))
-    if not frames:
-        return Expanded(np.zeros(0, np.int64), np.zeros((0, n_params)), np.zeros(0, np.int64),
-                        np.zeros(0, bool), np.zeros(0, bool))
-    return Expanded(np.concatenate(frames), np.concatenate(params), np.concatenate(lines),
-                    np.concatenate(occluded), np.concatenate(filled))
+    filled = np.concatenate([np.zeros(len(shown), bool)] + [np.ones(len(f), bool) for f in frames[1:]])  # [N]
+    frames_all = np.concatenate(frames)                                              # [N]
+    order = np.argsort(frames_all, kind="stable")                                    # frames are distinct
+    return Expanded(frames_all[order], np.concatenate(params)[order], np.concatenate(lines)[order],
+                    np.concatenate(occluded)[order], filled[order])
 
 
 def sorted_keyframes(keyframes: list[Keyframe], *, track: str, problems: Problems,
