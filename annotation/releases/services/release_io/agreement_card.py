@@ -60,9 +60,9 @@ def single_review_lines(stats: dict) -> list[str]:
 def agreement_section(stats: dict) -> list[str]:
     """The card's agreement subsection, heading included, ending with a blank line."""
     out = ["### Pre-adjudication agreement", "",
-           "Three-vote panels (usability, identity, descriptions): three independent annotators labelled every item; "
-           "raw agreement, Fleiss' kappa and the three-vote patterns are over the items with their full panel, "
-           "Krippendorff's alpha over those with two votes or more, all before any adjudication.", "",
+           "Panel stages (usability, identity, descriptions): a panel of independent annotators (people per item) "
+           "labelled every item; raw agreement, Fleiss' kappa and the vote patterns are over the items with their "
+           "full panel, Krippendorff's alpha over those with two votes or more, all before any adjudication.", "",
            *agreement_lines(stats), ""]
     single = single_review_lines(stats)
     if single:
