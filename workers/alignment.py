@@ -12,6 +12,7 @@ from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError
 from common.registry import folders_resolve, refuse_locations
 from common.versions import software_versions
+from workers.folders import feature_cache_dir
 
 MAX_CANDIDATES = 16          # text encoders compared in one report
 
@@ -46,12 +47,6 @@ class AlignmentReport(models.Model):
 
     def __str__(self) -> str:
         return f"alignment report #{self.pk} of snapshot {self.snapshot_id}: {self.best}"
-
-
-def _feature_cache_dir() -> str:
-    from pathlib import Path
-
-    return str(Path(settings.VAR_DIR) / "feature_cache")
 
 
 def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha: float = 1.0, n_folds: int = 5,
@@ -91,7 +86,7 @@ def alignment_report_create(*, snapshot, text_encoders: dict, k: int = 10, alpha
     try:
         report = snapshot_alignment(data, folders_resolve(candidates), appearance=folders_resolve(appearance),
                                     features=folders_resolve(features), geometry=geometry, k=k, alpha=alpha,
-                                    n_folds=n_folds, seed=seed, cache_dir=_feature_cache_dir())
+                                    n_folds=n_folds, seed=seed, cache_dir=feature_cache_dir())
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise ApplicationError(f"alignment of snapshot {snapshot.pk}: {exc}", code="invalid_alignment") from None
     with transaction.atomic():

@@ -25,16 +25,15 @@ from annotation.benchmark.services.snapshots import relation_snapshot_load
 from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, RunReporter, run_enqueue, run_execute
 from common.jobs.services import job_create
-from common.models import TERMINAL
 from common.registry import folders_resolve, refuse_locations
 from models.retrievers.pipeline import PipelineSetup
 from models.training.evaluation import evaluate_rows, random_baseline
 from models.training.trainer import build_model, load_model
+from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve, pipeline_sha256
 from workers.training import (
     evaluation_stamps,
-    feature_cache_dir,
     json_safe,
     percent_text,
     require_sealed,
@@ -173,16 +172,12 @@ def _random_evaluation(snapshot, created_by, stamps: list[str]) -> EvaluationRun
                                         created_by=created_by, finished_at=timezone.now())
 
 
-def evaluation_run_execute(*, run: EvaluationRun, echo: Callable[[float, str], None] | None = None) -> EvaluationRun:
+def evaluation_run_evaluate(*, run: EvaluationRun, echo: Callable[[float, str], None] | None = None) -> EvaluationRun:
     """Compute a queued evaluation run's figures through ``common.jobs.runs.run_execute``
     (idempotent: a finished run is returned as it is). Failures are recorded on the run and its
-    Job, not raised; a cancel stops it at its next progress report."""
-    run = run_execute(run, _evaluation_body, echo=echo, reraise=False)
-    if run.status in TERMINAL:
-        from workers.experiments import experiment_cells_evaluated
-
-        experiment_cells_evaluated(evaluation=run)
-    return run
+    Job, not raised; a cancel stops it at its next progress report. What follows its end (the
+    experiment cells it evaluates) is ``workers.execute.evaluation_run_execute``'s."""
+    return run_execute(run, _evaluation_body, echo=echo, reraise=False)
 
 
 def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:

@@ -72,8 +72,10 @@ from models.retrievers.rerank import pivot_promote, top_positions
 from models.training.evaluation import embed_snapshot
 from models.training.index import FORMAT, GalleryRanker, IndexConfig, TrajectoryIndex, served_config
 from models.training.trainer import CheckpointIncompatible, load_model
+from workers.folders import feature_cache_dir
 from workers.models import RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve
+from workers.selectors import approved_description_texts
 
 LEVELS = ("trajectory", "video")
 MODES = ("retrieval", "catalogue")               # leak-free default; browse the approved catalogue
@@ -207,8 +209,6 @@ def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> di
 
     Returns ``{"path", "built", "n", "dim", "seconds"}``. Files are written atomically, so two
     processes building at once both end with a complete, identical index."""
-    from workers.training import feature_cache_dir
-
     _require_searchable(run)
     _sealed(snapshot)
     path = search_index_path(run=run, snapshot=snapshot)
@@ -324,8 +324,6 @@ def _fused_runs(p: RetrievalPipeline, run: TrainingRun, given: list[TrainingRun]
 def _pipeline_tools(p: RetrievalPipeline, snapshot) -> PipelineTools:
     """This process's cached backends for the pipeline's stages (the describer's descriptions of
     :data:`SEARCH_DESCRIBER` come from :func:`model_descriptions`' cache)."""
-    from workers.training import feature_cache_dir
-
     tools = PipelineTools(cache_dir=feature_cache_dir())
     c = p.comparator
     if p.reranker == "pairwise" and c.kind == "description":
@@ -517,8 +515,6 @@ def catalogue_descriptions(snapshot, trajectory_ids: list[int]) -> tuple[dict[in
     """The catalogue's reading (``mode="catalogue"`` only; it is the answer key): each
     trajectory's approved description (``D_r^H``) where it has one, else the describer's. Returns
     the texts and where each came from (``"approved"`` or ``"describer"``)."""
-    from workers.selectors import approved_description_texts
-
     approved = approved_description_texts(trajectory_ids=trajectory_ids)
     described = model_descriptions(snapshot, [t for t in trajectory_ids if t not in approved])
     texts = {t: approved[t] if t in approved else described[t] for t in trajectory_ids}

@@ -9,16 +9,15 @@ import logging
 
 from celery import shared_task
 
-from workers.evaluation import evaluation_run_execute
+from workers.execute import evaluation_run_execute, training_run_execute
 from workers.models import EvaluationRun, TrainingRun
-from workers.training import training_run_execute
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def training_run_task(self, run_id: int) -> dict:
-    """Train one run (``workers.training.training_run_execute``)."""
+    """Train one run (``workers.execute.training_run_execute``)."""
     run = TrainingRun.objects.filter(pk=run_id).first()
     if run is None:
         logger.warning("training run %s no longer exists; nothing to do", run_id)
@@ -29,7 +28,7 @@ def training_run_task(self, run_id: int) -> dict:
 
 @shared_task(bind=True, acks_late=True, max_retries=0)
 def evaluation_run_task(self, run_id: int) -> dict:
-    """Evaluate one run (``workers.evaluation.evaluation_run_execute``)."""
+    """Evaluate one run (``workers.execute.evaluation_run_execute``)."""
     run = EvaluationRun.objects.filter(pk=run_id).first()
     if run is None:
         logger.warning("evaluation run %s no longer exists; nothing to do", run_id)

@@ -4,7 +4,8 @@ A **training run** names a sealed relation snapshot, a model kind and a complete
 ``models.training.trainer.TrainConfig`` (the model kind's config under ``"model"``). Creating one checks
 everything that can be checked without loading weights (the kind, every config key and value, that
 the snapshots are sealed) and queues :func:`workers.tasks.training_run_task` on the ``gpu`` queue
-after the transaction commits. :func:`training_run_execute` runs in the worker:
+after the transaction commits. ``workers.execute.training_run_execute`` runs in the worker (:func:`training_run_train`, then
+what follows the run's end):
 
 - it loads the snapshot(s) through ``annotation.benchmark.services.snapshots.relation_snapshot_load``
   (refused when the folder no longer matches the sealed hash);
@@ -67,7 +68,9 @@ from common.registry import folders_resolve, refuse_locations
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS
 from models.training.trainer import TrainConfig, epoch_steps, train
+from workers.folders import feature_cache_dir, training_root
 from workers.models import EvaluationRun, RunStatus, TrainingRun, TrainingStep
+from workers.train_entry import command, die_with_parent
 
 logger = logging.getLogger(__name__)
 
@@ -111,15 +114,6 @@ def json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def training_root() -> Path:
-    return Path(settings.VAR_DIR) / "training"
-
-
-def feature_cache_dir() -> str:
-    """The content-keyed frozen-feature cache shared by every run of this machine."""
-    return str(Path(settings.VAR_DIR) / "feature_cache")
 
 
 def require_sealed(snapshot, what: str) -> None:
@@ -349,20 +343,21 @@ def _exclusive(path: Path) -> Iterator[bool]:
         fh.close()
 
 
-def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None] | None = None) -> TrainingRun:
+def training_run_train(*, run: TrainingRun,
+                       echo: Callable[[float, str], None] | None = None) -> tuple[TrainingRun, bool]:
     """Train ``run`` (the module docstring) through ``common.jobs.runs.run_execute``: idempotent for
-    finished runs, resuming for started ones.
+    finished runs, resuming for started ones. Returns the run and whether this call ran it (False:
+    it had ended or was cancelled before it started, or another process holds its folder).
 
     ``echo(fraction, message)`` sees every progress call (a terminal bar). Failures are recorded on
     the run and its Job (the traceback in the Job) and not raised: retrying the same config will
     not help. The wrapper locks the run row while deciding to start, so a cancel in between is not
-    lost; an exclusive lock on ``out_dir`` keeps a second delivery from training the same folder."""
+    lost; an exclusive lock on ``out_dir`` keeps a second delivery from training the same folder.
+    What follows a run's end (its search index, its experiment's table) is
+    ``workers.execute.training_run_execute``'s."""
     run = TrainingRun.objects.get(pk=run.pk)
     if run.status in TERMINAL or run.cancel_requested:
-        run = run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
-        if run.experiment_id is not None and run.status in TERMINAL:
-            _refresh_experiment(run)
-        return run
+        return run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False), False
     if not run.out_dir:
         run.out_dir = str(training_root() / str(run.pk))
         TrainingRun.objects.filter(pk=run.pk, out_dir="").update(out_dir=run.out_dir)
@@ -372,24 +367,8 @@ def training_run_execute(*, run: TrainingRun, echo: Callable[[float, str], None]
     with _exclusive(out / ".train.lock") as held:
         if not held:
             logger.warning("training run %s is being trained by another process; this delivery does nothing", run.pk)
-            return run
-        run = run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False)
-    if run.status == RunStatus.SUCCEEDED:
-        _prepare_search(run)
-    if run.experiment_id is not None and run.status in TERMINAL:
-        _refresh_experiment(run)
-    return run
-
-
-def _refresh_experiment(run: TrainingRun) -> None:
-    """The experiment's status and table after one of its cells ended. A failure here does not
-    undo the run: it is logged, and reading the experiment computes the table again."""
-    from workers.experiments import experiment_refresh
-
-    try:
-        experiment_refresh(experiment_id=run.experiment_id)
-    except Exception:
-        logger.exception("training run %s: experiment %s could not be refreshed", run.pk, run.experiment_id)
+            return run, False
+        return run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False), True
 
 
 def _training_body(run: TrainingRun, reporter: RunReporter) -> RunOutcome:
@@ -398,17 +377,6 @@ def _training_body(run: TrainingRun, reporter: RunReporter) -> RunOutcome:
     attempt = job.attempts if job is not None else 1 + max(run.steps.values_list("attempt", flat=True), default=0)
     result = _train(run, attempt, reporter)
     return _finish(run, result)
-
-
-def _prepare_search(run: TrainingRun) -> None:
-    """Build the search index of the evaluated snapshot now, so the first search is fast. A failure
-    here does not fail the run: the index is built again on the first search."""
-    from workers.search import search_index_build
-
-    try:
-        search_index_build(run=run, snapshot=run.eval_snapshot if run.eval_snapshot_id else run.snapshot)
-    except Exception:
-        logger.exception("training run %s: the search index could not be built", run.pk)
 
 
 def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
@@ -433,8 +401,6 @@ def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
 def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attempt: int,
                     recorder: _StepRecorder, stop: _CancelPoll) -> dict:
     """One attempt through ``torchrun`` (:mod:`workers.train_entry`), tailing its progress file."""
-    from workers.train_entry import command, die_with_parent
-
     relation_snapshot_load(snapshot=run.snapshot)            # refuse a changed folder before launching
     evaluated = run.eval_snapshot if run.eval_snapshot_id else run.snapshot
     out = Path(run.out_dir)

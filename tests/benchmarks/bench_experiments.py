@@ -31,10 +31,10 @@ from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
 from models.experiments.table import table_csv
 from models.metrics import paired_bootstrap
 from tests.workers.factories import register_snapshot
+from workers.execute import training_run_execute
 from workers.experiments import experiment_create, experiment_refresh
 from workers.management.commands.experiment import format_table
 from workers.models import EvaluationRun
-from workers.training import training_run_execute
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
 

@@ -36,10 +36,10 @@ import torch
 
 from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
 from tests.workers.factories import register_snapshot
-from workers.evaluation import evaluation_run_execute
+from workers.execute import evaluation_run_execute, training_run_execute
 from workers.experiments import experiment_create, experiment_pending, experiment_refresh
 from workers.management.commands.experiment import format_table
-from workers.training import training_run_create, training_run_execute
+from workers.training import training_run_create
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
 

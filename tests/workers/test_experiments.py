@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from models.training.snapshot import RelationSnapshotData
 from tests.workers.factories import TINY_SCOUT, finished_run, register_snapshot, tiny_config
 from tests.workers.test_training_api import queued_tasks, staff  # noqa: F401 (fixtures)
-from workers.evaluation import evaluation_run_execute
+from workers.execute import evaluation_run_execute, training_run_execute
 from workers.experiments import (
     experiment_cancel,
     experiment_create,
@@ -21,7 +21,6 @@ from workers.experiments import (
     experiment_resume,
 )
 from workers.models import EvaluationRun, Experiment, TrainingRun
-from workers.training import training_run_execute
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,11 @@ from models.training.snapshot import RelationSnapshotData
 from models.training.trainer import load_model
 from tests.workers.factories import finished_run
 from workers import search as search_module
-from workers.evaluation import evaluation_run_create, evaluation_run_execute
+from workers.evaluation import evaluation_run_create
+from workers.execute import evaluation_run_execute
+from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun
 from workers.search import search
-from workers.training import feature_cache_dir
 
 pytestmark = pytest.mark.django_db
 PAIRWISE = {"reranker": "pairwise", "shortlist": 4, "top_k": 4}

@@ -15,11 +15,12 @@ from models.training.evaluation import random_baseline
 from models.training.snapshot import RelationSnapshotData
 from tests.workers.factories import TINY_VTRAJEMBED, register_snapshot, tiny_config
 from workers import training as training_services
-from workers.evaluation import evaluation_run_create, evaluation_run_execute
+from workers.evaluation import evaluation_run_create
+from workers.execute import evaluation_run_execute, training_run_execute
 from workers.models import EvaluationRun, TrainingRun, TrainingStep
 from workers.selectors import training_step_series
 from workers.train_entry import command
-from workers.training import training_run_cancel, training_run_create, training_run_execute
+from workers.training import training_run_cancel, training_run_create
 
 pytestmark = pytest.mark.django_db
 

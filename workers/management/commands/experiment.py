@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from common.errors import ApplicationError, ConflictError
 from common.management.options import json_object_option
 from common.progress import ProgressBar
-from workers.evaluation import evaluation_run_execute
+from workers.execute import evaluation_run_execute, training_run_execute
 from workers.experiments import (
     experiment_create,
     experiment_pending,
@@ -23,7 +23,6 @@ from workers.experiments import (
 )
 from workers.management.commands.train import _snapshot
 from workers.models import Experiment, RunStatus
-from workers.training import training_run_execute
 
 
 def _list(raw: str | None, what: str, cast=str) -> list | None:

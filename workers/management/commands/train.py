@@ -7,8 +7,9 @@ from annotation.models import RelationSnapshot
 from common.errors import ApplicationError
 from common.management.options import json_object_option
 from common.progress import ProgressBar
+from workers.execute import training_run_execute
 from workers.models import RunStatus
-from workers.training import training_run_create, training_run_execute
+from workers.training import training_run_create
 
 
 def _snapshot(pk: int | None, option: str) -> RelationSnapshot | None:
