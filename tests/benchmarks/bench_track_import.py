@@ -1,8 +1,9 @@
 """Reading and importing track files and matching tubes, against the obvious ways, in the same run.
 
-Parsing: ``models.tracks_io`` reads MOTChallenge, JSON tube and CSV files with a line number on
-every box (so a refusal can name the line). The obvious ways read the same numbers without line
-numbers or checks: ``numpy.loadtxt`` for MOT and CSV, ``json.loads`` for JSON. The figures say
+Parsing: ``models.tracks_io`` reads MOTChallenge, JSON tube, CSV, CVAT for video XML and Label Studio
+JSON files with a line number on every box (so a refusal can name the line). The obvious ways read
+the same numbers without line numbers or checks: ``numpy.loadtxt`` for MOT and CSV, ``json.loads``
+for JSON, ``xml.etree.ElementTree`` for XML. The figures say
 what the line-numbered checks cost per box; both must give the same boxes.
 
 Matching: ``models.curation.tube_matching.match_tubes`` (searchsorted and vectorised IoU per
@@ -32,6 +33,7 @@ import json
 import os
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 import cv2
 import numpy as np
@@ -85,6 +87,28 @@ def _tracks(n_boxes: int, rng) -> list[ImportedTrack]:
     return out
 
 
+def _cvat_text(tracks: list[ImportedTrack]) -> str:
+    """``tracks`` as CVAT for video 1.1 writes them: every box listed, as keyframes."""
+    lines = ['<?xml version="1.0" encoding="utf-8"?>', "<annotations>", "  <version>1.1</version>"]
+    for t in tracks:
+        lines.append(f'  <track id="{t.track_id}" label="{t.category}" source="manual">')
+        lines += [f'    <box frame="{f}" keyframe="1" outside="0" occluded="0" xtl="{b[0]:.2f}" ytl="{b[1]:.2f}" '
+                  f'xbr="{b[2]:.2f}" ybr="{b[3]:.2f}" z_order="0">\n    </box>' for f, b in zip(t.frames, t.boxes)]
+        lines.append("  </track>")
+    return "\n".join([*lines, "</annotations>"]) + "\n"
+
+
+def _label_studio_text(tracks: list[ImportedTrack], width: int = 1000, height: int = 1000) -> str:
+    """``tracks`` as Label Studio exports video rectangles: every box an entry, in percent."""
+    regions = [{"id": f"r{t.track_id}", "type": "videorectangle", "from_name": "box", "to_name": "video",
+                "value": {"labels": [t.category], "sequence": [
+                    {"frame": int(f) + 1, "enabled": True, "rotation": 0, "x": b[0] * 100 / width,
+                     "y": b[1] * 100 / height, "width": (b[2] - b[0]) * 100 / width,
+                     "height": (b[3] - b[1]) * 100 / height, "time": int(f) / 25} for f, b in zip(t.frames, t.boxes)]}}
+               for t in tracks]
+    return json.dumps([{"id": 1, "annotations": [{"id": 1, "result": regions}]}], indent=1)
+
+
 def _timed(fn):
     start = time.perf_counter()
     result = fn()
@@ -130,6 +154,21 @@ def test_track_reading_and_tube_matching_against_the_obvious_ways():
     plain, obvious = _timed(lambda: np.loadtxt(io.StringIO(csv_text), delimiter=",", skiprows=1))
     np.testing.assert_allclose(np.vstack([t.boxes for t in parsed.tracks]), plain[:, 2:])
     rows.append(("CSV", ours, obvious))
+
+    # the annotation tools' files, every box listed (nothing to interpolate), read for a 1000x1000 video
+    video = {"width": 1000, "height": 1000, "frame_count": 500}
+    cvat_text = _cvat_text(tracks)
+    parsed, ours = _timed(lambda: parse_tracks("cvat", cvat_text, video=video))
+    plain, obvious = _timed(lambda: [[float(b.get(k)) for k in ("xtl", "ytl", "xbr", "ybr")]
+                                     for b in ElementTree.fromstring(cvat_text).iter("box")])
+    np.testing.assert_allclose(np.vstack([t.boxes for t in parsed.tracks]), plain)
+    rows.append(("CVAT for video XML", ours, obvious))
+    studio_text = _label_studio_text(tracks)
+    parsed, ours = _timed(lambda: parse_tracks("labelstudio", studio_text, video=video))
+    plain, obvious = _timed(lambda: json.loads(studio_text))
+    assert sum(len(r["value"]["sequence"]) for r in plain[0]["annotations"][0]["result"]) == parsed.n_rows == N_BOXES
+    np.testing.assert_allclose(np.vstack([t.boxes for t in parsed.tracks]), np.vstack([t.boxes for t in tracks]))
+    rows.append(("Label Studio JSON", ours, obvious))
 
     def rand_track(i, n):
         frames = np.sort(rng.choice(N_FRAMES, size=n, replace=False))
