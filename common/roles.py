@@ -1,4 +1,4 @@
-"""The four roles and the DRF permission classes that name them per endpoint.
+"""The four roles and the DRF permission classes that name them per endpoint (every room reads them).
 
 A role is a Django group of the same name; a person may hold several (an annotator who is also
 an adjudicator). Superusers hold every role.

@@ -3,21 +3,24 @@
 Every import of the apps, at module and function level, is parsed and none may climb from a lower
 room into a higher one. No source file is over 600 lines, outside migrations and generated code.
 
-Layers, bottom to top: ``models`` → ``common`` / ``accounts`` → ``trajectories`` → ``annotation``
-→ ``workers`` → ``frontend`` / ``config``. ``models`` imports no Django at all.
+Layers, bottom to top: ``models`` → ``common`` → ``accounts`` → ``trajectories`` → ``annotation``
+→ ``workers`` → ``frontend`` / ``config``. ``models`` imports no Django at all. The same layers are
+import-linter contracts in ``pyproject.toml`` (``lint-imports``, also run by ``.ci/run``), and no
+module takes part in an import circle (function-level imports included).
 """
 from __future__ import annotations
 
 import ast
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"models": 0, "common": 1, "accounts": 1, "trajectories": 2, "annotation": 3, "workers": 4,
-          "frontend": 5, "config": 5}
+LAYERS = {"models": 0, "common": 1, "accounts": 2, "trajectories": 3, "annotation": 4, "workers": 5,
+          "frontend": 6, "config": 6}
 #: Third-party packages that mean "Django" and may not appear under ``models/``.
 DJANGO_PACKAGES = {"django", "rest_framework", "drf_spectacular", "celery"}
 
@@ -100,6 +103,89 @@ def test_the_check_sees_a_climb(tmp_path, monkeypatch):
     bad = upward_imports()
     assert [b.split(": ", 1)[1] for b in bad] == ["trajectories -> annotation (annotation)",
                                                   "trajectories -> workers (workers.tasks)"]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_circles() -> list[list[str]]:
+    """Every set of modules that import one another in a circle (strongly connected components of
+    the module graph, function-level imports included), each sorted."""
+    modules = {}
+    for room in LAYERS:
+        for path in sorted((ROOT / room).rglob("*.py")):
+            if not {"node_modules", "static", "migrations"} & set(path.parts):
+                modules[_module_name(path)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for _, module in _imports(path):
+            parts = module.split(".")
+            target = next((".".join(parts[:k]) for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in modules),
+                          None)
+            if target is not None and target != name:
+                graph[name].add(target)
+    return _strongly_connected(graph)
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of more than one node, iteratively (no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles():
+    circles = import_circles()
+    assert not circles, "modules that import one another:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_check_sees_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _strongly_connected(graph) == [["a", "b", "c"]]
+
+
+def test_the_import_contracts_hold():
+    """``lint-imports`` (import-linter) keeps the contracts of ``pyproject.toml``."""
+    result = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
 if __name__ == "__main__":  # pragma: no cover - a report for people

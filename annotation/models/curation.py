@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from annotation.curation.labels import BY_STAGE as STAGE_LABELS
+
 # The labels the database accepts in a vote (the ``vote_label_known`` constraint, frozen in the
 # migrations). The stages own their labels (``annotation.curation.stages``); a test checks that this
 # copy is their union.
@@ -122,11 +124,11 @@ class WorkItem(models.Model):
     @property
     def labels(self) -> tuple[str, ...]:
         """The labels of the item's stage (its declaration in ``annotation.curation.stages``)."""
-        return _stage(self.stage).label_values
+        return STAGE_LABELS[self.stage].values
 
     @property
     def decisive(self) -> tuple[str, ...]:
-        return _stage(self.stage).decisive
+        return STAGE_LABELS[self.stage].decisive
 
 
 class Assignment(models.Model):
@@ -245,8 +247,3 @@ class PoolMember(models.Model):
         ]
 
 
-def _stage(name: str):
-    # Imported here to break a real cycle: the stage modules read these models at import time.
-    from annotation.curation.stages import stage_get
-
-    return stage_get(name)

@@ -6,13 +6,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
 from common.errors import ConflictError
 from common.jobs.runs import job_run, run_cancel, run_retry
 from common.jobs.selectors import job_list, job_runs
 from common.jobs.sweep import jobs_sweep
 from common.models import Job
 from common.pagination import Page, paginate
+from common.roles import IsManager, IsStaffMember
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 

@@ -1,10 +1,10 @@
 from django.db.models import Case, Count, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
-from accounts.roles import Role, user_has_role
 from common.errors import NotFoundError
 from common.jobs.runs import queued_run_models
 from common.models import Job
+from common.roles import Role, user_has_role
 
 
 def _queued_before(field: str = "id") -> Subquery:

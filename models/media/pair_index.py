@@ -27,18 +27,30 @@ from ``pair_signals`` on those pairs only. Work goes in chunks of at most ``CHUN
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
-
-if TYPE_CHECKING:  # pragma: no cover - typing only (trajectory_ops imports this module)
-    from models.media.trajectory_ops import DuplicateSettings
 
 EPS = 1e-6              # margin on IoU, distance and mean thresholds
 APPEARANCE_EPS = 1e-4   # margin on the cosine of float32 descriptors
 APART_IOU = 0.05        # pair_signals: co-visible tracks below this mean IoU are seen apart
 CHUNK = 1 << 21         # candidate pairs handled at once
 SIMILARITY_BLOCK = 1 << 24   # cosine similarities computed at once (64 MB of float32)
+
+
+@dataclass(frozen=True)
+class DuplicateSettings:
+    """When two trajectories are proposed as duplicates (``trajectory_ops.propose_duplicates``)."""
+
+    min_mean_iou: float = 0.25          # co-visible frames: propose when mean IoU reaches this
+    min_covisible: int = 3              # ... over at least this many shared frames
+    max_gap_frames: int = 30            # adjacent fragments: end of one to start of the other
+    min_endpoint_iou: float = 0.05      # ... whose end and start boxes overlap this much
+    max_endpoint_distance: float = 1.0  # ... or whose centres lie within this many box heights
+    min_appearance: float = 0.95        # appearance-only proposals: cosine at least this ...
+    max_appearance_gap: int = 100       # ... at most this many frames apart (or overlapping) ...
+    max_speed: float = 0.12             # ... and reachable: end-to-start centre distance at most
+                                        # 1 + max_speed * gap box heights (a brisk walk is ~0.1/frame at 10 fps)
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:

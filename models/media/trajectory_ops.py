@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from models.media.pair_index import candidate_pairs
+from models.media.pair_index import DuplicateSettings, candidate_pairs
 
 
 class TrajectoryError(ValueError):
@@ -185,17 +185,7 @@ def trajectories_appearance(read_frame, tracks: list[tuple[np.ndarray, np.ndarra
 
 
 # -- duplicate proposals ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DuplicateSettings:
-    min_mean_iou: float = 0.25          # co-visible frames: propose when mean IoU reaches this
-    min_covisible: int = 3              # ... over at least this many shared frames
-    max_gap_frames: int = 30            # adjacent fragments: end of one to start of the other
-    min_endpoint_iou: float = 0.05      # ... whose end and start boxes overlap this much
-    max_endpoint_distance: float = 1.0  # ... or whose centres lie within this many box heights
-    min_appearance: float = 0.95        # appearance-only proposals: cosine at least this ...
-    max_appearance_gap: int = 100       # ... at most this many frames apart (or overlapping) ...
-    max_speed: float = 0.12             # ... and reachable: end-to-start centre distance at most
-                                        # 1 + max_speed * gap box heights (a brisk walk is ~0.1/frame at 10 fps)
+DEFAULT_DUPLICATES = DuplicateSettings()
 
 
 @dataclass
@@ -228,7 +218,7 @@ def _nearest_in_time(fa: np.ndarray, fb: np.ndarray) -> tuple[int, int, int]:
     return best
 
 
-def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettings = DuplicateSettings(),
+def pair_signals(fa, ba, fb, bb, appa=None, appb=None, settings: DuplicateSettings = DEFAULT_DUPLICATES,
                  a: int = 0, b: int = 1) -> PairSignals:
     """The signals that relate two trajectories, and the reasons they would be proposed."""
     sig = PairSignals(a=a, b=b)
@@ -272,7 +262,7 @@ class TooManyPairs(ValueError):
 
 
 def propose_duplicate_pairs(tracks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]],
-                            settings: DuplicateSettings = DuplicateSettings(), *, max_pairs: int | None = None,
+                            settings: DuplicateSettings = DEFAULT_DUPLICATES, *, max_pairs: int | None = None,
                             progress=None) -> list[PairSignals]:
     """All pairs ``(id_a < id_b)`` with at least one reason. ``tracks``: (id, frames, boxes, appearance).
 
@@ -299,7 +289,7 @@ def propose_duplicate_pairs(tracks: list[tuple[int, np.ndarray, np.ndarray, np.n
 
 
 def propose_duplicate_pairs_pairwise(tracks: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]],
-                                     settings: DuplicateSettings = DuplicateSettings()) -> list[PairSignals]:
+                                     settings: DuplicateSettings = DEFAULT_DUPLICATES) -> list[PairSignals]:
     """:func:`propose_duplicate_pairs` the obvious way: :func:`pair_signals` on every pair."""
     out = []
     for i, first in enumerate(tracks):

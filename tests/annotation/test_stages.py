@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.curation.labels import BY_STAGE
 from annotation.curation.stages import STAGE_NAMES, STAGES, stage_get
 from annotation.models import ALL_LABELS, WorkItem
 from common.errors import ApplicationError
@@ -32,6 +33,10 @@ def test_an_unknown_stage_names_the_valid_ones():
 def test_items_read_their_labels_from_their_stage():
     assert WorkItem(stage="pair").labels == ("match", "mismatch", "uncertain")
     assert WorkItem(stage="description").decisive == ("usable", "unusable")
+    for stage in STAGES:
+        item = WorkItem(stage=stage.name)
+        assert (item.labels, item.decisive) == (stage.label_values, stage.decisive), stage.name
+        assert stage.labels == BY_STAGE[stage.name].labels, stage.name
 
 
 @pytest.mark.django_db

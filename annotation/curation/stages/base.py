@@ -40,6 +40,7 @@ from django.db.models import ExpressionWrapper, IntegerField, Q, QuerySet, Value
 from django.db.models.functions import Cast, Coalesce
 from rest_framework import serializers
 
+from annotation.curation.labels import Label
 from annotation.models import Query, Vote, WorkItem
 from annotation.rules import ADJUDICATE, PENDING, UNRESOLVED, decide
 from common.columns import (
@@ -53,12 +54,6 @@ from common.errors import ApplicationError
 from models.facts import ATTRIBUTES, EVENTS
 
 CLOSED_STATES = (WorkItem.State.DECIDED, WorkItem.State.UNRESOLVED)
-
-
-@dataclass(frozen=True)
-class Label:
-    value: str   # what the API stores
-    text: str    # what a reviewer reads on the button
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from annotation.benchmark.services.descriptions import (
     description_correction_create,
     description_dissent_record,
 )
-from annotation.curation.stages.base import Label, ReviewStage, nothing_after_vote
+from annotation.curation.labels import DESCRIPTION
+from annotation.curation.stages.base import ReviewStage, nothing_after_vote
 from annotation.models import Description, DescriptionVersion, Vote, WorkItem
 from annotation.rules import (
     APPROVED,
@@ -37,11 +38,9 @@ from common.errors import ApplicationError
 from models.facts import Description as DescriptionRecord
 from models.facts import Fact
 
-USABLE, UNUSABLE, UNCERTAIN = "usable", "unusable", "uncertain"
+LABELS, DECISIVE = DESCRIPTION.labels, DESCRIPTION.decisive
+USABLE, _, UNUSABLE, UNCERTAIN = DESCRIPTION.values
 CORRECTED = "corrected"          # the decision of a round whose corrections go to a new round
-LABELS = (Label(USABLE, "Usable as shown"), Label(MINOR, "Usable after minor correction"),
-          Label(UNUSABLE, "Unusable"), Label(UNCERTAIN, "Uncertain"))
-DECISIVE = (USABLE, UNUSABLE)
 REASONS = (
     "a fact is wrong",
     "a fact is missing",

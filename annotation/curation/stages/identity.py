@@ -6,8 +6,8 @@ votes, panel and adjudication together in casting order (``annotation.rules.deci
 and without a majority it ends unresolved (kept apart and flagged), never back in adjudication."""
 from __future__ import annotations
 
+from annotation.curation.labels import IDENTITY
 from annotation.curation.stages.base import (
-    Label,
     ReviewStage,
     label_only_check,
     majority_outcome,
@@ -19,9 +19,8 @@ from annotation.curation.stages.base import (
 from annotation.models import Vote, WorkItem
 from annotation.rules import decide_reopened
 
-SAME, DIFFERENT, UNCERTAIN = "same", "different", "uncertain"
-LABELS = (Label(SAME, "Same object"), Label(DIFFERENT, "Different objects"), Label(UNCERTAIN, "Uncertain"))
-DECISIVE = (SAME, DIFFERENT)
+LABELS, DECISIVE = IDENTITY.labels, IDENTITY.decisive
+SAME, DIFFERENT, UNCERTAIN = IDENTITY.values
 REASONS = (
     "different appearance",
     "seen at once in different places",

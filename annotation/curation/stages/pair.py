@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from annotation.curation.labels import PAIR
 from annotation.curation.stages.base import (
     Blind,
-    Label,
     ModelProposalSerializer,
     PredicateSerializer,
     ReviewStage,
@@ -34,9 +34,8 @@ from annotation.models import CrossPair, Query, Relation, Vote, WorkItem
 from annotation.rules import relation_disputed, relation_final
 from common.errors import ApplicationError
 
-MATCH, MISMATCH, UNCERTAIN = "match", "mismatch", "uncertain"
-LABELS = (Label(MATCH, "Match"), Label(MISMATCH, "Mismatch"), Label(UNCERTAIN, "Uncertain"))
-DECISIVE = (MATCH, MISMATCH)
+LABELS, DECISIVE = PAIR.labels, PAIR.decisive
+MATCH, MISMATCH, UNCERTAIN = PAIR.values
 REASONS = (
     "a predicate is visibly violated",
     "the interval that would show it is not covered",

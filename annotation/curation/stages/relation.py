@@ -27,10 +27,10 @@ from django.db.models import ExpressionWrapper, IntegerField, Q, QuerySet, Value
 from django.db.models.functions import Cast, Coalesce
 from rest_framework import serializers
 
+from annotation.curation.labels import RELATION
 from annotation.curation.stages.base import (
     AgreementRows,
     Blind,
-    Label,
     ModelProposalSerializer,
     Payload,
     PredicateSerializer,
@@ -43,9 +43,8 @@ from annotation.rules import relation_disputed, relation_final
 from common.columns import index_of, integer_columns, integer_columns_among, sorted_distinct
 from common.errors import ApplicationError
 
-REVIEWED = "reviewed"
-LABELS = (Label(REVIEWED, "Send the row's labels"),)
-DECISIVE = (REVIEWED,)
+LABELS, DECISIVE = RELATION.labels, RELATION.decisive
+(REVIEWED,) = RELATION.values
 MIN_NATURALNESS = 3          # ratings 1-5; below this the query is rejected as unnatural
 CATEGORIES = ("1", "0", "⊥")            # a candidate's label 1, 0, -1 (⊥), in this order
 CATEGORY_OF = {1: 0, 0: 1, -1: 2}

@@ -3,8 +3,8 @@ benchmark candidate? A panel of the review policy's size votes; ``annotation.rul
 decides with the policy's required votes; a panel without a majority goes to adjudication."""
 from __future__ import annotations
 
+from annotation.curation.labels import USABILITY
 from annotation.curation.stages.base import (
-    Label,
     ReviewStage,
     label_only_check,
     majority_outcome,
@@ -15,9 +15,8 @@ from annotation.curation.stages.base import (
 )
 from annotation.models import WorkItem
 
-USABLE, UNUSABLE, UNCERTAIN = "usable", "unusable", "uncertain"
-LABELS = (Label(USABLE, "Usable"), Label(UNUSABLE, "Unusable"), Label(UNCERTAIN, "Uncertain"))
-DECISIVE = (USABLE, UNUSABLE)
+LABELS, DECISIVE = USABILITY.labels, USABILITY.decisive
+USABLE, UNUSABLE, UNCERTAIN = USABILITY.values
 REASONS = (
     "switches to another object",
     "box drifts off the object",

@@ -37,7 +37,6 @@ from annotation.releases.selectors import audit_list
 from annotation.releases.services.pseudonyms import reviewer_pseudonyms_assign
 from annotation.releases.services.release_io.check import (
     check_references,
-    diff_indexes,
     index_path,
     iter_records,
     read_checksums,
@@ -54,6 +53,7 @@ from annotation.releases.services.release_io.export import (
     release_write,
 )
 from annotation.releases.services.release_io.importer import import_tables
+from annotation.releases.services.release_io.index_diff import diff_indexes
 from annotation.releases.services.release_io.statistics import construction_config
 from annotation.releases.services.release_io.tables import ReleaseScope
 from common.errors import ApplicationError, ConflictError

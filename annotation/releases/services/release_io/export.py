@@ -10,6 +10,7 @@ sorted, fixed row groups, timestamps from the release row), the bytes the row-at
 """
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import json
@@ -29,6 +30,7 @@ from django.conf import settings
 
 from annotation.models import CandidatePool
 from annotation.releases.services.release_io.encode import ChunkEncoder, Packed, mot_texts
+from annotation.releases.services.release_io.index_diff import diff_indexes
 from annotation.releases.services.release_io.metadata import croissant_metadata, dataset_card
 from annotation.releases.services.release_io.plots import agreement_plot, data_plots
 from annotation.releases.services.release_io.statistics import release_statistics
@@ -285,8 +287,6 @@ def _relative_files(folder: Path) -> list[str]:
 def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, parent_folder: Path | None = None,
                   progress: Callable[[str], None] | None = None) -> WrittenRelease:
     """Write the release of ``scope`` described by ``meta`` into the empty folder ``folder``."""
-    from annotation.releases.services.release_io.check import diff_indexes
-
     say = progress or (lambda _message: None)
     folder = Path(folder)
     # what the release row keeps comes back from the database with its keys in another order
@@ -319,42 +319,43 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
         _copy_media(folder, scope)
         say("media copied")
     # the files written so far are hashed, and the plots of the records drawn, in threads while the
-    # database counts the statistics
+    # database counts the statistics; the agreement plot is drawn while the metadata files are written
     with ThreadPoolExecutor(max_workers=2) as pool:
         hashing = pool.submit(lambda paths: {path: file_sha256(folder / path) for path in paths},
                               _relative_files(folder))
-        drawing = pool.submit(data_plots, folder)
+        drawings = [pool.submit(data_plots, folder)]
         stats = release_statistics(scope)
-        agreement_plot(folder, stats)
-    hashes = hashing.result()
-    drawing.result()
-    if meta.withheld == {}:
-        del stats["withheld"]
-    elif meta.withheld is not None:
-        stats["withheld"] = {stage: {k: meta.withheld[stage][k] for k in counts_of}
-                             for stage, counts_of in stats["withheld"].items()}
-    changes = meta.changes
-    if changes is None:
-        changes = diff_indexes(parent_folder / INDEX, folder / INDEX, limit=0)["tables"] if parent_folder else {}
-    changes = {t.name: changes[t.name] for t in TABLES if t.name in changes}
-    tables_meta = {t.name: {"rows": counts[t.name], "key": list(t.key), "doc": t.doc,
-                            "files": {"jsonl": f"data/{t.name}.jsonl", "parquet": f"data/{t.name}.parquet"},
-                            "columns": [{"name": c.name, "type": c.kind, "ref": c.ref, "doc": c.doc}
-                                        for c in t.columns]} for t in TABLES}
-    body = {"format": FORMAT, "name": meta.name, "version": meta.version, "description": meta.description,
-            "license": meta.license, "splits": list(meta.splits), "created_at": meta.created_at.astimezone(dt.UTC)
-            .isoformat(), "parent": parent or None, "media_included": meta.media_included,
-            "counts": counts, "changes": changes, "tables": tables_meta, "mot_videos": n_mot}
-    if meta.unfinished_audits:                   # only then: a release without it keeps its bytes
-        body["unfinished_audits"] = json.loads(canonical_json(meta.unfinished_audits))
-    _write_json(folder / "release.json", body)
-    _write_json(folder / "construction.json", config)
-    _write_json(folder / "statistics.json", stats)
-    data_hashes = {path: sha for path, sha in hashes.items() if path.startswith("data/")}
-    _write_json(folder / "croissant.json", croissant_metadata(body, data_hashes,
-                                                              {p: (folder / p).stat().st_size for p in data_hashes}))
-    (folder / "README.md").write_text(dataset_card(body, stats, config), encoding="utf-8")
-    shutil.copyfile(Path(__file__).with_name("evaluate_kit.py"), folder / "evaluate.py")  # the scorer (evaluate_kit)
+        drawings.append(pool.submit(agreement_plot, folder, copy.deepcopy(stats)))
+        hashes = hashing.result()
+        if meta.withheld == {}:
+            del stats["withheld"]
+        elif meta.withheld is not None:
+            stats["withheld"] = {stage: {k: meta.withheld[stage][k] for k in counts_of}
+                                 for stage, counts_of in stats["withheld"].items()}
+        changes = meta.changes
+        if changes is None:
+            changes = diff_indexes(parent_folder / INDEX, folder / INDEX, limit=0)["tables"] if parent_folder else {}
+        changes = {t.name: changes[t.name] for t in TABLES if t.name in changes}
+        tables_meta = {t.name: {"rows": counts[t.name], "key": list(t.key), "doc": t.doc,
+                                "files": {"jsonl": f"data/{t.name}.jsonl", "parquet": f"data/{t.name}.parquet"},
+                                "columns": [{"name": c.name, "type": c.kind, "ref": c.ref, "doc": c.doc}
+                                            for c in t.columns]} for t in TABLES}
+        body = {"format": FORMAT, "name": meta.name, "version": meta.version, "description": meta.description,
+                "license": meta.license, "splits": list(meta.splits), "created_at": meta.created_at.astimezone(dt.UTC)
+                .isoformat(), "parent": parent or None, "media_included": meta.media_included,
+                "counts": counts, "changes": changes, "tables": tables_meta, "mot_videos": n_mot}
+        if meta.unfinished_audits:                   # only then: a release without it keeps its bytes
+            body["unfinished_audits"] = json.loads(canonical_json(meta.unfinished_audits))
+        _write_json(folder / "release.json", body)
+        _write_json(folder / "construction.json", config)
+        _write_json(folder / "statistics.json", stats)
+        data_hashes = {path: sha for path, sha in hashes.items() if path.startswith("data/")}
+        _write_json(folder / "croissant.json", croissant_metadata(body, data_hashes,
+                                                                  {p: (folder / p).stat().st_size for p in data_hashes}))
+        (folder / "README.md").write_text(dataset_card(body, stats, config), encoding="utf-8")
+        shutil.copyfile(Path(__file__).with_name("evaluate_kit.py"), folder / "evaluate.py")  # the scorer (evaluate_kit)
+        for drawing in drawings:
+            drawing.result()
     files = []
     lines = []
     for path in _relative_files(folder):
