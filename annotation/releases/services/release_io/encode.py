@@ -95,8 +95,8 @@ class JsonText:
         self.plain = False
         return float(name.lower().replace("infinity", "inf"))
 
-    def canonical(self, text: str) -> bytes:
-        """``canonical_json`` of the value that ``text`` holds, as bytes."""
+    def parse(self, text: str):
+        """The value that ``text`` holds (``plain`` says whether its floats are)."""
         self.plain = True
         try:
             value, end = self._scan(text, 0)     # the whole of ``decode`` for text without outer spaces
@@ -108,6 +108,11 @@ class JsonText:
                 value = self._decode(text)
             except json.JSONDecodeError:
                 value = text
+        return value
+
+    def canonical(self, text: str) -> bytes:
+        """``canonical_json`` of the value that ``text`` holds, as bytes."""
+        value = self.parse(text)
         return canonical_json_bytes(value, plain=self.plain)
 
 
@@ -312,11 +317,13 @@ class ChunkEncoder:
             if column.shape is None:
                 texts = distinct_texts(values, self.json_text.canonical)
                 return texts.cast(pa.string()), texts
-            encoded = values.dictionary_encode()
-            canonical = json_texts(encoded.dictionary.to_pylist(), self.json_text.canonical)     # [D]
-            parsed = [json.loads(text) for text in canonical.to_pylist()]
+            encoded = values.dictionary_encode()                 # each distinct text parsed once
+            parsed, canonical = [], []
+            for text in encoded.dictionary.to_pylist():
+                parsed.append(self.json_text.parse(text))
+                canonical.append(canonical_json_bytes(parsed[-1], plain=self.json_text.plain))
             return (pc.take(shaped(parsed, column.shape), encoded.indices),
-                    pc.take(canonical, encoded.indices))
+                    pc.take(pa.array(canonical, pa.binary()), encoded.indices))
         if kind in PACKED_DTYPES or kind == "ids":
             packed = pack(kind, values, self.table.name)
             return packed, packed_json(kind, packed)
