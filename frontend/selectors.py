@@ -3,12 +3,13 @@ task type, and the managers' pipeline progress per stage and split. Both are agg
 other apps' records; the rules they count by (who may claim what) live in those apps."""
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import Count
 
 from accounts.roles import Role, user_has_role
 from annotation.curation import selectors as annotation_selectors
 from annotation.models import CandidatePool, Vote, WorkItem
-from trajectories.models import ProposalRun, Video
+from trajectories.models import ProposalRun, SplitGroup, Video
 
 QUEUE_COUNT_CAP = 1000  # queues are counted up to this many items ("1000+"), so a count stays cheap
 SPLITS = ("train", "dev", "test")
@@ -46,6 +47,20 @@ def annotator_queues(*, user) -> list[dict]:
     return out
 
 
+def _review_counts() -> list[tuple[str, str, str, int]]:
+    """``(stage, split, state, items)`` of every review item. The items are counted per stage,
+    video and state first, in the order of the ``work_item_progress`` index (read alone, without
+    the rows), and only those counts, one per video, are joined to the videos' splits: joining
+    every item to its video and split first took most of the page's time at a million items."""
+    items, videos, groups = (m._meta.db_table for m in (WorkItem, Video, SplitGroup))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT w.stage, g.split, w.state, SUM(w.n) FROM (SELECT stage, video_id, state, COUNT(*) AS n "
+            f"FROM {items} GROUP BY stage, video_id, state) AS w JOIN {videos} AS v ON v.id = w.video_id "
+            f"JOIN {groups} AS g ON g.id = v.split_group_id GROUP BY w.stage, g.split, w.state")
+        return [(stage, split_name, state, int(n)) for stage, split_name, state, n in cursor.fetchall()]
+
+
 def pipeline_progress() -> dict:
     """Counts per split of every pipeline stage the platform has so far: videos, proposal runs by
     status, review items by stage and state, and videos with a frozen pool. Five grouped queries,
@@ -59,8 +74,8 @@ def pipeline_progress() -> dict:
     for r in ProposalRun.objects.order_by().values("video__split_group__split", "status").annotate(n=Count("id")):
         runs.setdefault(split(r["video__split_group__split"]), {})[r["status"]] = r["n"]
     review: dict[str, dict[str, dict[str, int]]] = {stage: {} for stage in WorkItem.Stage.values}
-    for r in WorkItem.objects.order_by().values("stage", "video__split_group__split", "state").annotate(n=Count("id")):
-        review.setdefault(r["stage"], {}).setdefault(split(r["video__split_group__split"]), {})[r["state"]] = r["n"]
+    for stage, split_name, state, n in _review_counts():
+        review.setdefault(stage, {}).setdefault(split(split_name), {})[state] = n
     frozen = {split(r["video__split_group__split"]): r
               for r in CandidatePool.objects.filter(frozen_at__isnull=False).order_by()
               .values("video__split_group__split")

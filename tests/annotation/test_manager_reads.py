@@ -3,7 +3,10 @@
 board a page at a time."""
 from __future__ import annotations
 
+import random
+
 import pytest
+from django.db.models import Count
 
 from annotation.curation.services.pools import pool_freeze
 from annotation.models import DescriptionRun, MiningRun, WorkItem
@@ -89,3 +92,23 @@ def test_model_and_mining_runs_say_their_own_status_beside_their_jobs(client_for
     rows = client.get("/api/description-runs/").json()["results"]
     assert [(r["id"], r["status"]) for r in rows] == [(described.pk, "cancelled")]
     assert [(r["id"], r["status"]) for r in client.get("/api/mining-runs/").json()["results"]] == [(mined.pk, "cancelled")]
+
+
+def test_the_progress_page_counts_review_items_as_the_obvious_join_does(reviewable_run, client_for, manager):
+    """``GET /api/ui/progress/``'s review counts (per stage and video first, then joined to the
+    splits) equal one ORM count over every item joined to its split, with items of several
+    stages, states and splits, and a video without a split."""
+    rng = random.Random(5)
+    runs = [reviewable_run(video=video_factory(split=split)) for split in ("train", "dev", "test", "train", "")]
+    items = list(WorkItem.objects.filter(video__in=[r.video for r in runs]))
+    for item in items:
+        state = rng.choice(["open", "adjudicate", "decided", "unresolved"])
+        WorkItem.objects.filter(pk=item.pk).update(state=state, decision=item.labels[0] if state == "decided" else "")
+    expected: dict = {}
+    for r in WorkItem.objects.order_by().values("stage", "video__split_group__split", "state").annotate(n=Count("id")):
+        split = r["video__split_group__split"] or "unassigned"
+        expected.setdefault(r["stage"], {}).setdefault(split, {})[r["state"]] = r["n"]
+    answer = client_for(manager).get("/api/ui/progress/")
+    assert answer.status_code == 200, answer.content
+    review = {stage: splits for stage, splits in answer.json()["review"].items() if splits}
+    assert review == expected and sum(n for s in review.values() for c in s.values() for n in c.values()) == len(items)
