@@ -182,6 +182,18 @@ STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media")).resolve()
 MEDIA_URL = "/media/"
 
+# --- Object storage (README, "Object storage") ------------------------------------------------
+# Unset: media files live on local disk under MEDIA_ROOT. ``s3://bucket/prefix``: in that bucket,
+# reached with the usual AWS_* variables (any S3-compatible server through AWS_S3_ENDPOINT_URL).
+TRAJLAB_STORAGE_URL = os.environ.get("TRAJLAB_STORAGE_URL", "").strip()
+AWS_S3_ENDPOINT_URL = os.environ.get("AWS_S3_ENDPOINT_URL", "") or None
+AWS_ACCESS_KEY_ID = os.environ.get("AWS_ACCESS_KEY_ID", "") or None
+AWS_SECRET_ACCESS_KEY = os.environ.get("AWS_SECRET_ACCESS_KEY", "") or None
+AWS_DEFAULT_REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+# Objects read from a bucket are kept in this folder, the least recently used removed past the size.
+TRAJLAB_STORAGE_CACHE_DIR = Path(os.environ.get("TRAJLAB_STORAGE_CACHE_DIR", VAR_DIR / "cache" / "objects"))
+TRAJLAB_STORAGE_CACHE_MB = env_int("TRAJLAB_STORAGE_CACHE_MB", 4096)
+
 LOGIN_URL = "/accounts/login/"
 # Django's sign-in, with each request's user read together with its roles (one query, not two).
 AUTHENTICATION_BACKENDS = ["accounts.backends.RoleAwareModelBackend"]

@@ -1,0 +1,134 @@
+"""The object store against a real S3 server (SeaweedFS, tests/storage_server.py) and local disk."""
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import pytest
+import requests
+
+from common import storage
+from common.storage import StorageError, clean_key
+
+
+def test_put_read_range_list_delete(object_storage, tmp_path):
+    src = tmp_path / "clip.bin"
+    src.write_bytes(bytes(range(256)) * 100)
+    stored = object_storage.put_file("videos/ab/clip.bin", src)
+    assert stored.size == 25600 and stored.sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert object_storage.exists("videos/ab/clip.bin") and not object_storage.exists("videos/ab/other.bin")
+    assert object_storage.read("videos/ab/clip.bin", start=10, length=5) == bytes(range(10, 15))   # ranged GET
+    assert object_storage.read("videos/ab/clip.bin") == src.read_bytes()
+    assert object_storage.list("videos") == ["videos/ab/clip.bin"]
+    object_storage.delete("videos/ab/clip.bin")
+    assert not object_storage.exists("videos/ab/clip.bin")
+    with pytest.raises(StorageError, match="clip.bin does not exist") as err:
+        object_storage.read("videos/ab/clip.bin")
+    assert err.value.status_code == 404 and err.value.extra["object"].endswith("videos/ab/clip.bin")
+
+
+def test_local_path_is_fetched_once_and_checked(object_storage, tmp_path):
+    src = tmp_path / "v.mp4"
+    src.write_bytes(b"x" * 5000)
+    sha = object_storage.put_file("videos/v.mp4", src).sha256
+    first = object_storage.local_path("videos/v.mp4", sha256=sha)
+    assert first.read_bytes() == src.read_bytes()
+    assert object_storage.local_path("videos/v.mp4", sha256=sha) == first
+    assert object_storage.cache.stats["fetches"] == 1 and object_storage.cache.stats["hits"] == 1
+
+
+def test_object_changed_behind_the_platform_is_refused(object_storage, s3_server, s3_bucket, tmp_path):
+    src = tmp_path / "v.mp4"
+    src.write_bytes(b"original")
+    stored = object_storage.put_file("videos/v.mp4", src)
+    # someone rewrites the object with the bucket's own tools, keeping the recorded metadata
+    s3_server.client().put_object(Bucket=s3_bucket, Key=object_storage.full_key("videos/v.mp4"), Body=b"tampered",
+                                  Metadata={"sha256": stored.sha256})
+    with pytest.raises(StorageError, match="changed outside the platform") as err:
+        object_storage.local_path("videos/v.mp4")
+    assert err.value.code == "checksum_mismatch" and err.value.status_code == 409
+    assert "videos/v.mp4" in err.value.extra["object"]
+    assert not object_storage.cache.slot(object_storage.url, "videos/v.mp4").exists()   # nothing half-kept
+    with pytest.raises(StorageError, match="changed outside"):
+        object_storage.local_path("videos/v.mp4", sha256=stored.sha256)
+
+
+def test_folder_key_is_fetched_object_by_object(object_storage, tmp_path):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"{i:06d}.jpg").write_bytes(f"frame {i}".encode())
+    object_storage.put_folder("videos/cd/frames", sorted(folder.iterdir()))
+    local = object_storage.local_path("videos/cd/frames")
+    assert sorted(p.name for p in local.iterdir()) == ["000000.jpg", "000001.jpg", "000002.jpg"]
+    assert (local / "000001.jpg").read_bytes() == b"frame 1"
+
+
+def test_cache_keeps_to_its_size(object_storage, settings, tmp_path):
+    cache = storage.ReadCache(tmp_path / "small-cache", limit_bytes=2500)
+    object_storage.cache = cache
+    for i in range(4):
+        src = tmp_path / f"o{i}.bin"
+        src.write_bytes(bytes([i]) * 1000)
+        object_storage.put_file(f"o/{i}.bin", src)
+        object_storage.local_path(f"o/{i}.bin")
+    kept = sorted(p for p in cache.root.iterdir() if not p.name.startswith("."))
+    assert len(kept) == 2 and cache.stats["evicted"] == 2
+    assert object_storage.local_path("o/3.bin").read_bytes() == bytes([3]) * 1000   # the newest stayed
+
+
+def test_presigned_url_reads_without_credentials(object_storage, tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_bytes(b"for a worker on another host")
+    object_storage.put_file("runs/a.txt", src)
+    url = object_storage.presigned_url("runs/a.txt", expires_s=60)
+    assert requests.get(url, timeout=10).content == b"for a worker on another host"
+    assert requests.get(url.split("?")[0], timeout=10).status_code == 403   # unsigned: refused
+
+
+def test_bucket_that_does_not_exist_is_named(object_storage, settings, tmp_path):
+    bucket = f"trajlab-absent-{uuid.uuid4().hex[:8]}"
+    settings.TRAJLAB_STORAGE_URL = f"s3://{bucket}/x"
+    storage.reset()
+    src = tmp_path / "a.bin"
+    src.write_bytes(b"a")
+    with pytest.raises(StorageError, match=f"s3://{bucket}/x/a.bin: the bucket '{bucket}' does not exist") as err:
+        storage.store().put_file("a.bin", src)
+    assert err.value.code == "bucket_missing" and err.value.status_code == 400
+
+
+def test_bucket_url_without_credentials_is_named(object_storage, settings, tmp_path, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    settings.AWS_ACCESS_KEY_ID = settings.AWS_SECRET_ACCESS_KEY = None
+    storage.reset()
+    with pytest.raises(StorageError, match="a.bin: no credentials") as err:
+        storage.store().exists("a.bin")
+    assert err.value.code == "storage_credentials_missing"
+
+
+def test_wrong_credentials_are_refused(object_storage, settings):
+    settings.AWS_SECRET_ACCESS_KEY = "not-the-secret"
+    storage.reset()
+    with pytest.raises(StorageError, match="refused the credentials") as err:
+        storage.store().exists("a.bin")
+    assert err.value.code == "storage_access_denied"
+
+
+def test_keys_are_relative(settings, tmp_path):
+    settings.TRAJLAB_STORAGE_URL = ""
+    settings.MEDIA_ROOT = tmp_path
+    storage.reset()
+    for bad in ("../etc/passwd", "", "a/../../b"):
+        with pytest.raises(StorageError, match="not a storage key"):
+            clean_key(bad)
+    src = tmp_path / "in.bin"
+    src.write_bytes(b"abc")
+    local = storage.store()
+    assert local.put_file("v/in.bin", src).size == 3
+    assert local.local_path("v/in.bin") == tmp_path / "v" / "in.bin"
+    assert local.read("v/in.bin", start=1, length=1) == b"b" and local.list("v") == ["v/in.bin"]
+    storage.reset()
