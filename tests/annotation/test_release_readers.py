@@ -23,7 +23,7 @@ from django.core.management import call_command
 
 from annotation.releases.services.release_io.check import iter_records, verify_checksums
 from annotation.releases.services.release_io.export import CHECKSUMS, FORMATS, release_write
-from annotation.releases.services.release_io.hub import front_matter
+from annotation.releases.services.release_io.hub import front_matter, hub_split
 from annotation.releases.services.release_io.plots import PLOTS
 from annotation.releases.services.release_io.schema import TABLE, TABLES
 from annotation.releases.services.release_io.shapes import EVIDENCE, PREDICATES, conform
@@ -65,12 +65,12 @@ def test_the_card_declares_a_config_per_table(folder):
     assert [c["config_name"] for c in meta["configs"]] == ["benchmark", *(t for t in held if t != "benchmark")]
     assert len(held) > 15 and len(held) < len(TABLES)           # the empty ones have no config
     assert {c["data_files"][0]["split"] for c in meta["configs"]} == {"train"}
+    assert hub_split(["train", "dev", "test"]) == "train_dev_test" and hub_split(["test"]) == "test"
     assert meta["license"] == "cc-by-4.0" and meta["task_categories"] and meta["size_categories"]
     assert meta["pretty_name"] == "bytes 1.0.0" and "benchmark" in meta["tags"]
     for info in meta["dataset_info"]:
         assert datasets.Features._from_yaml_list(info["features"]) == \
             datasets.Features.from_arrow_schema(TABLE[info["config_name"]].schema())
-        assert info["splits"] == [{"name": "train", "num_examples": body["counts"][info["config_name"]]}]
     card = (folder / "README.md").read_text(encoding="utf-8")
     for heading in ("## Motivation", "## Composition", "## Collection process", "## Annotation protocol",
                     "## How reliable the labels are", "## Uses and limits", "## Licences",
@@ -105,7 +105,7 @@ def test_datasets_loads_every_table_with_its_rows_and_types(folder, tmp_path):
     assert trajectories.features["boxes"] == datasets.List(datasets.List(datasets.Value("float32")))
 
     # the default config is the benchmark, never the MOT text files
-    default = _load(folder, cache, split="train")
+    default = _load(folder, cache, split="all")                # the union of the card's splits
     assert default.features == datasets.Features.from_arrow_schema(TABLE["benchmark"].schema())
     assert default.num_rows == counts["benchmark"]
 

@@ -1,11 +1,13 @@
 """The YAML front matter that makes a release's README a Hugging Face dataset card.
 
-One ``configs`` entry per table that has rows, each naming its Parquet file as the data of the release's split
-(a release of one split) or of the split ``all`` (a release of several: the ``split`` column of
-``benchmark``, ``queries`` and ``videos`` tells them apart), so ``datasets.load_dataset(folder,
-"<table>", split=...)`` reads exactly that table and ``load_dataset(folder)`` the default one,
-``benchmark``, and never the MOT text files. ``dataset_info`` gives each config's features
-(:func:`features`, in the library's own YAML form) and its row count.
+One ``configs`` entry per table that has rows, each naming its Parquet file as the data of one
+split named for the release's splits (``test``; ``train_dev_test`` for a release of several, whose
+``split`` column of ``benchmark``, ``queries`` and ``videos`` tells them apart; the library reads
+``split="all"`` as the union of a config's splits, so that name works for every release), so
+``datasets.load_dataset(folder, "<table>", split=...)`` reads exactly that table and
+``load_dataset(folder)`` the default one, ``benchmark``, and never the MOT text files. ``dataset_info`` gives each config's features
+(:func:`features`, in the library's own YAML form); the row counts are in the card's tables (a
+split's ``num_bytes`` there would be the library's own Arrow size, which only the library knows).
 
 The YAML is written here, not by a YAML library: block mappings and sequences, every string a
 JSON string (which YAML reads as a double-quoted scalar), so the same release gives the same bytes.
@@ -19,7 +21,6 @@ import pyarrow as pa
 from annotation.releases.services.release_io.schema import TABLE, TABLES
 
 DEFAULT_CONFIG = "benchmark"
-MULTI_SPLIT = "all"                              # the one split of a release of several splits
 # the card's licence identifiers (the Hub's names for the licences a release may carry)
 HUB_LICENSES = {"CC-BY-4.0": "cc-by-4.0", "CC-BY-SA-4.0": "cc-by-sa-4.0", "CC-BY-NC-4.0": "cc-by-nc-4.0",
                 "CC0-1.0": "cc0-1.0"}
@@ -31,8 +32,8 @@ SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_
 
 
 def hub_split(splits: list[str]) -> str:
-    """The split name every config's rows are under."""
-    return splits[0] if len(splits) == 1 else MULTI_SPLIT
+    """The split name every config's rows are under (``all`` is the library's word for the union)."""
+    return "_".join(splits)
 
 
 def size_category(n: int) -> str:
@@ -75,8 +76,7 @@ def front_matter(body: dict) -> dict:
             entry["default"] = True
         entry["data_files"] = [{"split": split, "path": meta["files"]["parquet"]}]
         configs.append(entry)
-        infos.append({"config_name": name, "features": features(TABLE[name].schema()),
-                      "splits": [{"name": split, "num_examples": meta["rows"]}]})
+        infos.append({"config_name": name, "features": features(TABLE[name].schema())})
     license_id = HUB_LICENSES.get(body["license"])
     out = {"pretty_name": f"{body['name']} {body['version']}",
            "license": license_id or "other"}

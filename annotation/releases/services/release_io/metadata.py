@@ -164,7 +164,8 @@ def _loading(body: dict) -> list[str]:
             "This README is a Hugging Face dataset card: its front matter declares one config per table "
             f"(`benchmark` by default), each with its Parquet file as the split `{split}`"
             + ("" if split in body["splits"] else " (this release holds several splits: the `split` column of "
-               "`benchmark`, `queries` and `videos` tells them apart)") + ".", "",
+               "`benchmark`, `queries` and `videos` tells them apart)") + "; `split='all'` reads the same rows. "
+            "Tables without rows have no config.", "",
             "```python", "from datasets import load_dataset", "",
             f"benchmark = load_dataset('path/to/release', split='{split}')            # the default config",
             f"relations = load_dataset('path/to/release', 'relations', split='{split}')",
