@@ -11,6 +11,8 @@ import os
 from celery import Celery, bootsteps
 from kombu import Exchange, Queue
 
+from common.observability import tasks as observability_tasks
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("trajlab")
@@ -41,6 +43,8 @@ app.conf.update(
     task_ignore_result=True,
 )
 app.autodiscover_tasks()
+# Request ids in task headers and worker logs; a warm shutdown puts the running job back on its queue.
+observability_tasks.connect()
 
 
 class JobSweepStep(bootsteps.StartStopStep):

@@ -61,6 +61,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Each request's id (X-Request-ID, on its log records and the tasks it queues) and its latency
+    # by route for /metrics (common.observability).
+    "common.observability.requests.RequestObservabilityMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # A request waits for the database a bounded time, then answers 503 (TRAJLAB_WEB_*_TIMEOUT_MS).
     "common.db_timeouts.WebDatabaseTimeoutsMiddleware",
@@ -252,6 +255,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Operation ids and tags from the path after /api/ (/healthz and /readyz name theirs).
+    "SCHEMA_PATH_PREFIX": r"/api/",
     # A job's status and a run's status are different choice sets that both sit in a "status" field.
     "ENUM_NAME_OVERRIDES": {"StatusEnum": "common.models.Job.Status", "RunStatusEnum": "common.models.RunStatus"},
     # Every integer with its range (common.schema.bounded_integers), after the enums are named.
@@ -352,11 +357,24 @@ for _d in (VAR_DIR, MEDIA_ROOT, MEDIA_ROOT / "tmp"):
     _d.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(MEDIA_ROOT / "tmp")
 
+# --- Operations (common.observability, docs/deploy.md) ---------------------------------------------
+# /readyz: each check (database, broker, storage) answers within this many milliseconds or fails.
+TRAJLAB_READY_TIMEOUT_MS = env_int("TRAJLAB_READY_TIMEOUT_MS", 2000)
+# /metrics answers only when this is set, and only to "Authorization: Bearer <token>".
+TRAJLAB_METRICS_TOKEN = os.environ.get("TRAJLAB_METRICS_TOKEN", "")
+# "json": one JSON object a line with the request id (web and workers); "plain" otherwise.
+TRAJLAB_LOG_FORMAT = os.environ.get("TRAJLAB_LOG_FORMAT", "plain").strip().lower()
+if TRAJLAB_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"TRAJLAB_LOG_FORMAT is plain or json, not {TRAJLAB_LOG_FORMAT!r}")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "common.observability.context.RequestIdFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+                   "json": {"()": "common.observability.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": TRAJLAB_LOG_FORMAT,
+                             "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("TRAJLAB_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

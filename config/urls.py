@@ -28,6 +28,8 @@ api = [
 
 urlpatterns = [
     path("api/", include(api)),
+    # For load balancers and Prometheus: /healthz, /readyz, /metrics (common.observability).
+    path("", include("common.observability.urls")),
     # Static files for `serve` (runserver --nostatic): a path that leaves the static folders is a 404.
     path("static/<path:path>", static_file, name="static"),
     # The admin signs in through the same form, under the same lockout (accounts.throttling).

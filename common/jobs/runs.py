@@ -13,7 +13,9 @@ through that shape, so it imports nothing above ``common``:
   semantics stay with the task); a ``BaseException`` that stands for the worker going away
   (``SystemExit``) leaves it ``running`` for the next delivery;
   :class:`RunCancelled` (raised by the reporter when a cancel was requested, or by the body)
-  ends it ``cancelled``; success ends it ``succeeded``. Bodies are idempotent, so a re-delivered
+  ends it ``cancelled``; :class:`WorkerStopping` (raised by the reporter once the worker was told
+  to stop, ``common.jobs.stopping``) puts it back to ``queued`` (the delivery does not count as an
+  attempt) and rejects its message back onto the broker, so another worker takes it up; success ends it ``succeeded``. Bodies are idempotent, so a re-delivered
   task continues where the last delivery stopped. While the body runs, the job's heartbeat goes on
   (``common.jobs.heartbeat``: the reporter's writes and a thread beside the body); a delivery whose
   job was ended meanwhile (the sweep took its worker for dead, :class:`JobAbandoned` from the
@@ -41,7 +43,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from celery import current_app
+from celery.exceptions import Reject
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
@@ -54,6 +58,7 @@ from common.jobs.services import (
     job_start,
     job_succeed,
 )
+from common.jobs.stopping import WorkerStopping, worker_stopping
 from common.models import TERMINAL, Job, QueuedRun, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -99,6 +104,8 @@ class RunReporter(JobReporter):
 
     def __call__(self, fraction: float, message: str = "") -> None:
         super().__call__(fraction, message)
+        if worker_stopping():
+            raise WorkerStopping(f"the worker is stopping at {fraction:.0%}")
         if self.stop_on_cancel and self.cancel_requested():
             raise RunCancelled(f"cancelled at {fraction:.0%}")
 
@@ -167,6 +174,9 @@ def run_execute(run: QueuedRun, body: Callable[[QueuedRun, RunReporter], RunOutc
         return run
     except RunCancelled as exc:
         return _cancelled(run, exc.message)
+    except WorkerStopping as exc:
+        run_requeue(run=run, reason=str(exc))
+        raise Reject(str(exc), requeue=True) from None
     except ApplicationError as exc:
         logger.warning("%s %s failed: %s", model.__name__, run.pk, exc.message)
         return run_fail(run=run, error=exc)
@@ -193,6 +203,26 @@ def run_execute(run: QueuedRun, body: Callable[[QueuedRun, RunReporter], RunOutc
         if hasattr(run, "updated_at"):
             fields["updated_at"] = now
         model.objects.filter(pk=run.pk).exclude(status=RunStatus.SUCCEEDED).update(**fields, finished_at=now)
+    run.refresh_from_db()
+    return run
+
+
+def run_requeue(*, run: QueuedRun, reason: str) -> QueuedRun:
+    """Put a running ``run`` back to ``queued`` because its worker is stopping: its Job too, with one
+    attempt less (this delivery was not a death), the reason in its log. A run whose job changed
+    meanwhile (swept, retried) is left as it is. Locks the run row, then its Job's."""
+    with transaction.atomic():
+        run = _locked(run)
+        if run.status != RunStatus.RUNNING:
+            return run
+        logger.warning("%s %s goes back to its queue: %s", type(run).__name__, run.pk, reason)
+        run.status = RunStatus.QUEUED
+        run.save(update_fields=["status", *(["updated_at"] if hasattr(run, "updated_at") else [])])
+        if run.job is not None:
+            Job.objects.filter(pk=run.job.pk).update(
+                status=Job.Status.QUEUED, attempts=F("attempts") - 1, message=f"requeued: {reason}"[:500],
+                updated_at=timezone.now())
+            JobReporter(run.job).log(f"requeued: {reason}")
     run.refresh_from_db()
     return run
 

@@ -1771,6 +1771,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the process answers (no dependency is checked). */
+        get: operations["healthz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: the database, the broker and the storage answer, each within TRAJLAB_READY_TIMEOUT_MS; 503 names the ones that did not. */
+        get: operations["readyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2067,6 +2101,16 @@ export interface components {
         };
         /** @enum {unknown} */
         BlankEnum: "";
+        Check: {
+            ok: boolean;
+            /**
+             * Format: double
+             * @description how long the check took, milliseconds
+             */
+            ms: number;
+            /** @description why it failed; empty when ok */
+            error: string;
+        };
         CompletenessOutput: {
             split: string;
             /** @description admitted queries of the split's benchmark videos */
@@ -2490,6 +2534,10 @@ export interface components {
             created_by?: number | null;
             /** Format: date-time */
             readonly created_at: string;
+        };
+        HealthOutput: {
+            /** @description always ok: the process answers */
+            status: string;
         };
         JobOutput: {
             readonly id: number;
@@ -3478,6 +3526,21 @@ export interface components {
         QueuesOutput: {
             queues: components["schemas"]["QueueOutput"][];
         };
+        ReadyOutput: {
+            status: components["schemas"]["ReadyOutputStatusEnum"];
+            /** @description the checks that failed */
+            failed: string[];
+            /** @description database, broker, storage */
+            checks: {
+                [key: string]: components["schemas"]["Check"];
+            };
+        };
+        /**
+         * @description * `ready` - ready
+         *     * `unavailable` - unavailable
+         * @enum {string}
+         */
+        ReadyOutputStatusEnum: "ready" | "unavailable";
         RegisteredBackend: {
             /** @description what requests name it by */
             name: string;
@@ -12147,6 +12210,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    healthz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    readyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyOutput"];
                 };
             };
         };
