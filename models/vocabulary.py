@@ -1,61 +1,33 @@
 """The colour, pace, garment and scene vocabulary shared by the describers, the query phrasing,
 ActPair's query reading and the demo renderer (its scene objects, conditions and scene facts).
 
-Colour names map to the BGR value the renderer draws; a describer names what it sees with the
-same words (:data:`NAMED_PALETTE` adds two common names the renderer never draws). Paces are
-measured in figure heights per second on the ground, so one rule (:func:`speed_word`) turns an
-image-plane speed into a word for both the renderer's ground truth and the heuristic describer.
+Words only: the renderer's numbers (the BGR of each colour, the pace of each speed word) live
+in ``models.demo.palette``, and the describers measure colours and paces with their own models
+(``models.colour_naming``, ``models.pace_norms``), so they share the words and nothing else.
 """
 from __future__ import annotations
 
-# Clothing colours, BGR. Names are the vocabulary the describer and the queries use.
-COLOURS: dict[str, tuple[int, int, int]] = {
-    "red": (40, 35, 200),
-    "blue": (190, 85, 30),
-    "green": (55, 150, 40),
-    "yellow": (40, 215, 235),
-    "white": (238, 238, 238),
-    "black": (28, 28, 28),
-    "orange": (20, 125, 245),
-    "purple": (135, 40, 125),
-    "grey": (130, 130, 130),
-    "brown": (35, 70, 120),
-}
-# Named clothing colours (BGR) a describer may answer: the renderer's colours plus two common
-# names it does not draw.
-NAMED_PALETTE: dict[str, tuple[int, int, int]] = {
-    **COLOURS,
-    "pink": (180, 130, 240),
-    "beige": (160, 200, 225),
-}
+# Clothing colour words the renderer draws (its BGR values are ``models.demo.palette.COLOURS``).
+CLOTHING_COLOURS = ("red", "blue", "green", "yellow", "white", "black", "orange", "purple", "grey", "brown")
+# Colour words a describer may answer or a text may use: the basic colour terms
+# (``models.colour_naming.TERMS``) and beige, a common clothing word.
+COLOUR_WORDS = ("black", "white", "grey", "red", "orange", "yellow", "green", "blue", "purple", "pink", "brown",
+                "beige")
 
 DIRECTIONS = ("left", "right", "towards", "away", "none")
 # How a query or a rewrite phrases a walking direction.
 DIRECTION_PHRASES = {"left": "to the left", "right": "to the right", "towards": "towards the camera",
                      "away": "away from the camera"}
-# Walking pace, in figure heights per second on the ground (a person ~1.7 m tall walks ~1.3 m/s).
-SPEED_HEIGHTS_PER_S: dict[str, float] = {"slow": 0.35, "normal": 0.7, "fast": 1.25}
-# Motion towards/away from a camera looks slower in the image than the same pace across it.
-DEPTH_FORESHORTENING = 0.3
-
-
-def speed_word(px_per_s: float, height_px: float) -> str:
-    """The pace word for an across-the-camera speed, relative to the figure's height."""
-    if px_per_s <= 0:
-        return "none"
-    rel = px_per_s / max(height_px, 1e-6)
-    if rel < (SPEED_HEIGHTS_PER_S["slow"] + SPEED_HEIGHTS_PER_S["normal"]) / 2:
-        return "slow"
-    if rel < (SPEED_HEIGHTS_PER_S["normal"] + SPEED_HEIGHTS_PER_S["fast"]) / 2:
-        return "normal"
-    return "fast"
+# Pace words, slowest first (how fast each is: ``models.pace_norms`` for the describers,
+# ``models.demo.palette`` for the renderer).
+SPEED_WORDS = ("slow", "normal", "fast")
 
 # How texts name garments (queries, rewrites): a colour before one of these is that part's colour.
 UPPER_GARMENTS = ("top", "shirt", "t-shirt", "tshirt", "jacket", "coat", "sweater", "jumper", "hoodie", "blouse",
                   "vest", "cardigan", "sweatshirt", "parka", "blazer")
 LOWER_GARMENTS = ("trousers", "pants", "jeans", "skirt", "shorts", "leggings", "slacks", "chinos")
 # Colour names as texts spell them (the palette's names and their common variants).
-COLOUR_ALIASES = {**{name: name for name in NAMED_PALETTE}, "gray": "grey"}
+COLOUR_ALIASES = {**{name: name for name in COLOUR_WORDS}, "gray": "grey"}
 # Scene words a query may use for the background (the renderer's backgrounds and their parts,
 # and common places, then the scene context the renderer draws): the scene slot of ActPair's rewrite.
 SCENE_WORDS = ("plaza", "park", "square", "street", "road", "pavement", "sidewalk", "corridor", "hallway", "station",

@@ -42,6 +42,7 @@ import numpy as np
 
 from models.config import PlainConfig
 from models.demo.figures import ground_row
+from models.demo.palette import COLOURS
 from models.demo.renderer import render_scene
 from models.demo.scene import (
     GroundTruth,
@@ -61,7 +62,6 @@ from models.training.snapshot import (
     SnapshotVideo,
 )
 from models.vocabulary import (
-    COLOURS,
     DIRECTION_PHRASES,
     GROUND_PHRASES,
     LIGHT_PHRASES,

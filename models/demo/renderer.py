@@ -76,6 +76,7 @@ from models.demo.figures import (
     paint_lawn,
     rain_streaks,
 )
+from models.demo.palette import COLOURS, DEPTH_FORESHORTENING, SPEED_HEIGHTS_PER_S
 from models.demo.scene import (
     HAIR_COLOURS,
     SKIN_TONES,
@@ -91,13 +92,7 @@ from models.demo.scene import (
     place_objects,
     weather_of,
 )
-from models.vocabulary import (
-    COLOURS,
-    DEPTH_FORESHORTENING,
-    NEAR_NOTHING,
-    NEAR_OBJECTS,
-    SPEED_HEIGHTS_PER_S,
-)
+from models.vocabulary import NEAR_NOTHING, NEAR_OBJECTS
 
 # A nearer person covering at least this fraction of a silhouette makes an "occluded_by" fact.
 OCCLUSION_FACT = 0.3

@@ -20,13 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from models.demo.figures import BACKGROUNDS, ground_row
+from models.demo.palette import COLOURS, SPEED_HEIGHTS_PER_S
 from models.vocabulary import (
-    COLOURS,
     DIRECTIONS,
     NEAR_OBJECTS,
     SCENE_CONDITIONS,
     SCENE_OBJECTS,
-    SPEED_HEIGHTS_PER_S,
     object_name,
 )
 

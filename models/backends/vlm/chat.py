@@ -25,7 +25,7 @@ from models.backends.vlm.base import (
 from models.backends.vlm.prompts import describe_prompt
 from models.facts import InvalidOutput
 from models.media.video import FrameReader, crop_box, draw_target, resize_max
-from models.vocabulary import NAMED_PALETTE
+from models.vocabulary import COLOUR_WORDS
 
 # Boxes listed in the instructions (spread over the trajectory) so the model sees the geometry.
 MAX_LISTED_OBSERVATIONS = 16
@@ -73,7 +73,7 @@ class ChatDescriber:
                 n_frames=n_frames, fps=fps, width=source.width, height=source.height, span=request.span,
                 crop_frames=[int(request.frames[p]) for p in crops], full_frames=[int(request.frames[p]) for p in full],
                 observations=[(int(request.frames[p]), request.boxes[p].tolist()) for p in listed],
-                colour_names=list(NAMED_PALETTE))})
+                colour_names=list(COLOUR_WORDS))})
         finally:
             if own:
                 source.close()

@@ -10,21 +10,23 @@ says only what it measured. Per trajectory it proposes
   video: a static camera shows the background there most of the time) are dropped; when almost
   nothing differs (a person who never moves is part of that median) every pixel of the region is
   kept. The foreground threshold adapts to each crop: a multiple of the median difference
-  beside the box, where the frame shows the background. Each remaining pixel takes the nearest name of a named palette under the CIE94 colour
-  difference with the textile weights (lightness counts half, so shading moves a colour less
-  than a change of hue does); the crop votes for the name that holds the largest share of its
-  pixels. The colour is known when enough crops vote and most of them agree; otherwise it is
+  beside the box, where the frame shows the background. The remaining pixels are white-balanced
+  (grey-world gains of the median background) and each takes a basic colour term: the group of
+  its nearest CSS/X11 colour name under CIEDE2000 (:mod:`models.colour_naming`); the crop votes
+  for the term that holds the largest share of its pixels. The colour is known when enough crops vote and most of them agree; otherwise it is
   reported as unknown (too small, too few readable crops, or no agreement);
 - ``walks`` (left / right / towards / away) and ``speed`` (slow / normal / fast) per moving run,
   ``stands`` ("still") per standing run: the foot point (bottom centre of the box, completed from
-  the typical box size where the box is cut by the frame edge) is differentiated by a local linear
-  fit over ``velocity_window_s``; the ground speed in figure heights per second is
-  ``sqrt(vx^2 + (vy / depth_foreshortening)^2) / box height`` (motion towards or away from the
-  camera moves the foot point less in the image than the same pace across it). Runs shorter than
+  the typical box size where the box is cut by the frame edge) and the box height are
+  differentiated by a local linear fit over ``velocity_window_s``; the ground speed in body
+  heights per second is ``hypot(vx / h, focal * (dh/dt) / h^2)``: across the camera a box height
+  is one body height, and in depth a pinhole camera over a ground plane sees a person at
+  ``focal / h`` heights, ``focal`` from an assumed field of view (``hfov_deg``). Runs shorter than
   ``min_run_s`` are absorbed by their neighbours; a gap in the observations longer than
   ``max_gap_s`` splits the runs and nothing is claimed inside it. The direction is the dominant
   axis of the run's mean velocity (image-relative: "left" is the frame's left), the pace word
-  uses the renderer's thresholds (midpoints of the slow / normal / fast paces in heights per s);
+  comes from walking norms over an adult's height (:mod:`models.pace_norms`: slow below 1.0 m/s,
+  fast from 1.8 m/s);
   "towards" / "away" must agree with the change of box height (a figure walking towards the
   camera grows), or the direction is reported as unknown;
 - ``enters`` / ``leaves`` ("from the left", "to the bottom", ...) when the first / last
@@ -71,15 +73,20 @@ from models.backends.vlm.scene_reading import (
     read_conditions,
     scene_facts,
 )
+from models.colour_naming import TERMS, colour_namer, grey_world_gains
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import InvalidOutput, canonical_json
 from models.media.video import FrameReader
-from models.vocabulary import DEPTH_FORESHORTENING, NAMED_PALETTE, SPEED_HEIGHTS_PER_S
+from models.pace_norms import (
+    FAST_FROM_M_S,
+    SLOW_BELOW_M_S,
+    STANDING_BELOW_M_S,
+    TYPICAL_HFOV_DEG,
+    focal_px,
+    heights_per_s,
+)
 
-RULES_VERSION = "heuristic-v2"                   # v2: ground, light and weather
-
-def _midpoint(a: str, b: str) -> float:
-    return (SPEED_HEIGHTS_PER_S[a] + SPEED_HEIGHTS_PER_S[b]) / 2
+RULES_VERSION = "heuristic-v3"                   # v2: ground, light and weather; v3: basic colour terms, pace norms
 
 
 @dataclass
@@ -110,18 +117,16 @@ class HeuristicDescriberConfig(PlainConfig):
     min_region_pixels: int = 25
     # the crop's vote needs at least this share of the region's pixels on one name
     min_pixel_share: float = 0.35
-    # pixels farther than this (CIE94) from every palette colour match no name
-    max_colour_distance: float = 28.0
+    # grey-world white balance from the median background: gains clipped to [1 / g, g]
+    white_balance_max_gain: float = 1.5
     # at least this many crops must vote for the winning name
     min_colour_votes: int = 2
     # and the winner needs more than this share of the votes cast
     min_vote_share: float = 0.5
-    # named colours as BGR triples; the names are the values of the colour facts
-    palette: dict[str, tuple[int, int, int]] = field(default_factory=lambda: dict(NAMED_PALETTE))
     # width (seconds) of the local linear fit that gives the foot point's velocity
     velocity_window_s: float = 1.0
-    # ground speed (figure heights per second) below which the target stands
-    stand_speed: float = 0.15
+    # ground speed (figure heights per second) below which the target stands (models.pace_norms)
+    stand_speed: float = heights_per_s(STANDING_BELOW_M_S)
     # runs of walking or standing shorter than this (seconds) are absorbed by their neighbours
     min_run_s: float = 0.6
     # an observation gap longer than this (seconds) splits the runs; nothing is claimed inside it
@@ -133,11 +138,13 @@ class HeuristicDescriberConfig(PlainConfig):
     # towards/away also needs the box height to agree (grow towards, shrink away): a change of
     # more than this log-ratio the other way makes the direction unknown
     max_scale_disagreement: float = 0.05
-    # pace words: "slow" below, "fast" from (heights per second); midpoints of the renderer's paces
-    slow_below: float = _midpoint("slow", "normal")
-    fast_from: float = _midpoint("normal", "fast")
-    # image motion towards/away from the camera is this fraction of the same pace across it
-    depth_foreshortening: float = DEPTH_FORESHORTENING
+    # pace words: "slow" below, "fast" from (heights per second): walking norms over an adult's
+    # height (models.pace_norms)
+    slow_below: float = heights_per_s(SLOW_BELOW_M_S)
+    fast_from: float = heights_per_s(FAST_FROM_M_S)
+    # horizontal field of view (degrees) assumed for the camera: depth motion in heights per second
+    # is focal_px * (dh/dt) / h^2 for a box of height h (pinhole camera over a ground plane)
+    hfov_deg: float = TYPICAL_HFOV_DEG
     # a box side within this many pixels of the frame edge touches it
     edge_margin: float = 1.5
     # size words by median box height over frame height: "small" below, "large" from
@@ -150,7 +157,6 @@ class HeuristicDescriberConfig(PlainConfig):
         problems = []
         self.upper_rows = tuple(float(v) for v in self.upper_rows)
         self.lower_rows = tuple(float(v) for v in self.lower_rows)
-        self.palette = {str(k): tuple(int(c) for c in v) for k, v in dict(self.palette).items()}
         for name in ("upper_rows", "lower_rows"):
             a, b = getattr(self, name)
             if not 0.0 <= a < b <= 1.0:
@@ -165,53 +171,20 @@ class HeuristicDescriberConfig(PlainConfig):
             problems.append("min_vote_share must be in [0, 1) and min_pixel_share in (0, 1]")
         if self.min_colour_votes < 1 or self.min_observations < 2:
             problems.append("min_colour_votes must be >= 1 and min_observations >= 2")
-        if len(self.palette) < 2 or not all(len(v) == 3 and all(0 <= c <= 255 for c in v)
-                                             for v in self.palette.values()):
-            problems.append("palette needs at least two names, each a BGR triple in 0..255")
+        if not self.white_balance_max_gain >= 1:
+            problems.append(f"white_balance_max_gain must be >= 1, got {self.white_balance_max_gain}")
         if not 0 < self.slow_below < self.fast_from:
             problems.append(f"need 0 < slow_below < fast_from, got {self.slow_below}, {self.fast_from}")
-        if not 0 < self.depth_foreshortening <= 1:
-            problems.append(f"depth_foreshortening must be in (0, 1], got {self.depth_foreshortening}")
+        if not 10 <= self.hfov_deg <= 170:
+            problems.append(f"hfov_deg must be in [10, 170], got {self.hfov_deg}")
         for name in ("velocity_window_s", "stand_speed", "min_run_s", "max_gap_s", "min_delta_e", "noise_factor",
-                     "max_colour_distance", "min_colour_height"):
+                     "min_colour_height"):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         if not 0 < self.small_below < self.large_from:
             problems.append("need 0 < small_below < large_from")
         if problems:
             raise ValueError("HeuristicDescriberConfig: " + "; ".join(problems))
-
-
-# -- colour --------------------------------------------------------------------------------------
-def cie94_textile(lab: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """CIE94 colour difference (textile weights kL=2, K1=0.048, K2=0.014) of every pixel of
-    ``lab`` [P, 3] from every reference colour [K, 3] -> [P, K]."""
-    lab = np.asarray(lab, np.float32).reshape(-1, 3)
-    ref = np.asarray(reference, np.float32).reshape(-1, 3)
-    dl = ref[None, :, 0] - lab[:, None, 0]                                 # [P, K]
-    c_ref = np.hypot(ref[:, 1], ref[:, 2])                                 # [K]
-    c_pix = np.hypot(lab[:, 1], lab[:, 2])                                 # [P]
-    dc = c_ref[None, :] - c_pix[:, None]                                   # [P, K]
-    da = ref[None, :, 1] - lab[:, None, 1]                                 # [P, K]
-    db = ref[None, :, 2] - lab[:, None, 2]                                 # [P, K]
-    dh2 = np.maximum(da * da + db * db - dc * dc, 0.0)                     # [P, K]
-    sc = 1.0 + 0.048 * c_ref                                               # [K]
-    sh = 1.0 + 0.014 * c_ref                                               # [K]
-    return np.sqrt((dl / 2.0) ** 2 + (dc / sc) ** 2 + dh2 / sh ** 2)       # [P, K]
-
-
-class _Palette:
-    def __init__(self, palette: dict[str, tuple[int, int, int]]):
-        self.names = list(palette)
-        self.lab = bgr_to_lab(np.array([palette[n] for n in self.names], np.uint8))   # [K, 3]
-
-    def shares(self, lab_pixels: np.ndarray, max_distance: float) -> np.ndarray:
-        """[K] share of the pixels whose nearest palette colour is each name (unmatched count in the total)."""
-        dist = cie94_textile(lab_pixels, self.lab)                         # [P, K]
-        nearest = dist.argmin(axis=1)                                      # [P]
-        matched = dist[np.arange(len(nearest)), nearest] <= max_distance   # [P]
-        counts = np.bincount(nearest[matched], minlength=len(self.names))  # [K]
-        return counts / max(len(nearest), 1)
 
 
 # -- the describer -------------------------------------------------------------------------------
@@ -223,7 +196,7 @@ class HeuristicDescriber:
 
     def __init__(self, config: HeuristicDescriberConfig | None = None):
         self.config = config or HeuristicDescriberConfig()
-        self._palette = _Palette(self.config.palette)
+        self._namer = colour_namer()
         self._backgrounds = MedianBackgrounds(self.config.background_frames)
         self.rules_sha256 = hashlib.sha256(canonical_json(
             {"version": RULES_VERSION, "settings": self.config.to_dict()}).encode()).hexdigest()
@@ -288,6 +261,7 @@ class HeuristicDescriber:
         """Per body part: the winning name (or None) and the frames that voted for it (the crops
         tried when there is no winner)."""
         cfg = self.config
+        gains = grey_world_gains(background, cfg.white_balance_max_gain)   # [3] the scene's white balance
         votes: dict[str, list[tuple[int, str]]] = {"upper": [], "lower": []}
         for pos in crops:
             box = request.boxes[pos]
@@ -295,23 +269,22 @@ class HeuristicDescriber:
                 continue
             frame = source.read(int(request.frames[pos]))
             threshold = self._foreground_threshold(frame, background, box)
-            labs, masks = {}, {}
+            pixels_bgr, masks = {}, {}
             for part, (ys, xs) in self._regions(box, source.width, source.height).items():
                 pix = frame[ys, xs]
                 if pix.size == 0:
                     continue
                 lab = bgr_to_lab(pix).reshape(-1, 3)                       # [P, 3]
                 bg = bgr_to_lab(background[ys, xs]).reshape(-1, 3)         # [P, 3]
-                labs[part] = lab
+                pixels_bgr[part] = pix.reshape(-1, 3)                      # [P, 3]
                 masks[part] = np.linalg.norm(lab - bg, axis=1) > threshold  # [P]
-            if not labs:
+            if not pixels_bgr:
                 continue
             total = sum(len(m) for m in masks.values())
             share = sum(int(m.sum()) for m in masks.values()) / max(total, 1)
             keep_all = share < cfg.min_foreground_share
-            for part, lab in labs.items():
-                pixels = lab if keep_all else lab[masks[part]]
-                name = self._read_region(pixels)
+            for part, pix in pixels_bgr.items():
+                name = self._read_region(pix if keep_all else pix[masks[part]], gains)
                 if name is not None:
                     votes[part].append((int(request.frames[pos]), name))
         out = {}
@@ -348,14 +321,15 @@ class HeuristicDescriber:
         noise = float(np.median(np.concatenate(diffs)))
         return float(np.clip(cfg.noise_factor * noise, cfg.min_delta_e, cfg.max_delta_e))
 
-    def _read_region(self, lab_pixels: np.ndarray) -> str | None:
-        """The region's colour name: the palette name holding the largest share of its pixels, if
-        that share is large enough; None for too few pixels or no clear name."""
-        if len(lab_pixels) < self.config.min_region_pixels:
+    def _read_region(self, bgr_pixels: np.ndarray, gains: np.ndarray) -> str | None:
+        """The region's colour name: the basic colour term holding the largest share of its
+        white-balanced pixels (``models.colour_naming``), if that share is large enough; None for
+        too few pixels or no clear name."""
+        if len(bgr_pixels) < self.config.min_region_pixels:
             return None
-        shares = self._palette.shares(lab_pixels, self.config.max_colour_distance)   # [K]
+        shares = self._namer.shares(bgr_pixels, gains)                     # [T]
         best = int(shares.argmax())
-        return self._palette.names[best] if shares[best] >= self.config.min_pixel_share else None
+        return TERMS[best] if shares[best] >= self.config.min_pixel_share else None
 
     # -- motion ----------------------------------------------------------------------------------
     def _foot_points(self, boxes: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -475,6 +449,7 @@ class HeuristicDescriber:
         for item in scene_items:
             add(*item)
         t = frames / fps
+        focal = focal_px(width, cfg.hfov_deg)                             # camera focal length, pixels
         motion_sentences = []
         # stretches between observation gaps longer than max_gap_s
         cuts = np.flatnonzero(np.diff(t) > cfg.max_gap_s) + 1
@@ -488,7 +463,11 @@ class HeuristicDescriber:
             half = cfg.velocity_window_s / 2
             vx = self._local_velocity(ts, xs, half)                        # [n] px/s
             vy = self._local_velocity(ts, ys, half)                        # [n] px/s
-            ground = np.hypot(vx, vy / cfg.depth_foreshortening) / np.maximum(hs, 1.0)   # [n] heights/s
+            vh = self._local_velocity(ts, hs, half)                        # [n] px/s of box height
+            hs1 = np.maximum(hs, 1.0)                                      # [n]
+            across = vx / hs1                                              # [n] heights/s across the camera
+            depth = focal * vh / (hs1 * hs1)                               # [n] heights/s, + towards the camera
+            ground = np.hypot(across, depth)                               # [n] heights/s on the ground
             for r0, r1, moving in self._runs(ground >= cfg.stand_speed, ts, 1.0 / fps):
                 run = idx[r0:r1]
                 ra, rb = int(frames[run[0]]), int(frames[run[-1]]) + 1
@@ -503,11 +482,14 @@ class HeuristicDescriber:
                 h_run = float(np.median(h[run]))
                 mvx = float(np.median(vx[r0:r1]))
                 mvy = float(np.median(vy[r0:r1]))
-                lateral, depth = abs(mvx), abs(mvy) / cfg.depth_foreshortening
-                moved = max(np.ptp(x[run]), np.ptp(y[run]) / cfg.depth_foreshortening) / max(h_run, 1.0)
+                lateral, in_depth = abs(float(np.median(across[r0:r1]))), abs(float(np.median(depth[r0:r1])))
+                # distance covered on the ground, in heights: across from the foot point, in depth
+                # from the box heights (focal / h at each end)
+                depth_moved = focal * abs(1.0 / max(float(h[run[0]]), 1.0) - 1.0 / max(float(h[run[-1]]), 1.0))
+                moved = max(np.ptp(x[run]) / max(h_run, 1.0), depth_moved)
                 if moved < cfg.min_displacement:
                     direction = None
-                elif lateral >= depth:
+                elif lateral >= in_depth:
                     direction = "right" if mvx > 0 else "left"
                 else:
                     direction = "towards" if mvy > 0 else "away"

@@ -16,19 +16,22 @@ The embedded default scoring backend. It reads the query text into *cues* and sc
   rows (the heuristic describer's regions) are read in CIELAB; pixels within
   ``foreground_delta_e`` (CIE76) of the median background (per-pixel median of
   ``background_frames`` frames spread over the video) are dropped unless that leaves less than
-  ``min_foreground_share`` of them. Each pixel takes its nearest palette name under the
-  heuristic describer's CIE94 textile difference (none beyond ``max_colour_distance``); the
-  region's *histogram* is the share of its pixels per name, averaged over the crops. A colour
+  ``min_foreground_share`` of them. The rest are white-balanced (grey-world gains of the median
+  background) and each takes a basic colour term (``models.colour_naming``: the group of its
+  nearest CSS/X11 name under CIEDE2000); the region's *histogram* is the share of its pixels per
+  term, averaged over the crops. A colour
   cue scores ``100 · h[c] / (h[c] + max_{k≠c} h[k])`` (a contest with the strongest rival: 50
   for a tie); unknown when fewer than ``min_colour_share`` of the pixels match any name;
 - motion: the foot point (bottom centre) of the observations wholly in view (all of them when
   fewer than ``min_observations`` are) is differentiated over ``velocity_window_s`` (the
   difference of the first and the last observation in the window); the ground velocity is
-  ``(vx, vy / depth_foreshortening)`` in box heights per second, moving from ``stand_speed``.
+  ``(vx / h, focal · Δ(1/h) / Δt)`` in body heights per second (across: a box height is one body
+  height; in depth: a pinhole camera over a ground plane sees the person at ``focal / h``
+  heights, ``focal`` from ``hfov_deg``), moving from ``stand_speed``.
   ``walks d`` scores ``100 · mean_i moving_i · max(0, cos(v_i, d))`` (right/left: ±x; towards:
   down the frame; away: up); ``speed w`` scores ``100 · mean over moving observations of
-  exp(-½ (ln(|v_i| / pace_w) / pace_tolerance)²)`` with ``pace_w`` from
-  ``models.vocabulary.SPEED_HEIGHTS_PER_S`` (0 when the target never moves); ``stands still``
+  exp(-½ (ln(|v_i| / pace_w) / pace_tolerance)²)`` with ``pace_w`` the word's typical walking
+  speed over an adult's height (``models.pace_norms``; 0 when the target never moves); ``stands still``
   scores ``100 · min(1, longest standing run / min_stand_s)``. Unknown with fewer than
   ``min_observations`` velocities;
 - ground, light and weather: the heuristic describer's measures (``scene_reading``, settings
@@ -69,7 +72,6 @@ from models.backends.vlm.base import (
     clean_observations,
     select_inputs,
 )
-from models.backends.vlm.heuristic import cie94_textile
 from models.backends.vlm.scene_reading import (
     MedianBackgrounds,
     SceneReadingConfig,
@@ -78,13 +80,20 @@ from models.backends.vlm.scene_reading import (
     ground_ab,
 )
 from models.backends.vlm.scoring import AXES, ScoreCounts, ScoreRequest, ScoreResult
+from models.colour_naming import TERMS, colour_namer, grey_world_gains
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import canonical_json
 from models.media.video import FrameReader
+from models.pace_norms import (
+    STANDING_BELOW_M_S,
+    TYPICAL_HFOV_DEG,
+    TYPICAL_PACE_M_S,
+    focal_px,
+    heights_per_s,
+)
 from models.query_reading import read_query
-from models.vocabulary import DEPTH_FORESHORTENING, NAMED_PALETTE, SPEED_HEIGHTS_PER_S
 
-RULES_VERSION = "heuristic-score-v1"
+RULES_VERSION = "heuristic-score-v2"            # v2: basic colour terms, pace norms
 # Query words for the scene the pixels can show: word -> (scene reading, value).
 SCENE_CUES: dict[str, tuple[str, str]] = {
     "grass": ("ground", "grass"), "lawn": ("ground", "grass"),
@@ -96,7 +105,7 @@ SCENE_CUES: dict[str, tuple[str, str]] = {
 # The axis of each cue the query reading gives.
 CUE_AXES = {"upper_colour": "appearance", "lower_colour": "appearance", "walks": "action", "speed": "action",
             "stands": "action", "ground": "scene", "weather": "scene", "light": "scene"}
-# Ground-plane directions of the walking words, in (x, y / foreshortening) image terms.
+# Ground-plane directions of the walking words: (across the camera, towards it).
 DIRECTION_VECTORS = {"right": (1.0, 0.0), "left": (-1.0, 0.0), "towards": (0.0, 1.0), "away": (0.0, -1.0)}
 _WORD = re.compile(r"[a-z]+")
 
@@ -124,18 +133,17 @@ class HeuristicScorerConfig(PlainConfig):
     foreground_delta_e: float = 12.0
     # below this foreground share of a crop's regions every pixel is kept (the background holds the target)
     min_foreground_share: float = 0.12
-    # pixels farther than this (CIE94) from every palette colour match no name
-    max_colour_distance: float = 28.0
+    # grey-world white balance from the median background: gains clipped to [1 / g, g]
+    white_balance_max_gain: float = 1.5
     # a region whose matched pixels are fewer than this share cannot be read
     min_colour_share: float = 0.05
-    # named colours as BGR triples (the names queries use)
-    palette: dict[str, tuple[int, int, int]] = field(default_factory=lambda: dict(NAMED_PALETTE))
     # width (seconds) of the window the foot point's velocity is taken over
     velocity_window_s: float = 1.0
-    # ground speed (figure heights per second) from which the target moves
-    stand_speed: float = 0.15
-    # image motion towards/away from the camera is this fraction of the same pace across it
-    depth_foreshortening: float = DEPTH_FORESHORTENING
+    # ground speed (figure heights per second) from which the target moves (models.pace_norms)
+    stand_speed: float = heights_per_s(STANDING_BELOW_M_S)
+    # horizontal field of view (degrees) assumed for the camera: depth motion in heights per second
+    # is focal_px * (dh/dt) / h^2 for a box of height h (pinhole camera over a ground plane)
+    hfov_deg: float = TYPICAL_HFOV_DEG
     # fewer velocities than this: the motion cues are unknown
     min_observations: int = 4
     # a standing run this long (seconds) fully supports "stands still"
@@ -159,7 +167,6 @@ class HeuristicScorerConfig(PlainConfig):
     def __post_init__(self) -> None:
         self.upper_rows = tuple(float(v) for v in self.upper_rows)
         self.lower_rows = tuple(float(v) for v in self.lower_rows)
-        self.palette = {str(k): tuple(int(c) for c in v) for k, v in self.palette.items()}
         problems = []
         for name in ("max_crops", "background_frames", "min_observations", "cache_size"):
             if getattr(self, name) < 1:
@@ -172,17 +179,17 @@ class HeuristicScorerConfig(PlainConfig):
                 problems.append(f"{name} must be 0 <= start < end <= 1, got {getattr(self, name)}")
         if not 0 < self.column_fraction <= 1:
             problems.append("column_fraction must be in (0, 1]")
-        for name in ("min_colour_height", "foreground_delta_e", "max_colour_distance", "velocity_window_s",
+        for name in ("min_colour_height", "foreground_delta_e", "velocity_window_s",
                      "stand_speed", "min_stand_s", "pace_tolerance", "max_gap_s"):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("min_foreground_share", "min_colour_share"):
             if not 0 <= getattr(self, name) < 1:
                 problems.append(f"{name} must be in [0, 1)")
-        if not 0 < self.depth_foreshortening <= 1:
-            problems.append("depth_foreshortening must be in (0, 1]")
-        if not self.palette or any(len(v) != 3 or not all(0 <= c <= 255 for c in v) for v in self.palette.values()):
-            problems.append("palette must map names to BGR triples in 0..255")
+        if not 10 <= self.hfov_deg <= 170:
+            problems.append("hfov_deg must be in [10, 170]")
+        if not self.white_balance_max_gain >= 1:
+            problems.append("white_balance_max_gain must be >= 1")
         for name in ("unmentioned_score", "unknown_score"):
             if not 0 <= getattr(self, name) <= 100:
                 problems.append(f"{name} must be in [0, 100]")
@@ -196,7 +203,7 @@ class HeuristicScorerConfig(PlainConfig):
 class TrackReading:
     """The query-independent measurements of one trajectory."""
 
-    colours: dict                                # "upper" / "lower" -> [K] pixel share per palette name (None: unread)
+    colours: dict                                # "upper" / "lower" -> [T] pixel share per basic colour term (None: unread)
     speed: np.ndarray                            # [M] ground speed, box heights per second (NaN: no velocity)
     heading: np.ndarray                          # [M, 2] unit ground-velocity direction (0 where standing or unknown)
     standing_s: float                            # longest standing run, seconds
@@ -223,8 +230,8 @@ class HeuristicPixelScorer:
     def __init__(self, config: HeuristicScorerConfig | None = None):
         self.config = config or HeuristicScorerConfig()
         self.counts = ScoreCounts()
-        self.names = list(self.config.palette)
-        self.palette_lab = bgr_to_lab(np.array([self.config.palette[n] for n in self.names], np.uint8))   # [K, 3]
+        self.names = list(TERMS)
+        self._namer = colour_namer()
         self.rules_sha256 = hashlib.sha256(canonical_json(
             {"version": RULES_VERSION, "settings": self.config.to_dict()}).encode()).hexdigest()
         self._backgrounds = MedianBackgrounds(self.config.background_frames)
@@ -292,8 +299,9 @@ class HeuristicPixelScorer:
         check_against_video(track, int(source.frame_count), width, height)
         fps = float(request.fps or source.fps)
         crops, full = select_inputs(track, width, height, min_crop_height=cfg.min_colour_height)
-        _, bg_frames, background_lab = self._backgrounds.get(request.video_path, source)   # [H, W, 3]
-        colours = self._colours(track, source, crops, background_lab)
+        background, bg_frames, background_lab = self._backgrounds.get(request.video_path, source)   # [H, W, 3]
+        colours = self._colours(track, source, crops, background_lab,
+                                grey_world_gains(background, cfg.white_balance_max_gain))
         speed, heading, standing_s = self._motion(track, fps, width, height)
         grass, pavement = self._ground(track.boxes, background_lab)
         light, rain = condition_measures([bgr_to_lab(source.read(int(track.frames[p]))) for p in full],
@@ -304,8 +312,9 @@ class HeuristicPixelScorer:
                             full_frames=[int(track.frames[p]) for p in full], context_frames=bg_frames)
 
     def _colours(self, track: DescribeRequest, source: FrameSource, crops: list[int],
-                 background_lab: np.ndarray) -> dict:
-        """Per body part, the palette histogram averaged over the readable crops (None: none)."""
+                 background_lab: np.ndarray, gains: np.ndarray) -> dict:
+        """Per body part, the basic-term histogram of the white-balanced pixels (``gains`` [3]),
+        averaged over the readable crops (None: none)."""
         cfg = self.config
         width, height = int(source.width), int(source.height)
         hists: dict[str, list[np.ndarray]] = {"upper": [], "lower": []}
@@ -317,7 +326,7 @@ class HeuristicPixelScorer:
             half = (x2 - x1) * cfg.column_fraction / 2
             cx = (x1 + x2) / 2
             xs = slice(max(0, round(cx - half)), min(width, round(cx + half)))
-            labs, fgs = {}, {}
+            labs, pix, fgs = {}, {}, {}
             for part, (r0, r1) in (("upper", cfg.upper_rows), ("lower", cfg.lower_rows)):
                 ys = slice(max(0, round(y1 + r0 * (y2 - y1))), min(height, round(y1 + r1 * (y2 - y1))))
                 lab = bgr_to_lab(frame[ys, xs]).reshape(-1, 3)                   # [P, 3]
@@ -325,17 +334,15 @@ class HeuristicPixelScorer:
                     continue
                 bg = background_lab[ys, xs].reshape(-1, 3)                       # [P, 3]
                 labs[part] = lab
+                pix[part] = frame[ys, xs].reshape(-1, 3)                         # [P, 3] BGR
                 fgs[part] = np.linalg.norm(lab - bg, axis=1) > cfg.foreground_delta_e   # [P]
             total = sum(len(m) for m in fgs.values())
             keep_all = sum(int(m.sum()) for m in fgs.values()) < cfg.min_foreground_share * max(total, 1)
-            for part, lab in labs.items():
-                pixels = lab if keep_all else lab[fgs[part]]                     # [P', 3]
+            for part in labs:
+                pixels = pix[part] if keep_all else pix[part][fgs[part]]         # [P', 3]
                 if len(pixels) == 0:
                     continue
-                dist = cie94_textile(pixels, self.palette_lab)                   # [P', K]
-                nearest = dist.argmin(axis=1)                                    # [P']
-                matched = dist[np.arange(len(nearest)), nearest] <= cfg.max_colour_distance   # [P']
-                hists[part].append(np.bincount(nearest[matched], minlength=len(self.names)) / len(nearest))
+                hists[part].append(self._namer.shares(pixels, gains))            # [T]
         return {part: np.mean(h, axis=0) if h else None for part, h in hists.items()}
 
     def _motion(self, track: DescribeRequest, fps: float, width: int, height: int
@@ -347,7 +354,7 @@ class HeuristicPixelScorer:
         use = clean if len(clean) >= cfg.min_observations else np.arange(len(track.frames))
         b = track.boxes[use]                                                     # [M, 4]
         t = track.frames[use] / fps                                              # [M] seconds
-        x, y, h = (b[:, 0] + b[:, 2]) / 2, b[:, 3], np.maximum(b[:, 3] - b[:, 1], 1.0)   # [M] each
+        x, h = (b[:, 0] + b[:, 2]) / 2, np.maximum(b[:, 3] - b[:, 1], 1.0)      # [M] each
         half = cfg.velocity_window_s / 2
         lo = np.searchsorted(t, t - half - 1e-9, side="left")                    # [M] first in the window
         hi = np.searchsorted(t, t + half + 1e-9, side="right") - 1               # [M] last in the window
@@ -355,7 +362,9 @@ class HeuristicPixelScorer:
         ok = dt >= min(half, 2.0 / fps) - 1e-9                                   # [M] a window with a span
         safe = np.where(ok, dt, 1.0)
         gx = np.where(ok, (x[hi] - x[lo]) / safe, np.nan) / h                    # [M] heights/s across
-        gy = np.where(ok, (y[hi] - y[lo]) / safe, np.nan) / h / cfg.depth_foreshortening   # [M] along depth
+        # depth: a pinhole camera over a ground plane sees the person at focal / h heights
+        focal = focal_px(width, cfg.hfov_deg)
+        gy = np.where(ok, focal * (1.0 / h[lo] - 1.0 / h[hi]) / safe, np.nan)  # [M] heights/s, + towards
         speed = np.hypot(gx, gy)                                                 # [M], NaN where unknown
         moving = np.nan_to_num(speed, nan=0.0) >= cfg.stand_speed                # [M]
         heading = np.where(moving[:, None], np.stack([gx, gy], 1) / np.where(moving, speed, 1.0)[:, None], 0.0)
@@ -403,7 +412,7 @@ class HeuristicPixelScorer:
                 return None
             return 100.0 * float(np.clip(r.heading[known] @ np.array(d), 0.0, None).mean())
         if cue == "speed":
-            pace = SPEED_HEIGHTS_PER_S.get(value)
+            pace = heights_per_s(TYPICAL_PACE_M_S[value]) if value in TYPICAL_PACE_M_S else None
             moving = known & (np.nan_to_num(r.speed) >= cfg.stand_speed)
             if pace is None:
                 return None

@@ -1,0 +1,127 @@
+"""The describer and the pixel scorer look at pixels and boxes: they neither import the synthetic
+world's numeric tables (the renderer's palette, paces and foreshortening) nor share a number with
+them, and on a clip already rendered their outputs stay the same when those tables change."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.backends.vlm import DescribeRequest, ScoreRequest
+from models.backends.vlm.heuristic import HeuristicDescriber
+from models.backends.vlm.heuristic_scorer import HeuristicPixelScorer
+from models.demo import palette as world
+from models.demo.describe_eval import truth_track
+from models.demo.renderer import render_scene
+from models.demo.scene import PersonSpec, SceneSpec
+from models.pace_norms import TYPICAL_PACE_M_S, heights_per_s
+
+REPO = Path(__file__).resolve().parents[2]
+# Model-side code: none of it may read the world's tables.
+MODEL_SIDE = ["models/backends", "models/retrievers", "models/training", "models/curation", "models/experiments",
+              *[str(p.relative_to(REPO)) for p in sorted((REPO / "models").glob("*.py"))]]
+DESCRIBER_MODULES = ["models.backends.vlm.heuristic", "models.backends.vlm.heuristic_scorer",
+                     "models.backends.vlm.chat", "models.backends.vlm.scene_reading"]
+QUERIES = ["a person in a red top walking to the right", "someone in blue trousers walking slowly",
+           "a person in a white shirt walking fast towards the camera", "a person standing still on the grass"]
+
+
+def _model_side_files() -> list[Path]:
+    out = []
+    for entry in MODEL_SIDE:
+        path = REPO / entry
+        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return out
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def test_model_side_code_imports_nothing_of_the_world():
+    offenders = {str(p.relative_to(REPO)): sorted(m for m in _imported_modules(p) if m.startswith("models.demo"))
+                 for p in _model_side_files()}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_describers_do_not_load_the_world_tables():
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in DESCRIBER_MODULES)
+            + "print(sorted(m for m in sys.modules if m.startswith('models.demo')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _world_numbers() -> set[float]:
+    numbers = {float(v) for v in world.SPEED_HEIGHTS_PER_S.values()} | {float(world.DEPTH_FORESHORTENING)}
+    return numbers | {float(v) for bgr in world.COLOURS.values() for v in bgr if v not in (0, 255)}
+
+
+def test_no_model_side_module_shares_a_number_with_the_world_tables():
+    # the palette's BGR triples nowhere on the model side; the paces and the foreshortening not in
+    # the modules that say how fast people walk or what colour they wear
+    paces = {float(v) for v in world.SPEED_HEIGHTS_PER_S.values()} | {float(world.DEPTH_FORESHORTENING)}
+    triples = {tuple(v) for v in world.COLOURS.values()}
+    found = {}
+    for path in _model_side_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
+                if tuple(e.value for e in node.elts) in triples:
+                    found.setdefault(path.name, []).append(tuple(e.value for e in node.elts))
+    for path in (REPO / "models/colour_naming.py", REPO / "models/pace_norms.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, float) and node.value in paces:
+                found.setdefault(path.name, []).append(node.value)
+    assert found == {}
+    # and the paces the describer and the scorer use are not the world's
+    describer, scorer = HeuristicDescriber().config, HeuristicPixelScorer().config
+    used = {describer.slow_below, describer.fast_from, describer.stand_speed, scorer.stand_speed,
+            *(heights_per_s(v) for v in TYPICAL_PACE_M_S.values())}
+    assert used.isdisjoint(_world_numbers())
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    spec = SceneSpec(name="fixed", width=320, height=180, fps=12, n_frames=48, seed=11, background="park",
+                     people=[PersonSpec("red", "blue", "right", start=(40, 160), height=90, speed="normal"),
+                             PersonSpec("white", "black", "towards", start=(230, 110), height=60, speed="fast"),
+                             PersonSpec("yellow", "grey", "none", start=(150, 150), height=80)])
+    path = tmp_path_factory.mktemp("world") / "fixed.mp4"
+    gt = render_scene(spec, path)
+    return path, [truth_track(p) for p in gt.people]
+
+
+def _outputs(path: Path, tracks) -> list:
+    describer, scorer = HeuristicDescriber(), HeuristicPixelScorer()
+    out = []
+    for frames, boxes in tracks:
+        d = describer.describe(DescribeRequest(str(path), frames, boxes))
+        out.append((d.prompt_sha256, [(f.name, f.value, f.known, f.start_frame, f.end_frame) for f in d.description.facts]))
+        for q in QUERIES:
+            r = scorer.score(ScoreRequest(q, str(path), frames, boxes))
+            out.append((r.prompt_sha256, round(r.log_p_yes, 9), r.details["cues"]))
+    return out
+
+
+def test_outputs_on_a_rendered_clip_do_not_depend_on_the_world_tables(clip, monkeypatch):
+    path, tracks = clip
+    before = _outputs(path, tracks)
+    rng = np.random.default_rng(0)
+    for name in list(world.COLOURS):
+        monkeypatch.setitem(world.COLOURS, name, tuple(int(v) for v in rng.integers(0, 256, 3)))
+    for name in list(world.SPEED_HEIGHTS_PER_S):
+        monkeypatch.setitem(world.SPEED_HEIGHTS_PER_S, name, world.SPEED_HEIGHTS_PER_S[name] * 2.7)
+    monkeypatch.setattr(world, "DEPTH_FORESHORTENING", 0.85)
+    after = _outputs(path, tracks)
+    assert after == before
+    assert any(facts for _, facts in before[::len(QUERIES) + 1])     # the clip was described at all
