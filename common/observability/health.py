@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.storage import default_storage
 from django.db import connections
+
+from common.storage import store
 
 _pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix="readyz")
 
@@ -58,11 +59,12 @@ def broker_check() -> None:
 
 
 def storage_check() -> None:
-    """The var folder is writable, and the default storage answers (an existence query for a name
-    that is never written: on object storage, one HEAD request)."""
+    """The var folder is writable, and the platform's store (``common.storage``: the media folder, or
+    the bucket of ``TRAJLAB_STORAGE_URL``) answers an existence query for a name never written: on
+    object storage, one HEAD request with the deployment's credentials."""
     if not os.access(settings.VAR_DIR, os.W_OK):
         raise OSError(f"the var folder {settings.VAR_DIR} cannot be written")
-    default_storage.exists(f"readyz/{uuid.uuid4().hex}")
+    store().exists(f"readyz/{uuid.uuid4().hex}")
 
 
 CHECKS: dict[str, Callable[[], None]] = {
