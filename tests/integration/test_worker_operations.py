@@ -13,7 +13,12 @@ import pytest
 
 from common.models import Job
 from tests.conftest import write_video
-from tests.integration.test_worker import _purge_queues, _require_production_mode, _wait_for, start_worker
+from tests.integration.test_worker import (
+    _purge_queues,
+    _require_production_mode,
+    _wait_for,
+    start_worker,
+)
 from tests.processes import stop_process_group
 from trajectories.models import ProposalRun, Trajectory
 from trajectories.services.ingestion import video_import
