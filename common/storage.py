@@ -88,6 +88,7 @@ class ObjectStore:
     def local_path(self, key: str, *, sha256: str | None = None,
                    verify: Callable[[Path], str] | None = None) -> Path: ...
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str: ...
+    def download(self, key: str, dest: Path) -> None: ...
 
     def name(self, key: str) -> str:
         return f"{self.url.rstrip('/')}/{clean_key(key)}"
@@ -162,6 +163,12 @@ class LocalStore(ObjectStore):
 
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str:
         return self.path(key).as_uri()
+
+    def download(self, key: str, dest: Path) -> None:
+        try:
+            shutil.copyfile(self.path(key), dest)
+        except FileNotFoundError:
+            raise _missing(self.name(key)) from None
 
 
 def _missing(name: str) -> StorageError:
@@ -332,6 +339,15 @@ class BucketStore(ObjectStore):
             if got != sha256:
                 raise checksum_mismatch(self.name(key), sha256, got)
 
+    def download(self, key: str, dest: Path) -> None:
+        """The object into the local file ``dest`` (not cached), checked against its recorded checksum."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._download(key, dest, sha256=None)
+        except BaseException:
+            Path(dest).unlink(missing_ok=True)
+            raise
+
     def _download(self, key: str, dest: Path, *, sha256: str | None) -> None:
         obj = self._object(key)
         self._call(key, lambda: obj.download_file(str(dest)))
@@ -421,9 +437,11 @@ _stores: dict[tuple, ObjectStore] = {}
 
 
 def _settings_key() -> tuple:
-    return (settings.TRAJLAB_STORAGE_URL, str(settings.MEDIA_ROOT), settings.AWS_S3_ENDPOINT_URL,
-            settings.AWS_ACCESS_KEY_ID, settings.AWS_SECRET_ACCESS_KEY, settings.AWS_DEFAULT_REGION,
-            str(settings.TRAJLAB_STORAGE_CACHE_DIR), settings.TRAJLAB_STORAGE_CACHE_MB)
+    if not settings.TRAJLAB_STORAGE_URL:
+        return ("", str(settings.MEDIA_ROOT))
+    return (settings.TRAJLAB_STORAGE_URL, settings.AWS_S3_ENDPOINT_URL, settings.AWS_ACCESS_KEY_ID,
+            settings.AWS_SECRET_ACCESS_KEY, settings.AWS_DEFAULT_REGION, str(settings.TRAJLAB_STORAGE_CACHE_DIR),
+            settings.TRAJLAB_STORAGE_CACHE_MB)
 
 
 def store() -> ObjectStore:

@@ -106,11 +106,13 @@ def wait_ready(server: S3Server, timeout: float = START_TIMEOUT_S) -> None:
     raise RuntimeError(f"the S3 server at {server.endpoint} did not answer in {timeout:.0f} s: {last}")
 
 
-def start_weed(var_dir: Path, *, ports: list[int] | None = None) -> S3Server:
-    """Start a SeaweedFS server (master, volume, filer, S3) in ``var_dir/seaweedfs``."""
+def start_weed(var_dir: Path, *, ports: list[int] | None = None, fresh: bool = True) -> S3Server:
+    """Start a SeaweedFS server (master, volume, filer, S3) in ``var_dir/seaweedfs``; ``fresh``
+    empties that folder first (no buckets of an earlier session), otherwise the data stays."""
     data = var_dir / "seaweedfs"
-    shutil.rmtree(data, ignore_errors=True)   # a fresh server each session: no buckets of earlier ones
-    data.mkdir(parents=True)
+    if fresh:
+        shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True, exist_ok=True)
     config = data / "s3.json"
     config.write_text(json.dumps(s3_config()))
     ports = ports or free_ports(8)

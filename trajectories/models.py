@@ -7,6 +7,8 @@ lengths agree with ``n_obs`` and that the frame span can hold them.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from django.conf import settings
 from django.db import models
@@ -15,6 +17,8 @@ from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
 from common.models import QueuedRun, RunStatus
+from common.storage import store
+from models.media.video import content_sha256
 
 
 class Split(models.TextChoices):
@@ -107,8 +111,11 @@ class Video(models.Model):
         return self.split_group.split
 
     @property
-    def abspath(self):
-        return settings.MEDIA_ROOT / self.path
+    def abspath(self) -> Path:
+        """A local file (or frame folder) OpenCV can open: ``path`` is a storage key
+        (``common.storage``), the file itself under ``MEDIA_ROOT`` on local disk, or the object
+        fetched once into this host's read-through cache and checked against ``content_sha256``."""
+        return store().local_path(self.path, sha256=self.content_sha256, verify=content_sha256)
 
 
 class ProposalConfig(models.Model):

@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import RunOutcome, run_enqueue, run_execute
 from common.jobs.services import job_create
 from common.models import Job
+from common.storage import StorageError, store
 from common.text import checked_text
 from models.backends.tracking.base import TrackProposal
 from models.media.trajectory_ops import (
@@ -180,12 +180,13 @@ def track_import_execute(*, run_id: int, echo=None) -> ProposalRun:
 def _appearances(video: Video, proposals: list[TrackProposal], progress) -> list[np.ndarray] | None:
     """Appearance descriptors for duplicate proposals, read from the video's frames (as a tracker's
     run has them), each frame decoded once; ``None`` when the video's media cannot be read here."""
-    if not video.abspath.exists():
-        return None
     try:
-        reader = FrameReader(video.abspath, fps=video.fps, frame_count=video.frame_count, cache_frames=8,
+        media = video.abspath
+        if not media.exists():
+            return None
+        reader = FrameReader(media, fps=video.fps, frame_count=video.frame_count, cache_frames=8,
                              seekable=video.seekable)
-    except VideoError as exc:
+    except (VideoError, StorageError) as exc:
         logger.warning("video %s: no appearance descriptors for the import (%s)", video.pk, exc)
         return None
     try:
@@ -268,15 +269,13 @@ def imported_video_discard(*, brought: list) -> None:
         if isinstance(record, Video):
             if ProposalRun.objects.filter(video=record).exists():
                 return
-            media = record.abspath
+            objects = store()
             record.delete()
-            if media.is_dir():
-                shutil.rmtree(media, ignore_errors=True)
-            else:
-                media.unlink(missing_ok=True)
-            try:
-                media.parent.rmdir()      # its shard folder (videos/<2 hex>/), when nothing else is in it
-            except OSError:
-                pass
+            objects.delete(record.path)
+            if not objects.remote:
+                try:
+                    objects.local_path(record.path).parent.rmdir()  # its shard folder (videos/<2 hex>/), if empty
+                except OSError:
+                    pass
         elif not record.videos.exists():
             record.delete()

@@ -12,7 +12,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from celery import current_app
 from django.conf import settings
@@ -23,6 +23,7 @@ from common.jobs.heartbeat import JobHeartbeat
 from common.jobs.services import job_create, job_fail, job_start, job_succeed
 from common.models import Job
 from common.reach import import_roots, path_within
+from common.storage import ObjectStore, StorageError, store
 from models.media.video import VideoError, VideoInfo, content_sha256, list_frame_files, probe_video
 from trajectories.models import Source, SplitGroup, Video
 
@@ -90,21 +91,19 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
         return ImportResult(existing, False)
 
     rel = _media_dest(sha, info.kind, path.suffix.lower())
+    objects = store()
+    if objects.remote:
+        return _import_to_bucket(objects, path, rel, info=info, sha=sha, move=move,
+                                 row=dict(source=source, split_group=split_group, name=name, created_by=created_by,
+                                          metadata=metadata))
     dest = settings.MEDIA_ROOT / rel
     tmp = settings.MEDIA_ROOT / "tmp" / f"import-{uuid.uuid4().hex}{path.suffix.lower() if info.kind == 'file' else ''}"
     size = _copy_or_move(path, tmp, move=move)
     placed = False  # whether this call put a file at dest (only then may it remove it)
     try:
         with transaction.atomic():
-            video = Video.objects.create(
-                source=source_get_or_create(name=source),
-                split_group=split_group_get_or_create(name=split_group),
-                name=name,
-                kind=info.kind, path=str(rel), content_sha256=sha, size_bytes=size,
-                fps=info.fps, frame_count=info.frame_count, width=info.width, height=info.height,
-                duration_s=info.duration_s, codec=info.codec[:32], seekable=info.seekable, created_by=created_by,
-                metadata=metadata or {},
-            )
+            video = _video_create(rel, info=info, sha=sha, size=size, source=source, split_group=split_group,
+                                  name=name, created_by=created_by, metadata=metadata)
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, dest)  # atomic on one filesystem; undone below if the commit fails
             placed = True
@@ -118,6 +117,45 @@ def video_import(*, path: str | os.PathLike, source: str, split_group: str | Non
         if placed:
             _remove(dest)
         raise
+    return ImportResult(video, True)
+
+
+def _video_create(rel: Path, *, info: VideoInfo, sha: str, size: int, source: str, split_group: str, name: str,
+                  created_by, metadata: dict | None) -> Video:
+    return Video.objects.create(
+        source=source_get_or_create(name=source),
+        split_group=split_group_get_or_create(name=split_group),
+        name=name,
+        kind=info.kind, path=rel.as_posix(), content_sha256=sha, size_bytes=size,
+        fps=info.fps, frame_count=info.frame_count, width=info.width, height=info.height,
+        duration_s=info.duration_s, codec=info.codec[:32], seekable=info.seekable, created_by=created_by,
+        metadata=metadata or {},
+    )
+
+
+def _import_to_bucket(objects: ObjectStore, path: Path, rel: Path, *, info: VideoInfo, sha: str, move: bool,
+                      row: dict) -> ImportResult:
+    """The object store's half of :func:`video_import`: the media is written first (an object
+    appears only once complete), the row after; a failed upload leaves no row, and a row that
+    cannot be written takes its new object away again, so no record names a missing object."""
+    key = rel.as_posix()
+    if info.kind == Video.Kind.FILE:
+        size = objects.put_file(key, path).size
+    else:
+        size = objects.put_folder(key, list_frame_files(path))
+    try:
+        with transaction.atomic():
+            video = _video_create(rel, info=info, sha=sha, size=size, **row)
+    except IntegrityError:
+        # A concurrent import of the same content won: the object (same key, same bytes) is theirs.
+        return ImportResult(Video.objects.get(content_sha256=sha), False)
+    except BaseException:
+        if not Video.objects.filter(path=key).exists():
+            objects.delete(key)
+        raise
+    if move:
+        _remove(path)
+    logger.info("imported %s as video %s (%s)", path.name, video.pk, objects.name(key))
     return ImportResult(video, True)
 
 
@@ -209,15 +247,19 @@ def video_upload_import(*, uploaded_file, source: str, split_group: str | None =
         if uploaded_file.size <= settings.TRAJLAB_SYNC_IMPORT_BYTES:
             return UploadResult(result=video_import(path=staging, created_by=created_by, move=True,
                                                     roots=import_roots(), **params))
+        key = staging.relative_to(settings.MEDIA_ROOT).as_posix()
+        objects = store()
+        if objects.remote:    # the worker that imports it may run on another host
+            objects.put_file(key, staging)
         with transaction.atomic():
             job = job_create(kind="video_import", queue="cpu", created_by=created_by,
-                             params={**params, "staging": str(staging.relative_to(settings.MEDIA_ROOT))})
+                             params={**params, "staging": key})
             # A bare job (no run row): its task is sent by name, as runs are (``run_enqueue``).
             transaction.on_commit(lambda: current_app.send_task(VIDEO_IMPORT_TASK, args=[job.pk], queue="cpu"))
         queued = True
         return UploadResult(job=job)
     finally:
-        if not queued:
+        if not queued or store().remote:
             _remove(staging_dir)
 
 
@@ -229,17 +271,31 @@ def video_import_job_execute(*, job_id: int) -> Job:
         return job
     job = job_start(job=job)
     params = dict(job.params)
-    staging = settings.MEDIA_ROOT / params.pop("staging")
+    key = params.pop("staging")
+    objects = store()
+    # A staged upload is a storage key: on local disk the file itself, from a bucket copied here first.
+    staging = (settings.MEDIA_ROOT / "tmp" / f"job-{job.pk}-{uuid.uuid4().hex}" / PurePosixPath(key).name
+               if objects.remote else settings.MEDIA_ROOT / key)
     user = job.created_by
     try:
+        if objects.remote:
+            try:
+                objects.download(key, staging)
+            except StorageError as exc:
+                if exc.code != "object_missing":
+                    raise
         if not staging.exists():
             raise ApplicationError(f"the staged upload {staging.name} is gone; upload it again",
                                    code="staging_missing")
         with JobHeartbeat(job):
             result = video_import(path=staging, created_by=user, move=True, roots=import_roots(), **params)
     except ApplicationError as exc:
-        return job_fail(job=job, error=exc.message)
+        job = job_fail(job=job, error=exc.message)
+    else:
+        job = job_succeed(job=job, result={"video": result.video.pk, "created": result.created},
+                          message=f"{'imported' if result.created else 'already had'} video #{result.video.pk}")
     finally:
         _remove(staging.parent)
-    return job_succeed(job=job, result={"video": result.video.pk, "created": result.created},
-                       message=f"{'imported' if result.created else 'already had'} video #{result.video.pk}")
+    if objects.remote:      # the job is over either way: its staged object goes
+        objects.delete(key)
+    return job
