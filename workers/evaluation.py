@@ -29,6 +29,7 @@ from common.registry import folders_resolve, refuse_locations
 from models.retrievers.pipeline import PipelineSetup
 from models.training.evaluation import evaluate_rows, random_baseline
 from models.training.trainer import build_model, load_model
+from workers.answer_guard import reranker_proposer_check, smoke_stamp
 from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve, pipeline_sha256
@@ -66,6 +67,10 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
     more = fused_run_stamps(snapshot, stored_pipeline.get("fuse_runs") or [], allow_train_split=allow_train_split,
                             allow_incomplete=allow_incomplete)
     stamps += [s for s in more if s not in stamps]
+    reranker_proposer_check(snapshot, stored_pipeline)
+    smoke = smoke_stamp(snapshot, stored_pipeline)
+    if smoke is not None and smoke not in stamps:
+        stamps.append(smoke)
     stored: dict = {}
     if kind == EvaluationRun.Kind.TRAINED:
         if training_run is None:

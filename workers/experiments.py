@@ -48,6 +48,7 @@ from models.experiments.table import (
     request_counts,
     table_csv,
 )
+from workers.answer_guard import answer_stamps
 from workers.evaluation import evaluation_pipeline_validate, evaluation_run_create, fused_run_stamps
 from workers.models import EvaluationRun, Experiment, ExperimentCell, RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve
@@ -116,6 +117,7 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
     fused = sorted({r for *_, pipeline in cells for r in (pipeline or {}).get("fuse_runs") or []})
     stamps += [s for s in fused_run_stamps(eval_snapshot, fused, allow_train_split=allow_train_split,
                                            allow_incomplete=allow_incomplete) if s not in stamps]
+    stamps += [s for s in answer_stamps(eval_snapshot, [p for *_, p in cells]) if s not in stamps]
     preset = grid.get("preset") or ""
     with transaction.atomic():
         experiment = Experiment.objects.create(

@@ -72,6 +72,7 @@ from models.retrievers.rerank import pivot_promote, top_positions
 from models.training.evaluation import embed_snapshot
 from models.training.index import FORMAT, GalleryRanker, IndexConfig, TrajectoryIndex, served_config
 from models.training.trainer import CheckpointIncompatible, load_model
+from workers.answer_guard import reranker_proposer_check
 from workers.folders import feature_cache_dir
 from workers.models import RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve
@@ -376,6 +377,7 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
     if snapshot is None:
         snapshot = run.eval_snapshot if run.eval_snapshot_id else run.snapshot
     _sealed(snapshot)
+    reranker_proposer_check(snapshot, record)
     timing: dict[str, float] = {}
 
     tick = time.perf_counter()

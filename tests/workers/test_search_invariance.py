@@ -71,7 +71,9 @@ def _catalogue(data: RelationSnapshotData, annotators) -> dict[int, Description]
         video = video_factory(split=data.split, width=v.width, height=v.height, frame_count=v.n_frames, fps=v.fps)
         run = run_factory(video=video)
         run_of[v.id] = (video, run, CandidatePool.objects.create(video=video, version=1, run=run))
-    model_run = DescriptionRun.objects.create(backend={"name": "heuristic"}, prompt_version="fixture",
+    # proposed by another backend than the heuristic comparator the search reranks with: a reranker
+    # that is the proposer is refused (workers.answer_guard)
+    model_run = DescriptionRun.objects.create(backend={"name": "transformers"}, prompt_version="fixture",
                                               prompt_sha256="0" * 64, budget={})
     rng = random.Random(0)
     out = {}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.smoke_test import SMOKE_TEST_NOTE, SMOKE_TEST_STAMP
 from common.errors import ApplicationError, ConflictError
 from common.management.options import json_object_option
 from common.progress import ProgressBar
@@ -40,7 +41,7 @@ def _list(raw: str | None, what: str, cast=str) -> list | None:
 def format_table(result: dict, *, stratum: str = "all", metrics=("R@1", "R@3", "mAP")) -> str:
     """The table as text: one block per task, a line per variant with each metric's mean ± std over
     seeds and, for the other variants, the difference from the reference with its interval."""
-    lines = []
+    lines = [f"note: {SMOKE_TEST_NOTE}"] if SMOKE_TEST_STAMP in (result.get("stamps") or []) else []
     blocks = [b for b in result.get("tables", []) if b["stratum"] == stratum and b["metric"] in metrics]
     for task in dict.fromkeys(b["task"] for b in blocks):
         lines.append(f"{task}")

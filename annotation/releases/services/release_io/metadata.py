@@ -22,6 +22,7 @@ from annotation.releases.services.release_io.datasheet import (
 from annotation.releases.services.release_io.evaluation_card import evaluation_section
 from annotation.releases.services.release_io.hub import front_matter_text, hub_split
 from annotation.releases.services.release_io.schema import TABLE, TABLES
+from annotation.smoke_test import card_note_lines
 
 CROISSANT_CONTEXT = {
     "@language": "en", "@vocab": "https://schema.org/", "citeAs": "cr:citeAs", "column": "cr:column",
@@ -212,6 +213,7 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
                                           else "no (see videos.path and content_sha256)"),
             "- Integrity: every file's SHA-256 is in `SHA256SUMS` (`sha256sum -c SHA256SUMS`); the release is "
             "named by the SHA-256 of that file.", ""]
+    out += card_note_lines(config)
     out += motivation(body)
     out += ["## Tasks and labels", "",
             "Each query (a natural sentence and its required predicates, each citing approved facts) is written "

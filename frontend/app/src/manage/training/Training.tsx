@@ -161,6 +161,8 @@ function StartForm({ snapshots, onStarted }: { snapshots: Snapshot[]; onStarted:
 export const STAMP_REASONS: Record<string, string> = {
   "train-split": "evaluated on training data: these figures measure fit, not retrieval",
   incomplete: "evaluated on an incomplete dev/test snapshot: some gallery relations are not verified",
+  // workers.answer_guard: rendered videos described or reranked by the embedded heuristics
+  "smoke-test": "world-aware heuristics on rendered scenes: a smoke test, not evidence",
 };
 
 /** The stamps figures must be read with ("train-split", "incomplete"), as badges with their reason. */
