@@ -29,6 +29,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from django.test import override_settings
 
 from common import storage
 from models.media.video import FrameReader, VideoError, probe_video
@@ -118,34 +119,37 @@ def test_frame_fetch_bucket_against_local_disk(settings, tmp_path, s3_server, s3
     report = {"frames": N_FRAMES, "size": "full" if FULL else "quick", "video_bytes": video_file.stat().st_size,
               "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(), "paths": {}}
 
+    settings.AWS_S3_ENDPOINT_URL = s3_server.endpoint
+    settings.AWS_ACCESS_KEY_ID, settings.AWS_SECRET_ACCESS_KEY = s3_server.access_key, s3_server.secret_key
+    settings.TRAJLAB_STORAGE_CACHE_DIR = tmp_path / "object-cache"
+    urls = {"local": "", "bucket": f"s3://{s3_bucket}/bench"}
+
     def use(place: str):
-        settings.TRAJLAB_STORAGE_URL = f"s3://{s3_bucket}/bench" if place == "bucket" else ""
-        settings.AWS_S3_ENDPOINT_URL = s3_server.endpoint
-        settings.AWS_ACCESS_KEY_ID, settings.AWS_SECRET_ACCESS_KEY = s3_server.access_key, s3_server.secret_key
-        settings.TRAJLAB_STORAGE_CACHE_DIR = tmp_path / "object-cache"
-        return storage.store()
+        """The storage setting for ``place``, entered and left (no layer of overrides piles up)."""
+        return override_settings(TRAJLAB_STORAGE_URL=urls[place])
 
     # One row, one key: the same video imported to local disk and to the bucket (the key means the
     # same file in both places), so both paths decode the same frames.
     video, frame_keys = None, [f"bench-frames/{f.name}" for f in sorted(frames.iterdir())]
     for place in ("local", "bucket"):
-        objects = use(place)
-        start = time.perf_counter()
-        if video is None:
-            video = video_import(path=video_file, source="bench").video
-        else:
-            objects.put_file(video.path, video_file)
-        report["paths"][place] = {"import_s": round(time.perf_counter() - start, 3)}
-        for key, f in zip(frame_keys, sorted(frames.iterdir())):
-            objects.put_file(key, f)
-        report["paths"][place]["cold"] = cold_fetches(video, objects, np.random.default_rng(SEED))
-        report["paths"][place].update(object_reads(objects, video, frame_keys))
+        with use(place):
+            objects = storage.store()
+            start = time.perf_counter()
+            if video is None:
+                video = video_import(path=video_file, source="bench").video
+            else:
+                objects.put_file(video.path, video_file)
+            report["paths"][place] = {"import_s": round(time.perf_counter() - start, 3)}
+            for key, f in zip(frame_keys, sorted(frames.iterdir())):
+                objects.put_file(key, f)
+            report["paths"][place]["cold"] = cold_fetches(video, objects, np.random.default_rng(SEED))
+            report["paths"][place].update(object_reads(objects, video, frame_keys))
     # cached: the two places take turns on the same indices (a shared machine's load hits both alike)
     cached = {"local": [], "bucket": []}
     for index in np.random.default_rng(SEED + 1).integers(0, video.frame_count, N_CACHED):
         for place in ("local", "bucket"):
-            use(place)
-            cached[place].append(cached_fetch(video, int(index)))
+            with use(place):
+                cached[place].append(cached_fetch(video, int(index)))
     rows = []
     for place in ("local", "bucket"):
         figures = report["paths"][place]

@@ -140,3 +140,22 @@ def test_a_large_upload_reaches_a_worker_on_another_host_through_the_bucket(
     video = Video.objects.get(pk=job.result["video"])
     assert object_storage.exists(video.path) and not object_storage.exists(job.params["staging"])
     assert media_files(worker_media) == []
+
+
+def test_a_missing_bucket_is_named_by_the_api_and_the_command(object_storage, settings, media_root, small_video,
+                                                              manager_client):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    settings.TRAJLAB_STORAGE_URL = "s3://trajlab-absent-bucket-for-import/x"
+    storage.reset()
+    with open(small_video, "rb") as fh:
+        r = manager_client.post("/api/videos/", {"file": fh, "source": "cam"}, format="multipart")
+    assert r.status_code == 400 and r.json()["code"] == "bucket_missing"
+    assert "s3://trajlab-absent-bucket-for-import/x/videos/" in r.json()["message"]
+    err = StringIO()
+    with pytest.raises(CommandError, match="nothing was stored"):
+        call_command("import_videos", str(small_video), stderr=err)
+    assert "the bucket 'trajlab-absent-bucket-for-import' does not exist" in err.getvalue()
+    assert not Video.objects.exists() and media_files(media_root) == []
