@@ -159,6 +159,7 @@ def test_match_buffer_keeps_a_fast_walker_in_one_track():
 def test_defaults_are_the_documented_fast_settings():
     hog, dnn = default_config(), DnnByteTrackConfig()
     assert (hog.anchor_stride, hog.between_anchors, hog.match_buffer) == (2, "kalman", 0.3)
+    assert hog.detectors["person"]["regions"] == "motion" and hog.detectors["person"]["full_frame_every"] == 16
     assert (dnn.anchor_stride, dnn.between_anchors, dnn.match_buffer) == (2, "kalman", 0.5)
     assert HogByteTrackConfig.from_dict(hog.as_dict()) == hog
 

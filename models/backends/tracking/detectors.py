@@ -15,7 +15,10 @@ Categories:
   trimmed to the person inside it (the INRIA window holds a margin around the person). Scores
   squash the SVM margin ``m`` into [0, 1): ``1 - exp(-m / margin_scale)`` (with the default 0.5:
   margin 0.5 -> 0.63, 1 -> 0.86; people on the rendered scenes mostly get margins of 0.8-2.5).
-  Sitting, heavily occluded, cut-off or very small people are mostly missed. Stateless.
+  Sitting, heavily occluded, cut-off or very small people are mostly missed. With ``regions``
+  ``"frame"`` (the default) every frame is scanned whole and the detector is stateless; with
+  ``"motion"`` it scans only around moving things and its last boxes, and the whole frame every
+  ``full_frame_every``-th call (a few times cheaper on a static camera; see ``HogPersonDetector``).
 - ``moving object`` — background subtraction for a static camera (OpenCV's MOG2), then
   morphology, connected components and an area filter. It finds anything that moves and differs
   from the learnt background: people, vehicles, animals, balls; a person who stands still long
@@ -40,10 +43,18 @@ import cv2
 import numpy as np
 
 from models.backends.tracking.base import TrackerConfigError
+from models.backends.tracking.regions import (
+    MotionBlobs,
+    merge_regions,
+    person_regions,
+    scanned_fraction,
+)
 
 # The INRIA training crops are 64x128 with the person ~96 px tall in the middle.
 HOG_WINDOW = (64, 128)
 HOG_PERSON_HEIGHT = 96.0
+# What the HOG people detector scans (HogPersonSettings.regions).
+HOG_REGIONS = ("frame", "motion")
 
 
 class Detector(Protocol):
@@ -85,6 +96,10 @@ def _require(ok: bool, category: str, name: str, message: str, value) -> None:
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _is_pair(v) -> bool:
@@ -140,6 +155,13 @@ class HogPersonSettings:
     box_trim: tuple[float, float, float, float] = (0.22, 0.11, 0.22, 0.14)  # fraction of the window cut off left, top, right, bottom
     margin_scale: float = 0.5                    # score = 1 - exp(-margin / margin_scale): SVM margin 0.5 -> 0.63, 1 -> 0.86
     min_score: float = 0.05                      # score below which a box is dropped
+    regions: str = "frame"                       # what is scanned: "frame" (all of it) or "motion" (around movement and earlier detections)
+    full_frame_every: int = 16                   # "motion": every n-th call scans the whole frame (the first call always does)
+    motion_downscale: int = 4                    # "motion": the background model sees frames shrunk this many times
+    motion_var_threshold: float = 16.0           # "motion": MOG2's squared Mahalanobis distance above which a pixel is foreground
+    region_margin: float = 0.35                  # "motion": every side of a blob or earlier box moves out by this times the person's height
+    region_memory: int = 2                       # "motion": the boxes of this many last calls are looked around again
+    max_region_fraction: float = 0.5             # "motion": regions covering more of the frame than this scan the whole frame instead
 
     def validate(self) -> None:
         c = "person"
@@ -159,18 +181,40 @@ class HogPersonSettings:
                  c, "box_trim", "must be four fractions in [0, 0.5)", self.box_trim)
         _require(_is_number(self.margin_scale) and self.margin_scale > 0, c, "margin_scale", "must be > 0", self.margin_scale)
         _require(_is_number(self.min_score) and 0 <= self.min_score < 1, c, "min_score", "must be in [0, 1)", self.min_score)
+        _require(self.regions in HOG_REGIONS, c, "regions", f"must be one of {', '.join(map(repr, HOG_REGIONS))}", self.regions)
+        _require(_is_int(self.full_frame_every) and self.full_frame_every >= 1, c, "full_frame_every",
+                 "must be an int >= 1", self.full_frame_every)
+        _require(_is_int(self.motion_downscale) and 1 <= self.motion_downscale <= 16, c, "motion_downscale",
+                 "must be an int in [1, 16]", self.motion_downscale)
+        _require(_is_number(self.motion_var_threshold) and self.motion_var_threshold > 0, c, "motion_var_threshold",
+                 "must be > 0", self.motion_var_threshold)
+        _require(_is_number(self.region_margin) and 0 <= self.region_margin <= 4, c, "region_margin",
+                 "must be in [0, 4]", self.region_margin)
+        _require(_is_int(self.region_memory) and 0 <= self.region_memory <= 64, c, "region_memory",
+                 "must be an int in [0, 64]", self.region_memory)
+        _require(_is_number(self.max_region_fraction) and 0 < self.max_region_fraction <= 1, c, "max_region_fraction",
+                 "must be in (0, 1]", self.max_region_fraction)
 
 
 class HogPersonDetector:
-    """OpenCV's default HOG people detector (stateless; frames can come in any order)."""
+    """OpenCV's default HOG people detector.
+
+    ``regions="frame"`` scans every frame whole and is stateless (frames in any order).
+    ``regions="motion"`` scans only around the foreground of a background model and around the
+    boxes of its last calls (:mod:`models.backends.tracking.regions`), and the whole frame on its
+    first call and every ``full_frame_every``-th one after; it remembers the frames it saw, so a
+    frame index that does not increase (or another frame size) starts it afresh. Inside a region
+    it finds what a scan of the whole frame finds there, up to the window grid's alignment.
+    """
 
     category = "person"
-    stateful = False
+    stateful = False  # "motion" keeps a background model, but any frame order gives valid boxes
 
     def __init__(self, settings: HogPersonSettings | None = None):
         self.settings = settings or HogPersonSettings()
         self.settings.validate()
         self._hogs: dict[int, cv2.HOGDescriptor] = {}
+        self.reset()
 
     def _hog(self, nlevels: int) -> cv2.HOGDescriptor:
         hog = self._hogs.get(nlevels)
@@ -183,33 +227,58 @@ class HogPersonDetector:
         return hog
 
     def reset(self) -> None:
-        pass
+        """Forget the frames seen ("motion": the background model and the last boxes)."""
+        s = self.settings
+        self._motion = MotionBlobs(s.motion_downscale, s.motion_var_threshold) if s.regions == "motion" else None
+        self._recent: list[np.ndarray] = []  # the boxes of the last region_memory calls
+        self._last_index: int | None = None
+        self._since_full: int | None = None  # calls since the last whole-frame scan (None: none yet)
+        self.scanned_fraction: list[float] = []  # per call, the fraction of the frame scanned
 
     def detect(self, frame_bgr: np.ndarray, frame_index: int) -> tuple[np.ndarray, np.ndarray]:
         _check_frame(frame_bgr)
+        height, width = frame_bgr.shape[:2]
+        whole = np.array([[0, 0, width, height]], np.float64)
+        if self._motion is None:
+            return self.scan(frame_bgr, whole)
+        frame_index = int(frame_index)
+        if self._last_index is not None and (frame_index <= self._last_index or self._motion.size != (height, width)):
+            self.reset()
+        self._last_index = frame_index
+        s = self.settings
+        blobs = self._motion.update(frame_bgr, min_area=_min_blob_area(s))
+        regions = whole
+        if self._since_full is not None and self._since_full + 1 < s.full_frame_every:
+            near = person_regions(np.concatenate([blobs, *self._recent]), min_height=s.min_height,
+                                  margin=s.region_margin, width=width, height=height)
+            near = merge_regions(near)
+            if scanned_fraction(near, width, height) <= s.max_region_fraction:
+                regions = near
+        self._since_full = 0 if regions is whole else self._since_full + 1
+        self.scanned_fraction.append(scanned_fraction(regions, width, height))
+        boxes, scores = self.scan(frame_bgr, regions)
+        self._recent = [*self._recent, boxes.astype(np.float64)][-s.region_memory:] if s.region_memory else []
+        return boxes, scores
+
+    def scan(self, frame_bgr: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """People inside ``regions`` [n, 4] (xyxy, original pixels; ``[[0, 0, w, h]]``: the frame):
+        each region is resized and scanned on its own, then all boxes are suppressed together."""
         s = self.settings
         height, width = frame_bgr.shape[:2]
         factor = HOG_PERSON_HEIGHT / float(s.min_height)
-        image = frame_bgr
-        if abs(factor - 1.0) > 1e-3:
-            size = (max(1, round(width * factor)), max(1, round(height * factor)))
-            image = cv2.resize(frame_bgr, size, interpolation=cv2.INTER_LINEAR if factor > 1 else cv2.INTER_AREA)
-        tallest = min(float(s.max_height) if s.max_height else math.inf, float(height))
-        tallest_in_image = tallest * factor
-        # level k looks for people HOG_PERSON_HEIGHT * scale**k tall (in the resized image)
-        nlevels = max(1, math.floor(math.log(max(tallest_in_image / HOG_PERSON_HEIGHT, 1.0)) / math.log(s.scale)) + 1)
-        nlevels = min(nlevels, 64)
-        empty = (np.zeros((0, 4), np.float32), np.zeros((0,), np.float32))
-        if image.shape[0] < HOG_WINDOW[1] or image.shape[1] < HOG_WINDOW[0]:
-            return empty
-        rects, weights = self._hog(nlevels).detectMultiScale(
-            image, hitThreshold=float(s.hit_threshold), winStride=tuple(s.win_stride),
-            padding=tuple(s.padding), scale=float(s.scale), groupThreshold=int(s.group_threshold))
-        rects = np.asarray(rects, np.float64).reshape(-1, 4)      # [n, 4] x, y, w, h in the resized image
-        margins = np.asarray(weights, np.float64).reshape(-1)     # [n]
-        if len(rects) == 0:
-            return empty
-        rects /= factor
+        found_rects, found_margins = [], []
+        for x1, y1, x2, y2 in np.asarray(regions, np.float64).reshape(-1, 4):
+            x1, y1 = max(0, math.floor(x1)), max(0, math.floor(y1))
+            x2, y2 = min(width, math.ceil(x2)), min(height, math.ceil(y2))
+            # a region inside the frame holds the room around its people; one at an edge is padded
+            inside = x1 > 0 and y1 > 0 and x2 < width and y2 < height
+            rects, margins = self._scan_region(frame_bgr[y1:y2, x1:x2], factor, (0, 0) if inside else s.padding)
+            if len(rects):
+                found_rects.append(rects / factor + [x1, y1, 0, 0])          # [k, 4] x, y, w, h in the frame
+                found_margins.append(margins)
+        if not found_rects:
+            return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32)
+        rects, margins = np.concatenate(found_rects), np.concatenate(found_margins)  # [n, 4], [n]
         left, top, right, bottom = s.box_trim
         x, y, w, h = rects[:, 0], rects[:, 1], rects[:, 2], rects[:, 3]
         boxes = np.stack([x + left * w, y + top * h, x + (1 - right) * w, y + (1 - bottom) * h], axis=1)  # [n, 4]
@@ -218,6 +287,30 @@ class HogPersonDetector:
         boxes, scores = _clip(boxes[keep], width, height), scores[keep]
         ok = (scores >= s.min_score) & (boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1)
         return boxes[ok].astype(np.float32), scores[ok].astype(np.float32)
+
+    def _scan_region(self, crop: np.ndarray, factor: float, padding: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """HOG windows [n, 4] (x, y, w, h in the resized crop) and their SVM margins [n]."""
+        s = self.settings
+        height, width = crop.shape[:2]
+        image = crop
+        if abs(factor - 1.0) > 1e-3:
+            size = (max(1, round(width * factor)), max(1, round(height * factor)))
+            image = cv2.resize(crop, size, interpolation=cv2.INTER_LINEAR if factor > 1 else cv2.INTER_AREA)
+        if image.shape[0] < HOG_WINDOW[1] or image.shape[1] < HOG_WINDOW[0]:
+            return np.zeros((0, 4)), np.zeros((0,))
+        tallest = min(float(s.max_height) if s.max_height else math.inf, float(height))
+        # level k looks for people HOG_PERSON_HEIGHT * scale**k tall (in the resized image)
+        nlevels = max(1, math.floor(math.log(max(tallest * factor / HOG_PERSON_HEIGHT, 1.0)) / math.log(s.scale)) + 1)
+        rects, weights = self._hog(min(nlevels, 64)).detectMultiScale(
+            image, hitThreshold=float(s.hit_threshold), winStride=tuple(s.win_stride),
+            padding=tuple(padding), scale=float(s.scale), groupThreshold=int(s.group_threshold))
+        return np.asarray(rects, np.float64).reshape(-1, 4), np.asarray(weights, np.float64).reshape(-1)
+
+
+def _min_blob_area(s: HogPersonSettings) -> float:
+    """Foreground blobs smaller than this (shrunk pixels) are noise: a twentieth of the square of
+    the smallest person's height, at the background model's size."""
+    return max(1.0, (float(s.min_height) / s.motion_downscale) ** 2 / 20)
 
 
 # -- moving object: background subtraction -------------------------------------------------------
