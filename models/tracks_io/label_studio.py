@@ -90,9 +90,14 @@ def _annotated(data, problems: Problems) -> list[tuple[object, object, list]]:
     return found
 
 
+def _plain_id(value) -> str | int | None:
+    """A region's ``id`` as Label Studio writes it (a text, or a number), ``None`` for anything else."""
+    return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
+
+
 def _category(region: dict, labels_by_id: dict, *, name: str, line: int, problems: Problems) -> str | None:
     value = region["value"]
-    labels = value.get("labels", labels_by_id.get(region.get("id")))
+    labels = value.get("labels", labels_by_id.get(_plain_id(region.get("id"))))
     if labels is None or labels == []:
         return "person"
     if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
@@ -204,10 +209,14 @@ def parse_label_studio_video(text: str, *, width: int, height: int, frame_count:
         if problems.full:
             break
         if not isinstance(result, dict) or str(result.get("type", "")).lower() != REGION_TYPE:
-            if not (isinstance(result, dict) and result.get("type") == "labels" and result.get("id") in labels_by_id):
+            if not (isinstance(result, dict) and result.get("type") == "labels"
+                    and _plain_id(result.get("id")) in labels_by_id):
                 skipped["other_results"] = skipped.get("other_results", 0) + 1
             continue
         rline = _line(result, top)
+        if result.get("id") is not None and _plain_id(result.get("id")) is None:
+            problems.add(rline, f"a region's 'id' must be a text or a number, got {shown(result.get('id'))}")
+            continue
         track_id = len(region_ids) + 1
         name = f"region {shown(result.get('id'))} (track {track_id})"
         region_ids[track_id] = str(result.get("id", ""))

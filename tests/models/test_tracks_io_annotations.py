@@ -233,6 +233,10 @@ def test_bad_label_studio_files_are_refused_with_their_line():
     error = refused("labelstudio", json.dumps(two, indent=1), 33, "2 annotations hold video rectangles")
     assert "task 1 annotation 1 (line 8)" in str(error)
     refused("labelstudio", ls([entry(1, 10)], labels=("a", "b")), 14, "has 2 labels")
+    for odd_id in ([1], {}, 1.5):
+        odd = json.loads(ls([entry(1, 10)]))
+        odd[0]["annotations"][0]["result"][0]["id"] = odd_id
+        refused("labelstudio", json.dumps(odd, indent=1), 11, "a region's 'id' must be a text or a number")
     with pytest.raises(TracksFormatError, match="whose size turns them into pixels"):
         parse_tracks("labelstudio", ls([entry(1, 10)]))
 
