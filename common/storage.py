@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from django.core.files.storage import FileSystemStorage
 from rest_framework import status
 
 from common.errors import ApplicationError
+from common.observability.metrics import storage_error
 
 logger = logging.getLogger(__name__)
 
@@ -235,13 +237,16 @@ class BucketStore(ObjectStore):
     def full_key(self, key: str) -> str:
         return f"{self.prefix}/{clean_key(key)}" if self.prefix else clean_key(key)
 
-    def _call(self, key: str, fn):
+    def _call(self, key: str, fn, operation: str):
         if not self._bucket_seen:
             self._bucket_check(key)
         try:
             return fn()
         except Exception as exc:
-            raise storage_failure(exc, self.name(key)) from exc
+            failure = storage_failure(exc, self.name(key))
+            if failure.code != "object_missing":            # a missing object is an answer, not a failure
+                storage_error(operation)
+            raise failure from exc
 
     def _bucket_check(self, key: str) -> None:
         """Refuse a bucket that does not exist before the first request (some servers, SeaweedFS
@@ -250,6 +255,7 @@ class BucketStore(ObjectStore):
             self.files.connection.meta.client.head_bucket(Bucket=self.bucket_name)
         except Exception as exc:
             failure = storage_failure(exc, self.name(key))
+            storage_error("head_bucket")
             if failure.code == "object_missing":
                 failure = StorageError(f"{self.name(key)}: the bucket {self.bucket_name!r} does not exist",
                                        code="bucket_missing", extra={"object": self.name(key)})
@@ -259,7 +265,7 @@ class BucketStore(ObjectStore):
     def put_file(self, key: str, source: Path) -> StoredObject:
         sha = file_sha256(source)
         size = Path(source).stat().st_size
-        self._call(key, lambda: self._object(key).upload_file(
+        self._call(key, operation="put", fn=lambda: self._object(key).upload_file(
             str(source), ExtraArgs={"Metadata": {SHA256_META: sha}}))
         return StoredObject(clean_key(key), size, sha)
 
@@ -284,12 +290,12 @@ class BucketStore(ObjectStore):
 
     def read(self, key: str, *, start: int = 0, length: int | None = None) -> bytes:
         if start == 0 and length is None:
-            return self._call(key, lambda: self._object(key).get()["Body"].read())
+            return self._call(key, operation="get", fn=lambda: self._object(key).get()["Body"].read())
         end = "" if length is None else str(start + length - 1)
-        return self._call(key, lambda: self._object(key).get(Range=f"bytes={start}-{end}")["Body"].read())
+        return self._call(key, operation="range_get", fn=lambda: self._object(key).get(Range=f"bytes={start}-{end}")["Body"].read())
 
     def head(self, key: str) -> dict:
-        return self._call(key, lambda: self.files.connection.meta.client.head_object(
+        return self._call(key, operation="head", fn=lambda: self.files.connection.meta.client.head_object(
             Bucket=self.bucket_name, Key=self.full_key(key)))
 
     def exists(self, key: str) -> bool:
@@ -304,18 +310,18 @@ class BucketStore(ObjectStore):
     def delete(self, key: str) -> None:
         keys = self.list(key) or [clean_key(key)]
         for k in keys:
-            self._call(k, lambda k=k: self._object(k).delete())
+            self._call(k, operation="delete", fn=lambda k=k: self._object(k).delete())
         self.cache.forget(self.url, clean_key(key))
 
     def list(self, prefix: str) -> list[str]:
         base = self.full_key(prefix) + "/"
         strip = len(self.prefix) + 1 if self.prefix else 0
-        pages = self._call(prefix, lambda: list(self.files.connection.meta.client.get_paginator(
+        pages = self._call(prefix, operation="list", fn=lambda: list(self.files.connection.meta.client.get_paginator(
             "list_objects_v2").paginate(Bucket=self.bucket_name, Prefix=base)))
         return sorted(o["Key"][strip:] for page in pages for o in page.get("Contents", []))
 
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str:
-        return self._call(key, lambda: self.files.connection.meta.client.generate_presigned_url(
+        return self._call(key, operation="presign", fn=lambda: self.files.connection.meta.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket_name, "Key": self.full_key(key)}, ExpiresIn=expires_s))
 
     def local_path(self, key: str, *, sha256: str | None = None,
@@ -350,8 +356,8 @@ class BucketStore(ObjectStore):
 
     def _download(self, key: str, dest: Path, *, sha256: str | None) -> None:
         obj = self._object(key)
-        self._call(key, lambda: obj.download_file(str(dest)))
-        recorded = sha256 or self._call(key, lambda: obj.metadata).get(SHA256_META)
+        self._call(key, operation="download", fn=lambda: obj.download_file(str(dest)))
+        recorded = sha256 or self._call(key, operation="head", fn=lambda: obj.metadata).get(SHA256_META)
         if recorded:
             got = file_sha256(dest)
             if got != recorded:
@@ -363,6 +369,9 @@ def checksum_mismatch(name: str, expected: str, got: str) -> StorageError:
                         f"{expected[:12]}… was recorded", code="checksum_mismatch",
                         extra={"object": name, "expected": expected, "got": got},
                         status_code=status.HTTP_409_CONFLICT)
+
+
+STALE_PART_S = 3600   # a download folder this old belongs to a process that died: the cache removes it
 
 
 class ReadCache:
@@ -385,9 +394,13 @@ class ReadCache:
         slot = self.slot(url, key)
         path = slot / PurePosixPath(key).name
         if path.exists():
-            os.utime(slot)
-            self.stats["hits"] += 1
-            return path
+            try:
+                os.utime(slot)
+            except FileNotFoundError:      # evicted by another process just now: fetch it again
+                pass
+            else:
+                self.stats["hits"] += 1
+                return path
         tmp = self.root / f".{uuid.uuid4().hex}.part"
         try:
             tmp.mkdir(parents=True)
@@ -410,11 +423,17 @@ class ReadCache:
         """Remove least recently used entries until the cache fits its limit (``keep`` stays)."""
         with self._lock:
             entries = []
+            stale = time.time() - STALE_PART_S
             for slot in self.root.iterdir():
-                if slot.name.startswith("."):
+                try:
+                    if slot.name.startswith("."):     # a download in progress, or one whose process died
+                        if slot.stat().st_mtime < stale:
+                            _remove(slot)
+                        continue
+                    size = sum(p.stat().st_size for p in slot.rglob("*") if p.is_file())
+                    entries.append((slot.stat().st_mtime, size, slot))
+                except FileNotFoundError:               # removed by another process meanwhile
                     continue
-                size = sum(p.stat().st_size for p in slot.rglob("*") if p.is_file())
-                entries.append((slot.stat().st_mtime, size, slot))
             total = sum(size for _, size, _ in entries)
             for _, size, slot in sorted(entries, key=lambda e: e[0]):
                 if total <= self.limit_bytes:

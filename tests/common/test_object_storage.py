@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 import uuid
 
 import pytest
 import requests
 
 from common import storage
+from common.observability import metrics
 from common.storage import StorageError, clean_key
 
 
@@ -132,3 +135,32 @@ def test_keys_are_relative(settings, tmp_path):
     assert local.local_path("v/in.bin") == tmp_path / "v" / "in.bin"
     assert local.read("v/in.bin", start=1, length=1) == b"b" and local.list("v") == ["v/in.bin"]
     storage.reset()
+
+
+def test_failed_requests_are_counted_for_the_metrics(object_storage, settings, tmp_path):
+    """``trajlab_storage_errors_total`` counts what the store could not do, per operation; an
+    object that is not there is an answer, not a failure."""
+    def count(operation: str) -> float:
+        return metrics.STORAGE_ERRORS.labels(operation)._value.get()
+
+    before_get, before_check = count("get"), count("head_bucket")
+    with pytest.raises(StorageError) as err:
+        storage.store().read(f"missing-{uuid.uuid4().hex}.bin")
+    assert err.value.code == "object_missing" and count("get") == before_get
+    settings.AWS_SECRET_ACCESS_KEY = "not-the-secret"
+    storage.reset()
+    with pytest.raises(StorageError, match="refused the credentials"):
+        storage.store().read("a.bin")
+    assert count("head_bucket") == before_check + 1
+
+
+def test_the_cache_removes_downloads_left_by_a_dead_process(tmp_path):
+    cache = storage.ReadCache(tmp_path, limit_bytes=1 << 20)
+    dead, live = tmp_path / ".dead.part", tmp_path / ".live.part"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "video.mp4").write_bytes(b"x" * 10)
+    old = time.time() - storage.STALE_PART_S - 60
+    os.utime(dead, (old, old))
+    cache.trim()
+    assert not dead.exists() and live.exists()
