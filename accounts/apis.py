@@ -5,11 +5,11 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import user_roles
 from accounts.services import token_obtain
 from accounts.throttling import LoginLockoutThrottle
 from common.params import flag_field
 from common.parsers import BoundedJSONParser
+from common.roles import user_roles
 from common.schema import ERROR
 
 

@@ -35,7 +35,7 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         from django.contrib.auth import get_user_model
         from django.db import connection
 
-        from accounts.roles import keep_roles
+        from common.roles import keep_roles
         from common.sql import model_rows
 
         cutoff = timezone.now() - timedelta(hours=settings.TRAJLAB_TOKEN_LIFETIME_HOURS)
@@ -56,7 +56,7 @@ class ExpiringTokenAuthentication(TokenAuthentication):
 def _token_user_sql(token_model) -> str:
     from django.contrib.auth import get_user_model
 
-    from accounts.roles import role_flags_sql
+    from common.roles import role_flags_sql
     from common.sql import columns
 
     return (f"SELECT {columns(get_user_model(), 'u')}, t.created <= %s AS trajlab_token_expired, {role_flags_sql()} "

@@ -1,5 +1,5 @@
 """The sign-in backend: Django's, with the signed-in user's roles read in the same query as the
-user on every request (``accounts.roles.role_flags_sql``), not in one more."""
+user on every request (``common.roles.role_flags_sql``), not in one more."""
 from __future__ import annotations
 
 import functools
@@ -7,7 +7,7 @@ import functools
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
-from accounts.roles import keep_roles, role_flags_sql
+from common.roles import keep_roles, role_flags_sql
 from common.sql import columns, model_rows
 
 

@@ -6,9 +6,9 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from accounts.authentication import token_expired
-from accounts.roles import Role
 from accounts.throttling import client_address, login_failure_record, login_success_record
 from common.errors import ApplicationError
+from common.roles import Role
 
 
 def roles_ensure() -> None:

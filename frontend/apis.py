@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
+from common.roles import IsManager, IsStaffMember
 from frontend import selectors
 
 

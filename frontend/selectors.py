@@ -6,9 +6,9 @@ from __future__ import annotations
 from django.db import connection
 from django.db.models import Count
 
-from accounts.roles import Role, user_has_role
 from annotation.curation import selectors as annotation_selectors
 from annotation.models import CandidatePool, Vote, WorkItem
+from common.roles import Role, user_has_role
 from trajectories.models import ProposalRun, SplitGroup, Video
 
 QUEUE_COUNT_CAP = 1000  # queues are counted up to this many items ("1000+"), so a count stays cheap

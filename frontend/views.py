@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from accounts.roles import user_roles
+from common.roles import user_roles
 
 BUILD_DIR = Path(settings.BASE_DIR) / "frontend" / "static" / "dist"
 MANIFEST = BUILD_DIR / ".vite" / "manifest.json"

@@ -9,8 +9,8 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from accounts.roles import Role
 from accounts.services import user_create
+from common.roles import Role
 from tests.triggers import protected_tables, set_aside
 
 ROLE_NAMES = [r.value for r in Role]

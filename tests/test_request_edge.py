@@ -18,8 +18,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.generators import SchemaGenerator
 
-from accounts.roles import Role
 from annotation.models import RelationSnapshot, WorkItem
+from common.roles import Role
 from tests.annotation.conftest import annotators, reviewable_run, world  # noqa: F401 (fixtures, reused)
 
 pytestmark = pytest.mark.django_db

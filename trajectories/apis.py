@@ -10,11 +10,11 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, ManagerPathsSerializer
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
 from common.params import flag_field, int_param, seed_field
 from common.registry import locations_hidden, refuse_locations
+from common.roles import IsManager, IsStaffMember, ManagerPathsSerializer
 from common.schema import ERROR, PlainChoiceField
 from models.backends.tracking import BACKENDS
 from trajectories import selectors

@@ -17,10 +17,10 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
 from common.errors import RequestTooLarge
 from common.pagination import Page, paginate
 from common.params import flag_field, int_param
+from common.roles import IsManager, IsStaffMember
 from common.schema import ERROR, PlainChoiceField
 from trajectories.models import ProposalRun, TrackImport, TubeMatchReport, Video
 from trajectories.services.imports import track_import_create

@@ -6,11 +6,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.errors import NotFoundError
 from common.pagination import Page, paginate
 from common.params import flag_field, id_field, query_filters
+from common.roles import IsStaffMember, ManagerWritesStaffReads
 from workers.alignment import AlignmentReport, alignment_report_create, alignment_report_list
 
 ERROR = OpenApiTypes.OBJECT

@@ -4,11 +4,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, ManagerPathsSerializer, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
 from common.params import flag_field, id_field, int_param, query_filters
+from common.roles import IsManager, IsStaffMember, ManagerPathsSerializer, ManagerWritesStaffReads
 from common.schema import PlainChoiceField
 from workers.evaluation import evaluation_run_create
 from workers.models import EvaluationRun, RunStatus, TrainingRun

@@ -5,8 +5,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsStaffMember, Role, user_has_role
 from common.registry import embedded_backends, registered_backends
+from common.roles import IsStaffMember, Role, user_has_role
 
 
 class RegisteredBackendSerializer(serializers.Serializer):

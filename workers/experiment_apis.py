@@ -7,10 +7,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from annotation.models import RelationSnapshot
 from common.pagination import Page, paginate
 from common.params import flag_field, query_filters
+from common.roles import IsManager, IsStaffMember, ManagerWritesStaffReads
 from models.experiments.table import table_csv
 from workers.experiments import (
     cell_state,

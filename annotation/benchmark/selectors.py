@@ -38,7 +38,6 @@ from django.db.models import (
     When,
 )
 
-from accounts.roles import Role, user_has_role
 from annotation.benchmark.services.descriptions import approved_facts
 from annotation.curation.stages import seated_blind
 from annotation.curation.stages.pair import STAGE as PAIR
@@ -59,6 +58,7 @@ from annotation.models import (
     WorkItem,
 )
 from common.errors import ApplicationError, NotFoundError
+from common.roles import Role, user_has_role
 
 # -- who sees what ---------------------------------------------------------------------------------
 # What a blind reader (see ``reads_blind``) never reads of each kind of record: the model's

@@ -9,7 +9,6 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember, ManagerWritesStaffReads, Role, roles_required
 from annotation.benchmark.apis.descriptions import DissentOutputSerializer
 from annotation.benchmark.selectors import item_dissent
 from annotation.curation import selectors
@@ -37,6 +36,7 @@ from annotation.models import (
 )
 from common.pagination import Page, paginate
 from common.params import TIME_SPENT_MS_MAX, flag_field, int_param
+from common.roles import IsManager, IsStaffMember, ManagerWritesStaffReads, Role, roles_required
 from trajectories.models import ProposalRun
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}

@@ -9,7 +9,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager
 from annotation.benchmark.services.mining import SPLITS
 from annotation.curation.apis import TargetSerializer
 from annotation.curation.item_search import work_item_search
@@ -17,6 +16,7 @@ from annotation.curation.selectors import run_review_readiness, work_item_for_ma
 from annotation.models import WorkItem
 from common.pagination import Page, paginate
 from common.params import id_field, query_filters
+from common.roles import IsManager
 from trajectories.selectors import proposal_run_list
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}

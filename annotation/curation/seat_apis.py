@@ -9,12 +9,12 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager
 from annotation.curation import selectors
 from annotation.curation.services.seats import seat_reassign, seat_release
 from annotation.models import SeatEvent, WorkItem
 from common.pagination import Page, paginate
 from common.params import id_field, query_filters
+from common.roles import IsManager
 from common.schema import PlainChoiceField
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}

@@ -9,11 +9,11 @@ from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounts.roles import Role, user_has_role
 from annotation.benchmark.selectors import model_suggestions_visible
 from annotation.curation.stages import STAGES, seated_blind, stage_get
 from annotation.models import Assignment, CandidatePool, SeatEvent, Vote, WorkItem
 from common.errors import ApplicationError, NotFoundError
+from common.roles import Role, user_has_role
 
 
 def assignment_for_annotator(*, annotator, item_id: int) -> Assignment:

@@ -34,7 +34,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
-from accounts.roles import Role, user_has_role
 from accounts.services import user_create
 from annotation.curation.selectors import adjudication_queue
 from annotation.curation.services.claims import assignment_release, work_item_claim_next
@@ -42,6 +41,7 @@ from annotation.curation.services.votes import adjudication_cast, vote_cast
 from annotation.curation.stages import identity, usability
 from annotation.models import WorkItem
 from common.errors import ApplicationError
+from common.roles import Role, user_has_role
 from models.demo.scene import GroundTruth
 from trajectories.models import Trajectory, Video
 

@@ -26,7 +26,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from accounts.roles import Role
 from annotation.benchmark.services.descriptions import (
     description_run_create,
     description_run_execute,
@@ -57,6 +56,7 @@ from annotation.demo.simulation import (
 from annotation.models import CandidatePool, CrossPair, PoolMember, WorkItem
 from common.errors import ApplicationError
 from common.models import RunStatus
+from common.roles import Role
 from trajectories.models import ProposalRun, Video
 
 CHECKED = ("upper_colour", "lower_colour", "walks", "speed", "stands", "enters", "leaves")

@@ -14,14 +14,6 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import (
-    IsManager,
-    IsStaffMember,
-    ManagerWritesStaffReads,
-    Role,
-    roles_required,
-    writes_need,
-)
 from annotation.benchmark.apis.descriptions import DissentOutputSerializer
 from annotation.benchmark.selectors import description_dissent_list
 from annotation.benchmark.services.mining import SPLITS
@@ -57,6 +49,14 @@ from common.params import (
     seed_field,
 )
 from common.reach import RelativePathField
+from common.roles import (
+    IsManager,
+    IsStaffMember,
+    ManagerWritesStaffReads,
+    Role,
+    roles_required,
+    writes_need,
+)
 from common.schema import PlainChoiceField
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}

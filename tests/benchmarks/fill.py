@@ -272,8 +272,8 @@ def review_users(*, n_raters: int, n_adjudicators: int, prefix: str = "bench") -
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from accounts.roles import Role
     from accounts.services import roles_ensure
+    from common.roles import Role
 
     User = get_user_model()
     roles_ensure()

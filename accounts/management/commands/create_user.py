@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.roles import Role
 from accounts.services import token_for, user_create
 from common.errors import ApplicationError
+from common.roles import Role
 
 
 class Command(BaseCommand):

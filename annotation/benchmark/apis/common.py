@@ -14,8 +14,8 @@ from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from accounts.roles import ManagerWritesStaffReads
 from annotation.benchmark import selectors
+from common.roles import ManagerWritesStaffReads
 
 ERROR = OpenApiTypes.OBJECT  # {code, message, extra}
 MAX_COMPLETENESS_PAIRS = 10_000

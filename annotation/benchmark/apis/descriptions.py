@@ -6,7 +6,6 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsStaffMember
 from annotation.benchmark import selectors
 from annotation.benchmark.apis.common import (
     ERROR,
@@ -26,6 +25,7 @@ from annotation.models import (
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
 from common.params import id_field, query_filters
+from common.roles import IsStaffMember
 from common.schema import PlainChoiceField
 
 

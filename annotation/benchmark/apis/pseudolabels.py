@@ -6,7 +6,6 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
 from annotation.benchmark import selectors
 from annotation.benchmark.apis.common import (
     ERROR,
@@ -23,6 +22,7 @@ from annotation.models import (
     PseudoLabelRule,
 )
 from common.pagination import Page, paginate
+from common.roles import IsManager, IsStaffMember
 
 
 # -- pseudo-label rules ------------------------------------------------------------------------------

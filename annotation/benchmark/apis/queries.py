@@ -8,7 +8,6 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager, IsStaffMember
 from annotation.benchmark import selectors
 from annotation.benchmark.apis.common import (
     ERROR,
@@ -30,6 +29,7 @@ from annotation.models import (
 )
 from common.pagination import Page, paginate
 from common.params import id_field, query_filters
+from common.roles import IsManager, IsStaffMember
 from common.schema import PlainChoiceField
 
 

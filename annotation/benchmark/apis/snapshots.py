@@ -6,7 +6,6 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsStaffMember
 from annotation.benchmark import selectors
 from annotation.benchmark.apis.common import (
     ERROR,
@@ -22,6 +21,7 @@ from annotation.models import (
 from common.pagination import Page, paginate
 from common.params import flag_field, query_filters, text_field
 from common.reach import RelativePathField
+from common.roles import IsStaffMember
 from common.schema import PlainChoiceField
 
 

@@ -7,9 +7,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.roles import IsManager
 from annotation.benchmark.services.tube_captions import tube_captions_propose
 from annotation.models import CandidatePool
+from common.roles import IsManager
 from common.schema import ERROR
 from trajectories.models import TubeMatchReport
 

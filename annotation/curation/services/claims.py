@@ -9,12 +9,12 @@ from django.core import signing
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from accounts.roles import Role, user_has_role
 from annotation.curation import selectors
 from annotation.curation.selectors import upcoming_of
 from annotation.curation.services.items import review_policy_get
 from annotation.models import Assignment, ReviewPolicy, SeatEvent, WorkItem
 from common.errors import ApplicationError
+from common.roles import Role, user_has_role
 from common.sql import columns, model_rows, prepared_cursor
 
 CANDIDATES_PER_TRY = 20  # candidate items tried per pass before reporting no work

@@ -8,11 +8,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.roles import Role, user_has_role, user_holds_role
 from annotation.curation.services.claims import MAX_REASON
 from annotation.curation.services.items import review_policy_get
 from annotation.models import Assignment, SeatEvent, WorkItem
 from common.errors import ApplicationError, ConflictError, NotFoundError
+from common.roles import Role, user_has_role, user_holds_role
 
 
 def _open_seat(item_id: int, seat: int, manager, reason: str) -> tuple[WorkItem, Assignment, str]:

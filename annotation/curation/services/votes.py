@@ -8,11 +8,11 @@ import uuid
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from accounts.roles import Role, user_has_role
 from annotation.curation.stages import stage_get
 from annotation.curation.stages.base import CLOSED_STATES, payload_checked
 from annotation.models import Assignment, Vote, WorkItem
 from common.errors import ApplicationError, ConflictError, NotFoundError
+from common.roles import Role, user_has_role
 from common.sql import columns, model_rows, prepared_cursor
 
 MAX_REASONS = 10

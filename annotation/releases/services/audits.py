@@ -35,7 +35,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from accounts.roles import Role, user_has_role
 from annotation.benchmark.services.mining import SPLITS, split_members
 from annotation.models import (
     Audit,
@@ -52,6 +51,7 @@ from annotation.models import (
 from annotation.models.releases import AUDIT_ERROR_TYPES, AUDIT_KINDS, AUDIT_VERDICTS
 from common.errors import ApplicationError, ConflictError, NotFoundError
 from common.params import LEASE_SECONDS_MAX, SEED_MAX
+from common.roles import Role, user_has_role
 from models.curation.calibration import clopper_pearson_interval, clopper_pearson_upper
 
 MAX_SAMPLE = 10_000        # records per kind and stratum one audit may ask for
