@@ -54,7 +54,11 @@ def test_a_run_whose_worker_died_is_failed_by_another_worker_and_runs_again(medi
     video = video_import(path=path, source="itest-stranded").video
     splits_assign(seed=0, ratios={"train": 1})
     config = manager_client.post("/api/proposal-configs/", {
-        "name": "itest", "backend": "hog-bytetrack", "categories": ["person", "moving object"]}, format="json").json()
+        "name": "itest", "backend": "hog-bytetrack", "categories": ["person", "moving object"],
+        # the detectors on every frame, HOG over the whole frame: slow enough that the run is still
+        # going when its worker is killed (the default skips frames and scans around motion)
+        "anchor_policy": {"anchor_stride": 1}, "detector_settings": {"person": {"regions": "frame"}}},
+        format="json").json()
     first = start_worker(media_root, tmp_path, "first")
     second = None
     try:
