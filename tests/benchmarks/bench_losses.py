@@ -19,7 +19,9 @@ Linux ``clear_refs``; ``peak_reset`` false where that is refused and the figure 
 ``extra_rss_mb`` its growth over the resident memory before (the inputs and torch already loaded).
 
 Every time is the calling thread's CPU time (``time.thread_time``), the best of several runs for the
-vectorised paths and of three for the loop (it is slow by design): on a shared machine a 50-ms loop
+vectorised paths (300 at up to 64 groups: a half-millisecond run's CPU time still varies by half
+from run to run on a shared virtual machine, and 30 runs did not always find its floor) and of
+three for the loop (it is slow by design): on a shared machine a 50-ms loop
 run is preempted far more often than a sub-millisecond one, so wall-clock time would flatter the
 ratio. All implementations must agree on the loss and the gradients (float64 check at the smallest
 size). Sizes: 32 groups (B = 32, P = 128) for all; 128 and 512 groups without the loop (and,
@@ -60,7 +62,7 @@ SEED = 41
 
 def repeats(n_groups: int) -> int:
     """Timed runs of the vectorised paths at one size (best of them is reported)."""
-    return 30 if n_groups <= 128 else 5 if n_groups <= 512 else 3
+    return 300 if n_groups <= 64 else 30 if n_groups <= 128 else 5 if n_groups <= 512 else 3
 
 
 def batch(n_groups: int, dtype=torch.float32, seed: int = SEED) -> tuple[torch.Tensor, ...]:
