@@ -2,12 +2,12 @@
 ActPair's query reading and the demo renderer (its scene objects, conditions and scene facts).
 
 Words only: the renderer's numbers (the BGR of each colour, the pace of each speed word) live
-in ``models.demo.palette``, and the describers measure colours and paces with their own models
+in ``models.world.palette``, and the describers measure colours and paces with their own models
 (``models.colour_naming``, ``models.pace_norms``), so they share the words and nothing else.
 """
 from __future__ import annotations
 
-# Clothing colour words the renderer draws (its BGR values are ``models.demo.palette.COLOURS``).
+# Clothing colour words the renderer draws (its BGR values are ``models.world.palette.COLOURS``).
 CLOTHING_COLOURS = ("red", "blue", "green", "yellow", "white", "black", "orange", "purple", "grey", "brown")
 # Colour words a describer may answer or a text may use: the basic colour terms
 # (``models.colour_naming.TERMS``) and beige, a common clothing word.
@@ -19,7 +19,7 @@ DIRECTIONS = ("left", "right", "towards", "away", "none")
 DIRECTION_PHRASES = {"left": "to the left", "right": "to the right", "towards": "towards the camera",
                      "away": "away from the camera"}
 # Pace words, slowest first (how fast each is: ``models.pace_norms`` for the describers,
-# ``models.demo.palette`` for the renderer).
+# ``models.world.palette`` for the renderer).
 SPEED_WORDS = ("slow", "normal", "fast")
 
 # How texts name garments (queries, rewrites): a colour before one of these is that part's colour.
@@ -35,7 +35,7 @@ SCENE_WORDS = ("plaza", "park", "square", "street", "road", "pavement", "sidewal
                "grass", "bench", "door", "tree", "lamp post", "rain", "night")
 
 # -- scene context -------------------------------------------------------------------------------
-# Things a rendered scene may hold (``models.demo.scene.SceneObjectSpec.kind``). A person can be
+# Things a rendered scene may hold (``models.world.scene.SceneObjectSpec.kind``). A person can be
 # "near" the first four; a lawn is a patch of grass on the ground, so it only changes the ground.
 SCENE_OBJECTS = ("bench", "door", "tree", "lamp_post", "lawn")
 NEAR_OBJECTS = ("bench", "door", "tree", "lamp_post")

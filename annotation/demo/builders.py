@@ -15,8 +15,8 @@ from common.errors import ApplicationError
 from common.progress import ProgressBar
 from models.backends.tracking import default_cpu_backend
 from models.backends.tracking.dnn_bytetrack import dnn_model_available
-from models.demo.renderer import render_scene
-from models.demo.scene import GroundTruth, demo_scenes, gt_path_for
+from models.world.renderer import render_scene
+from models.world.scene import GroundTruth, demo_scenes, gt_path_for
 from trajectories.models import Video
 from trajectories.services.ingestion import video_import
 from trajectories.services.proposals import (

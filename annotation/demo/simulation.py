@@ -1,7 +1,7 @@
 """Simulated annotators: the ground truth of review items on rendered videos, and a crowd that
 plays against it through the same services as people do.
 
-Truth. A rendered video (``models.demo.renderer``) carries its ground truth:
+Truth. A rendered video (``models.world.renderer``) carries its ground truth:
 ``Video.metadata["ground_truth"]`` is the path, relative to MEDIA_ROOT, of a ``GroundTruth``
 JSON file. A trajectory belongs to the person whose amodal box overlaps its observation with
 IoU >= ``MATCH_IOU`` on the most of its observations (ties: the lower person id), provided that
@@ -42,7 +42,7 @@ from annotation.curation.stages import identity, usability
 from annotation.models import WorkItem
 from common.errors import ApplicationError
 from common.roles import Role, user_has_role
-from models.demo.scene import GroundTruth
+from models.world.scene import GroundTruth
 from trajectories.models import Trajectory, Video
 
 MATCH_IOU = 0.5            # an observation matches a person's box at this IoU or more

@@ -2,7 +2,7 @@
 playing against the rendered ground truth through the same services as people do.
 
 Truth. A pool member belongs to a rendered person as in ``annotation.demo.simulation`` (box IoU). The
-person's ground-truth facts (``models.demo.renderer``) are complete, so the truth is read in a closed
+person's ground-truth facts (``models.world.renderer``) are complete, so the truth is read in a closed
 world: a predicate holds when the person has a fact with its name and value, and fails otherwise.
 
 - Description: a reviewer checks the proposal's known facts of the kinds the renderer knows

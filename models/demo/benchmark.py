@@ -1,7 +1,7 @@
 """A small text-to-trajectory benchmark rendered from synthetic scenes with exact ground truth.
 
 No data set can be downloaded here, so training and evaluation are exercised end to end on videos
-the project renders itself (``models.demo.renderer``). For each split (train / dev / test) this
+the project renders itself (``models.world.renderer``). For each split (train / dev / test) this
 module renders seeded scenes of 3-5 walking people with random clothing colours, directions,
 paces and stops, and seeded scene context (benches, doors, trees, lamp posts, lawns, rain, night:
 :func:`scene_context`; the test split also gets the three fixed ``demo_scenes``) and builds a
@@ -41,18 +41,6 @@ from pathlib import Path
 import numpy as np
 
 from models.config import PlainConfig
-from models.demo.figures import ground_row
-from models.demo.palette import COLOURS
-from models.demo.renderer import render_scene
-from models.demo.scene import (
-    GroundTruth,
-    PersonSpec,
-    PersonTruth,
-    SceneObjectSpec,
-    SceneSpec,
-    demo_scenes,
-    gt_path_for,
-)
 from models.facts import Fact, Predicate, QueryProposal, check_query, predicates_label
 from models.training.snapshot import (
     Relation,
@@ -70,6 +58,18 @@ from models.vocabulary import (
     near_phrase,
 )
 from models.wording import with_article
+from models.world.figures import ground_row
+from models.world.palette import COLOURS
+from models.world.renderer import render_scene
+from models.world.scene import (
+    GroundTruth,
+    PersonSpec,
+    PersonTruth,
+    SceneObjectSpec,
+    SceneSpec,
+    demo_scenes,
+    gt_path_for,
+)
 
 SPLITS = ("train", "dev", "test")
 WALK_DIRECTIONS = ("left", "right", "towards", "away")
@@ -99,7 +99,7 @@ class DemoBenchmarkConfig(PlainConfig):
 
     seed: int = 0                                # seeds scenes, colours, choreography
     videos: dict = field(default_factory=lambda: {"train": 24, "dev": 4, "test": 6})  # generated videos per split
-    include_demo_scenes: bool = True             # add models.demo.scene.demo_scenes() to the test split
+    include_demo_scenes: bool = True             # add models.world.scene.demo_scenes() to the test split
     width: int = 320                             # frame width of generated scenes, px
     height: int = 180                            # frame height of generated scenes, px
     fps: float = 10.0                            # frame rate of generated scenes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.demo.scene import GroundTruth
+from models.world.scene import GroundTruth
 
 
 # -- evaluation helpers --------------------------------------------------------------------------

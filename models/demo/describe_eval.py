@@ -1,6 +1,6 @@
 """How well a describer's facts agree with a rendered video's ground truth, per fact type.
 
-The renderer (``models.demo.renderer``) knows what it drew: ``GroundTruth.people[i].facts`` lists the
+The renderer (``models.world.renderer``) knows what it drew: ``GroundTruth.people[i].facts`` lists the
 attributes and events of person ``i`` over half-open frame intervals. A describer run on that
 person's track proposes :class:`models.facts.Fact` records. This module counts, per fact type
 (``upper_colour``, ``lower_colour``, ``walks``, ``speed``, ``stands``, ``enters``, ``leaves``, and
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.demo.scene import Fact as TruthFact
-from models.demo.scene import PersonTruth
 from models.facts import Fact
+from models.world.scene import Fact as TruthFact
+from models.world.scene import PersonTruth
 
 FACT_TYPES = ("upper_colour", "lower_colour", "walks", "speed", "stands", "enters", "leaves",
               "ground", "near", "weather", "light")

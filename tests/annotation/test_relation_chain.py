@@ -26,8 +26,8 @@ from annotation.management.commands.demo import Command as DemoCommand
 from annotation.models import Query, Relation, RelationSnapshot, SnapshotRelation, WorkItem
 from common.errors import ConflictError
 from models.backends.tracking.base import TrackProposal
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec, gt_path_for
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec, gt_path_for
 from tests.trajectories.factories import run_factory
 from trajectories.models import SplitGroup
 from trajectories.services.proposals import trajectories_store
@@ -79,7 +79,7 @@ def test_rendered_demo_reaches_complete_snapshots(db, media_root, tmp_path, sett
     videos = _rendered_videos(tmp_path, 6)
     for video, split in zip(videos, ["train", "train", "dev", "dev", "test", "test"]):
         SplitGroup.objects.filter(pk=video.split_group_id).update(split=split)
-    from models.demo.scene import GroundTruth
+    from models.world.scene import GroundTruth
 
     runs = [_gt_run(v, GroundTruth.load(media_root / v.metadata["ground_truth"])) for v in videos]
 
@@ -145,7 +145,7 @@ def test_an_incomplete_dev_split_is_refused(db, media_root, tmp_path, settings, 
     videos = _rendered_videos(tmp_path, 2)
     for video in videos:
         SplitGroup.objects.filter(pk=video.split_group_id).update(split="dev")
-    from models.demo.scene import GroundTruth
+    from models.world.scene import GroundTruth
 
     runs = [_gt_run(v, GroundTruth.load(media_root / v.metadata["ground_truth"])) for v in videos]
     simulate_annotators(n_annotators=3, accuracy=1.0, seed=0)
@@ -163,7 +163,7 @@ def test_an_incomplete_dev_split_is_refused(db, media_root, tmp_path, settings, 
 
 
 def _verified_pools(tmp_path, media_root, manager, splits):
-    from models.demo.scene import GroundTruth
+    from models.world.scene import GroundTruth
 
     videos = _rendered_videos(tmp_path, len(splits))
     for video, split in zip(videos, splits):

@@ -41,7 +41,7 @@ from annotation.benchmark.services.snapshots import relation_snapshot_create
 from annotation.curation.services.pools import pool_freeze
 from annotation.demo.simulation import simulate_annotators
 from annotation.demo.simulation_relations import simulate_relation_review
-from annotation.models import Audit, Relation, Release, ReleaseFile, WorkItem
+from annotation.models import Audit, Query, Relation, Release, ReleaseFile, WorkItem
 from annotation.releases.services.audits import (
     audit_create,
     audit_judgment_record,
@@ -56,8 +56,8 @@ from annotation.releases.services.release_io.export import file_sha256
 from annotation.releases.services.release_io.shapes import EVIDENCE, conform
 from annotation.releases.services.releases import release_create, release_import, release_verify
 from common.errors import ApplicationError, ConflictError
-from models.demo.scene import GroundTruth
 from models.training.snapshot import RelationSnapshotData
+from models.world.scene import GroundTruth
 from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
 from trajectories.models import SplitGroup
 
@@ -194,7 +194,11 @@ def test_a_published_release_validates(db, built):
     # the Parquet and JSON Lines files hold the same records
     import pyarrow.parquet as pq
 
-    table = pq.read_table(folder / "data" / "relations.parquet").to_pylist()
+    parts = {split: pq.read_table(folder / "data" / "relations" / f"{split}.parquet").to_pylist()
+             for split in ("dev", "test")}
+    assert {r["query_id"] for r in parts["test"]} <= set(Query.objects.filter(
+        video__split_group__split="test").values_list("id", flat=True))
+    table = sorted(parts["dev"] + parts["test"], key=lambda r: (r["query_id"], r["trajectory_id"]))
     assert [(r["query_id"], r["trajectory_id"], r["label"]) for r in table] == \
         [(r["query_id"], r["trajectory_id"], r["label"]) for r in relations]
     assert [r["evidence"] for r in table] == [conform(r["evidence"], EVIDENCE) for r in relations]
@@ -326,7 +330,7 @@ def test_a_new_version_records_its_parent_and_what_changed(db, built, client_for
     listed = client.get("/api/releases/?name=demo").json()
     assert [r["version"] for r in listed["results"]] == ["1.1.0", "1.0.0"]
     detail = client.get(f"/api/releases/{new['id']}/").json()
-    assert {f["path"] for f in detail["files"]} >= {"SHA256SUMS", "croissant.json", "data/relations.parquet"}
+    assert {f["path"] for f in detail["files"]} >= {"SHA256SUMS", "croissant.json", "data/relations/dev.parquet"}
     assert client.get(f"/api/releases/{new['id']}/verify/").json() == {"ok": True, "problems": []}
     bad = client.post("/api/releases/", {"name": "demo", "version": "2", "splits": ["dev"]}, format="json")
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_version"

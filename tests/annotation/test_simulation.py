@@ -20,8 +20,8 @@ from annotation.models import Assignment, Vote, WorkItem
 from annotation.rules import decide
 from common.errors import ApplicationError
 from models.backends.tracking.base import TrackProposal
-from models.demo.renderer import render_scene
-from models.demo.scene import DistractorSpec, GroundTruth, PersonSpec, SceneSpec
+from models.world.renderer import render_scene
+from models.world.scene import DistractorSpec, GroundTruth, PersonSpec, SceneSpec
 from tests.trajectories.factories import run_factory, video_factory
 from trajectories.models import DuplicateCandidate, Trajectory, Video
 from trajectories.services.proposals import trajectories_store

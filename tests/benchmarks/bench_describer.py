@@ -1,7 +1,7 @@
 """The heuristic describer on the rendered demo scenes: fact precision and recall per fact type,
 and the time to describe one trajectory.
 
-The scenes are ``models.demo.scene.demo_scenes(seed)`` (crossings, stops, occlusions, people
+The scenes are ``models.world.scene.demo_scenes(seed)`` (crossings, stops, occlusions, people
 entering and leaving; 13 people per seed), seed 0 at the quick size (default) and seeds 0-4 at the
 full size (``TRAJLAB_BENCH_FULL=1``). Each person is described from two tracks:
 
@@ -32,9 +32,9 @@ import pytest
 from models.backends.vlm import DescribeRequest
 from models.backends.vlm.heuristic import HeuristicDescriber
 from models.demo.describe_eval import FACT_TYPES, FactCounts, compare_facts, truth_track
-from models.demo.renderer import render_scene
-from models.demo.scene import demo_scenes
 from models.media.video import FrameReader
+from models.world.renderer import render_scene
+from models.world.scene import demo_scenes
 
 pytestmark = pytest.mark.benchmark
 

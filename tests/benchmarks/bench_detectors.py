@@ -32,9 +32,9 @@ from models.backends.tracking.dnn_bytetrack import (
 )
 from models.backends.tracking.hog_bytetrack import HogByteTrackConfig, HogByteTrackTracker
 from models.demo.coverage import people_coverage
-from models.demo.renderer import render_scene
-from models.demo.scene import demo_scenes
 from models.media.video import FrameReader
+from models.world.renderer import render_scene
+from models.world.scene import demo_scenes
 from tests.benchmarks.bench_tracking import (
     FULL,
     IOU,

@@ -48,9 +48,9 @@ from models.backends.tracking.base import run_tracker
 from models.backends.tracking.dnn_bytetrack import dnn_model_available
 from models.backends.tracking.hog_bytetrack import default_config
 from models.demo.coverage import box_iou, people_coverage
-from models.demo.renderer import render_scene
-from models.demo.scene import demo_scenes
 from models.media.video import FrameReader
+from models.world.renderer import render_scene
+from models.world.scene import demo_scenes
 
 REPO = Path(__file__).resolve().parents[2]
 VTEST = Path(os.environ.get("TRAJLAB_VTEST", REPO.parent / "shared" / "data" / "vtest.avi"))

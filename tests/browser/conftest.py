@@ -21,8 +21,8 @@ from accounts.services import user_create
 from annotation.curation.services.items import work_items_create_for_run
 from frontend.views import app_entry
 from models.backends.tracking.base import TrackProposal
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec
 from tests.annotation.conftest import adjudicator, annotators, reviewable_run  # noqa: F401 (fixtures, reused)
 from tests.trajectories.factories import run_factory
 from trajectories.models import ProposalRun, SplitGroup, Video

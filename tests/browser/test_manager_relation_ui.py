@@ -26,7 +26,7 @@ from annotation.curation.services.pools import pool_freeze
 from annotation.demo.simulation import simulate_annotators
 from annotation.demo.simulation_relations import simulate_relation_review
 from annotation.models import CrossPair, Query, RelationSnapshot, Release, Vote, WorkItem
-from models.demo.scene import GroundTruth
+from models.world.scene import GroundTruth
 from tests.annotation.test_relation_chain import _gt_run, _rendered_videos
 from tests.browser.conftest import nav, open_item, wait_first_frame
 from trajectories.models import SplitGroup

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from models.demo.scene import GroundTruth
+from models.world.scene import GroundTruth
 from tests.conftest import write_video
 from trajectories.models import ProposalRun, SplitGroup, Trajectory, Video
 

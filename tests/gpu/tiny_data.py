@@ -1,7 +1,7 @@
 """A tiny relation snapshot and a tiny text encoder for the GPU smoke, built with no Django, no
 database and nothing downloaded.
 
-``tiny_snapshot(folder)`` renders one short scene (``models.demo.renderer.render_scene``: three
+``tiny_snapshot(folder)`` renders one short scene (``models.world.renderer.render_scene``: three
 people, 40 frames at 320x240) into ``folder`` and turns its render truth into a
 ``RelationSnapshotData``: one track per person (its truth boxes on the frames it is in the
 frame), two queries per person naming its clothing and its walk (with the matching predicates),
@@ -22,8 +22,6 @@ import json
 import re
 from pathlib import Path
 
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec
 from models.training.snapshot import (
     Relation,
     RelationSnapshotData,
@@ -32,6 +30,8 @@ from models.training.snapshot import (
     SnapshotVideo,
 )
 from models.vocabulary import DIRECTION_PHRASES
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec
 
 WIDTH, HEIGHT, N_FRAMES, FPS = 320, 240, 40, 10.0
 # (upper, lower, direction, foot point at frame 0 as fractions of the frame): all colours distinct

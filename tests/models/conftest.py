@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.demo.renderer import render_scene
-from models.demo.scene import DistractorSpec, GroundTruth, PersonSpec, SceneSpec
+from models.world.renderer import render_scene
+from models.world.scene import DistractorSpec, GroundTruth, PersonSpec, SceneSpec
 
 VTEST = Path(__file__).resolve().parents[3] / "shared" / "data" / "vtest.avi"
 VTEST_FRAMES = 150

@@ -12,9 +12,9 @@ from models.demo.benchmark import (
     person_facts,
     split_scenes,
 )
-from models.demo.scene import GroundTruth, gt_path_for
 from models.facts import Predicate, QueryProposal, check_query, predicates_label
 from models.training.snapshot import RelationSnapshotData
+from models.world.scene import GroundTruth, gt_path_for
 
 SMALL = {"videos": {"train": 3, "dev": 1, "test": 2}, "include_demo_scenes": False, "width": 192, "height": 108,
          "n_frames": 24}

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from models.backends.vlm import DescribeRequest
 from models.backends.vlm.heuristic import HeuristicDescriber
 from models.demo.describe_eval import FACT_TYPES, FactCounts, compare_facts, truth_track
-from models.demo.scene import Fact as TruthFact
 from models.facts import Fact
+from models.world.scene import Fact as TruthFact
 
 
 def pred(name, value, a, b, known=True, kind="attribute"):

@@ -14,18 +14,22 @@ import pytest
 from models.backends.vlm import DescribeRequest, ScoreRequest
 from models.backends.vlm.heuristic import HeuristicDescriber
 from models.backends.vlm.heuristic_scorer import HeuristicPixelScorer
-from models.demo import palette as world
 from models.demo.describe_eval import truth_track
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec
 from models.pace_norms import TYPICAL_PACE_M_S, heights_per_s
+from models.world import figures, renderer, scene
+from models.world import palette as world
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec
 
 REPO = Path(__file__).resolve().parents[2]
-# Model-side code: none of it may read the world's tables.
-MODEL_SIDE = ["models/backends", "models/retrievers", "models/training", "models/curation", "models/experiments",
-              *[str(p.relative_to(REPO)) for p in sorted((REPO / "models").glob("*.py"))]]
+# Model-side code: everything under models/ but the world and its harnesses; none of it may read
+# the world's tables.
+MODEL_SIDE = [str(p.relative_to(REPO)) for p in sorted((REPO / "models").iterdir())
+              if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name not in ("world", "demo")]
 DESCRIBER_MODULES = ["models.backends.vlm.heuristic", "models.backends.vlm.heuristic_scorer",
                      "models.backends.vlm.chat", "models.backends.vlm.scene_reading"]
+# The world and the harnesses that score models against it.
+WORLD_SIDE = ("models.world", "models.demo")
 QUERIES = ["a person in a red top walking to the right", "someone in blue trousers walking slowly",
            "a person in a white shirt walking fast towards the camera", "a person standing still on the grass"]
 
@@ -50,14 +54,14 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_model_side_code_imports_nothing_of_the_world():
-    offenders = {str(p.relative_to(REPO)): sorted(m for m in _imported_modules(p) if m.startswith("models.demo"))
+    offenders = {str(p.relative_to(REPO)): sorted(m for m in _imported_modules(p) if m.startswith(WORLD_SIDE))
                  for p in _model_side_files()}
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
 def test_the_describers_do_not_load_the_world_tables():
     code = ("import sys\n" + "".join(f"import {m}\n" for m in DESCRIBER_MODULES)
-            + "print(sorted(m for m in sys.modules if m.startswith('models.demo')))")
+            + "print(sorted(m for m in sys.modules if m.startswith(('models.world', 'models.demo'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -88,6 +92,36 @@ def test_no_model_side_module_shares_a_number_with_the_world_tables():
     used = {describer.slow_below, describer.fast_from, describer.stand_speed, scorer.stand_speed,
             *(heights_per_s(v) for v in TYPICAL_PACE_M_S.values())}
     assert used.isdisjoint(_world_numbers())
+
+
+def _world_tables() -> dict[tuple, str]:
+    """Every numeric table the world draws with (a module constant of models.world that is, or
+    holds, a tuple of two or more numbers not all 0 or 1: colours, sizes, rows), by value."""
+    found = {}
+    for module in (world, figures, scene, renderer):
+        for name, value in vars(module).items():
+            if not name.lstrip("_").isupper():
+                continue
+            values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+            for v in values:
+                if (isinstance(v, tuple) and len(v) >= 2 and all(isinstance(e, int | float) for e in v)
+                        and not set(v) <= {0, 1}):
+                    found[tuple(float(e) for e in v)] = f"{module.__name__}.{name}"
+    return found
+
+
+def test_no_model_side_module_holds_a_table_of_the_world():
+    tables = _world_tables()
+    assert len(tables) > 20                                 # palette, skin and hair tones, object sizes ...
+    found = []
+    for path in _model_side_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple | ast.List) and node.elts and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, int | float) for e in node.elts):
+                key = tuple(float(e.value) for e in node.elts)
+                if key in tables:
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno} {key} is {tables[key]}")
+    assert found == []
 
 
 @pytest.fixture(scope="module")

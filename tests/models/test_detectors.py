@@ -17,8 +17,8 @@ from models.backends.tracking.detectors import (
     nms,
 )
 from models.demo.coverage import box_iou
-from models.demo.renderer import render_frames
 from models.media.video import FrameReader
+from models.world.renderer import render_frames
 
 
 def _check_output(boxes, scores, frame):

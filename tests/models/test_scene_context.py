@@ -15,11 +15,13 @@ from models.backends.llm.template import TemplateLLM
 from models.backends.vlm import DescribeRequest
 from models.backends.vlm.heuristic import HeuristicDescriber, HeuristicDescriberConfig
 from models.backends.vlm.prompts import describe_prompt
-from models.demo import scene as scene_module
 from models.demo.benchmark import DemoBenchmarkConfig, build_split, person_facts
 from models.demo.describe_eval import truth_track
-from models.demo.renderer import NEAR_DEPTH, NEAR_LATERAL, render_frames, render_scene
-from models.demo.scene import (
+from models.facts import ATTRIBUTES, EVENTS, Fact, predicates_label
+from models.vocabulary import NEAR_NOTHING
+from models.world import scene as scene_module
+from models.world.renderer import NEAR_DEPTH, NEAR_LATERAL, render_frames, render_scene
+from models.world.scene import (
     GroundTruth,
     PersonSpec,
     SceneObjectSpec,
@@ -27,8 +29,6 @@ from models.demo.scene import (
     demo_scenes,
     gt_path_for,
 )
-from models.facts import ATTRIBUTES, EVENTS, Fact, predicates_label
-from models.vocabulary import NEAR_NOTHING
 
 SPEED = 60.0                                     # px/s of the walker below
 START_X = -20.0

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.demo.coverage import box_iou, people_coverage
-from models.demo.palette import COLOURS
-from models.demo.renderer import render_frames, render_scene
-from models.demo.scene import GroundTruth, PersonSpec, SceneSpec, demo_scenes, gt_path_for
 from models.media.video import FrameReader, probe_video
+from models.world.palette import COLOURS
+from models.world.renderer import render_frames, render_scene
+from models.world.scene import GroundTruth, PersonSpec, SceneSpec, demo_scenes, gt_path_for
 
 
 def _frames(spec: SceneSpec) -> list:

@@ -25,10 +25,10 @@ from models.backends.vlm.heuristic import (
 )
 from models.colour_naming import BASIC_TERMS, CSS_NAMES, TERMS, colour_namer, grey_world_gains
 from models.demo.describe_eval import truth_track
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec
 from models.facts import InvalidOutput
 from models.vocabulary import COLOUR_WORDS
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec
 from tests.models.conftest import VTEST
 
 

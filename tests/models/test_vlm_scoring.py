@@ -30,8 +30,6 @@ from models.backends.vlm.scoring import (
     yes_no_from_top_logprobs,
 )
 from models.demo.describe_eval import truth_track
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec
 from models.retrievers.rerank import attribute_vlm_score, rerank_blend
 from models.retrievers.vlm_rerank import score_requests, vlm_term, vlm_term_rows
 from models.training.snapshot import (
@@ -41,6 +39,8 @@ from models.training.snapshot import (
     SnapshotTrack,
     SnapshotVideo,
 )
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec
 
 HUMAN_SIDE = ("description", "fact", "predicate", "vote", "label", "relation", "target", "approved")
 

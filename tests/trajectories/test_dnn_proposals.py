@@ -9,8 +9,8 @@ import pytest
 from common.errors import ApplicationError
 from models.backends.tracking.dnn_bytetrack import dnn_model_available
 from models.backends.tracking.dnn_detector import packaged_model_files
-from models.demo.renderer import render_scene
-from models.demo.scene import demo_scenes
+from models.world.renderer import render_scene
+from models.world.scene import demo_scenes
 from trajectories.models import ProposalRun, Trajectory
 from trajectories.services.ingestion import video_import
 from trajectories.services.proposals import (

@@ -26,11 +26,11 @@ from annotation.demo.simulation import simulate_annotators
 from annotation.demo.simulation_relations import simulate_relation_review
 from annotation.models import Description, PoolMember, Query, WorkItem
 from common.errors import ApplicationError, ConflictError
-from models.demo.renderer import render_scene
-from models.demo.scene import GroundTruth, PersonSpec, SceneSpec, gt_path_for
 from models.tracks_io.mot import format_mot, format_seqinfo
 from models.tracks_io.records import ImportedTrack
 from models.tracks_io.tubes_json import format_tubes_json
+from models.world.renderer import render_scene
+from models.world.scene import GroundTruth, PersonSpec, SceneSpec, gt_path_for
 from tests.trajectories.factories import video_factory
 from trajectories.models import (
     ProposalConfig,

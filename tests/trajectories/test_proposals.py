@@ -13,9 +13,9 @@ from annotation.demo.simulation import simulate_annotators
 from annotation.models import WorkItem
 from common.errors import ApplicationError
 from models.demo.coverage import box_iou
-from models.demo.renderer import render_scene
-from models.demo.scene import PersonSpec, SceneSpec, demo_scenes, gt_path_for
 from models.media.video import content_sha256
+from models.world.renderer import render_scene
+from models.world.scene import PersonSpec, SceneSpec, demo_scenes, gt_path_for
 from tests.conftest import write_video
 from tests.models.sam2_tiny import build_tiny_sam2
 from tests.models.sam3_tiny import blind_copy, tiny_sam3_architecture

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from models.demo.figures import BACKGROUNDS, ground_row
-from models.demo.palette import COLOURS, SPEED_HEIGHTS_PER_S
 from models.vocabulary import (
     DIRECTIONS,
     NEAR_OBJECTS,
@@ -28,6 +26,8 @@ from models.vocabulary import (
     SCENE_OBJECTS,
     object_name,
 )
+from models.world.figures import BACKGROUNDS, ground_row
+from models.world.palette import COLOURS, SPEED_HEIGHTS_PER_S
 
 SKIN_TONES: list[tuple[int, int, int]] = [(150, 180, 225), (110, 150, 200), (70, 105, 150), (45, 70, 105)]
 HAIR_COLOURS: list[tuple[int, int, int]] = [(20, 20, 25), (30, 50, 80), (60, 110, 160), (150, 150, 155)]

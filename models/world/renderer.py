@@ -19,15 +19,15 @@ What is drawn:
 - optional non-person distractors (a rolling ball, a sliding crate) that move but are not people;
 - optional scene context that queries can name and only full frames show: doors (with a colour)
   on the foot of the wall, benches, trees and lamp posts on the ground, lawns (grass patches),
-  placed by :func:`models.demo.scene.place_objects`; "night" (a dark bluish palette, figures
+  placed by :func:`models.world.scene.place_objects`; "night" (a dark bluish palette, figures
   darkened less, lit lamps with a glow) and "rain" (thin bright slanted streaks, elsewhere on every
   frame, over everything);
 - figures, distractors and standing objects are drawn far to near (by foot position), so a person
   walking higher in the image passes *behind* one walking lower down (or behind a bench), and the
   occluded person's visible fraction drops.
 
-The scene and its truth are plain data (:mod:`models.demo.scene`); the drawing is in
-:mod:`models.demo.figures`. Ground truth per person: clothing colour names and BGR values, direction, speed in px/s and as a
+The scene and its truth are plain data (:mod:`models.world.scene`); the drawing is in
+:mod:`models.world.figures`. Ground truth per person: clothing colour names and BGR values, direction, speed in px/s and as a
 word, stop intervals, per-frame amodal boxes (the full silhouette's extent, clipped to the frame)
 and per-frame visible fraction (pixels of the silhouette that end up on screen and are not covered
 by a nearer figure, divided by the silhouette's full area), and a list of :class:`Fact` records
@@ -55,7 +55,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from models.demo.figures import (
+from models.vocabulary import NEAR_NOTHING, NEAR_OBJECTS
+from models.world.figures import (
     _ONE,
     BACKGROUNDS,
     FIGURE_NIGHT_GAIN,
@@ -76,8 +77,8 @@ from models.demo.figures import (
     paint_lawn,
     rain_streaks,
 )
-from models.demo.palette import COLOURS, DEPTH_FORESHORTENING, SPEED_HEIGHTS_PER_S
-from models.demo.scene import (
+from models.world.palette import COLOURS, DEPTH_FORESHORTENING, SPEED_HEIGHTS_PER_S
+from models.world.scene import (
     HAIR_COLOURS,
     SKIN_TONES,
     DistractorSpec,
@@ -92,7 +93,6 @@ from models.demo.scene import (
     place_objects,
     weather_of,
 )
-from models.vocabulary import NEAR_NOTHING, NEAR_OBJECTS
 
 # A nearer person covering at least this fraction of a silhouette makes an "occluded_by" fact.
 OCCLUSION_FACT = 0.3

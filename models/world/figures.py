@@ -1,9 +1,9 @@
-"""Drawing for the demo renderer: textured static backgrounds ("plaza", "park") with shading
+"""Drawing for the world's renderer: textured static backgrounds ("plaza", "park") with shading
 and sensor noise, the ground surface under them, the scene objects queries name (benches, doors,
 trees, lamp posts, lawns), night and rain, and people-like figures with a walking stride, seen
 from the side or the front.
 
-Every scene object is drawn inside the box its :class:`~models.demo.scene.SceneObjectTruth`
+Every scene object is drawn inside the box its :class:`~models.world.scene.SceneObjectTruth`
 declares, so the recorded box is the object's extent by construction.
 """
 from __future__ import annotations
