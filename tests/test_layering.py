@@ -6,7 +6,9 @@ room into a higher one. No source file is over 600 lines, outside migrations and
 Layers, bottom to top: ``models`` → ``common`` → ``accounts`` → ``trajectories`` → ``annotation``
 → ``workers`` → ``frontend`` / ``config``. ``models`` imports no Django at all. The same layers are
 import-linter contracts in ``pyproject.toml`` (``lint-imports``, also run by ``.ci/run``), and no
-module takes part in an import circle (function-level imports included).
+module takes part in an import circle (function-level imports included). Inside ``models``, the
+rendered world (``models.world``) stands apart: no model module imports it or its harnesses
+(``models.demo``), and the world and the backends import nothing of each other.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -186,6 +189,27 @@ def test_the_import_contracts_hold():
     result = subprocess.run([str(Path(sys.executable).with_name("lint-imports"))], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def _contracts() -> list[dict]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+
+
+def test_the_contracts_keep_the_world_apart():
+    """Every model package and top-level model module is forbidden the world and its harnesses,
+    so a new one is covered too; the world and the backends are independent."""
+    contracts = _contracts()
+    apart = [c for c in contracts if c["type"] == "forbidden"
+             and {"models.world", "models.demo"} <= set(c["forbidden_modules"])]
+    assert len(apart) == 1, "one forbidden contract names models.world and models.demo"
+    models = ROOT / "models"
+    model_side = ({f"models.{p.stem}" for p in models.glob("*.py") if p.stem != "__init__"}
+                  | {f"models.{p.parent.name}" for p in models.glob("*/__init__.py")}) - {"models.world", "models.demo"}
+    assert model_side - set(apart[0]["source_modules"]) == set()
+    assert any(c["type"] == "independence" and {"models.world", "models.backends"} <= set(c["modules"])
+               for c in contracts)
+    world_imports = [c for c in contracts if c["type"] == "forbidden" and c["source_modules"] == ["models.world"]]
+    assert world_imports and "models.demo" in world_imports[0]["forbidden_modules"]
 
 
 if __name__ == "__main__":  # pragma: no cover - a report for people
