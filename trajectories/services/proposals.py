@@ -74,6 +74,34 @@ def _file_digests(settings: dict) -> dict[str, str]:
     return digests
 
 
+def settings_hash(*, backend: str, categories: list[str], resolved: dict, software: dict) -> tuple[str, dict]:
+    """``(config_hash, file digests)`` of resolved settings: the identity of a configuration
+    (backend, categories, the digests of the files it names, software versions, and every other
+    resolved setting; the path of a file is not part of it)."""
+    digests = _file_digests(resolved)
+    return _canonical_hash({
+        "backend": backend, "categories": categories, "files": digests, "software": software,
+        "settings": {k: v for k, v in resolved.items() if k not in FILE_SETTINGS},
+    }), digests
+
+
+def stored_settings(backend: str, resolved: dict, *, anchor_policy: dict) -> tuple[dict, dict, dict]:
+    """The resolved settings as a configuration stores them: ``(anchor_policy, detector_settings,
+    tracker_settings)``, every value explicit, so a later change of a backend's defaults does not
+    change what a stored configuration runs (and its ``config_hash`` keeps describing it).
+
+    The keys given as anchor policy stay there (with their resolved values), the detector settings
+    go to ``detector_settings``, the categories and model files stay in their own fields, and
+    everything else is tracker settings. Resolving the three again gives ``resolved`` back.
+    """
+    detector_key = TRACKERS[backend].detector_key
+    kept_apart = {"categories", "checkpoint", "model_config", detector_key}
+    anchors = {key: resolved[key] for key in anchor_policy if key in resolved}
+    detectors = resolved.get(detector_key) or {}
+    tracker = {key: value for key, value in resolved.items() if key not in kept_apart and key not in anchors}
+    return anchors, detectors, tracker
+
+
 def proposal_config_create(*, name: str, backend: str, categories: list[str], checkpoint_path: str = "",
                            model_config_path: str = "", anchor_policy: dict | None = None,
                            detector_settings: dict | None = None, tracker_settings: dict | None = None,
@@ -81,9 +109,9 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
     """Create (or return the identical existing) versioned proposal configuration.
 
     The settings are resolved through the tracker's own configuration (so a configuration that
-    cannot run is refused here, and two spellings of one configuration are one record), and the
-    files it names are hashed. The identity is the hash of the resolved settings, the file
-    digests, the categories and the software versions; the path of a file is not part of it.
+    cannot run is refused here, and two spellings of one configuration are one record) and stored
+    resolved, every default written out (``stored_settings``), so the configuration runs as its
+    hash says after a backend's defaults change. The identity is ``settings_hash``.
     Hashing (checkpoints can be gigabytes) happens before the transaction; the insert takes the
     next version of ``name`` and retries if a concurrent create took it first.
 
@@ -114,17 +142,15 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
                           ("bpe_path", "tracker_settings.bpe_path")):
             if not registered:                   # the operator's own entry may point anywhere
                 model_file_within(str(resolved.get(key) or ""), what=what)  # nothing outside the roots is hashed
-        digests = _file_digests(resolved)
+        software = software_versions(backend)
+        config_hash, digests = settings_hash(backend=backend, categories=categories, resolved=resolved,
+                                             software=software)
     except TrackerConfigError as exc:
         code = "checkpoint_missing" if "not found" in str(exc) else "invalid_tracker_settings"
         raise ApplicationError(str(exc), code=code) from exc
     except (ValueError, TypeError, OSError) as exc:
         raise ApplicationError(str(exc), code="invalid_tracker_settings") from exc
-    software = software_versions(backend)
-    config_hash = _canonical_hash({
-        "backend": backend, "categories": categories, "files": digests, "software": software,
-        "settings": {k: v for k, v in resolved.items() if k not in FILE_SETTINGS},
-    })
+    anchor_policy, detector_settings, tracker_settings = stored_settings(backend, resolved, anchor_policy=anchor_policy)
     fields = dict(backend=backend, checkpoint_path=checkpoint_path, model_config_path=model_config_path,
                   checkpoint_sha256=digests.get("checkpoint", "") if checkpoint_path else "",
                   categories=categories, anchor_policy=anchor_policy, detector_settings=detector_settings,
