@@ -1,7 +1,8 @@
 """A release written from PostgreSQL a chunk at a time has the bytes of the row-at-a-time reference.
 
-A small train split (``tests.benchmarks.fill``) with reviewed items, and rows holding what a byte-for-
-byte writer gets wrong first: floats Python writes with an exponent, NaN, integers past 64 bits in
+A small train split, and the same records as three splits (each table's Parquet files split by
+split), from ``tests.benchmarks.fill``, with reviewed items, and rows holding what a byte-for-byte
+writer gets wrong first: floats Python writes with an exponent, NaN, integers past 64 bits in
 JSON, control and non-ASCII characters, microsecond timestamps in other zones, nulls. The release
 folder of :func:`release_write` (``COPY`` and column-wise encoding) is compared file by file with the
 reference writer's tables, record index and MOT files, and with the folder the cursor path (every
@@ -9,6 +10,7 @@ database but PostgreSQL) writes.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -37,6 +39,7 @@ from trajectories.models import Trajectory
 
 pytestmark = pytest.mark.django_db
 N_VIDEOS, TRAJ_PER_VIDEO, QUERIES_PER_VIDEO = 3, 5, 2
+SPLITS = ("train", "dev", "test")
 ODD_TEXT = "pérson \"x\"\\\n\u2028\x01😀"
 ODD_EVIDENCE = ('{"b": 1e-05, "a": [1.0e16, 0.5, "\\u00e9\\u2028\\u0001"], "big": 123456789012345678901234567890, '
                 '"z": {"y": null, "x": -0.0, "w": 0.000123}}')
@@ -68,16 +71,23 @@ def _awkward_rows() -> None:
                 "⊥ in row; odd", ODD_TEXT, '{"score": 0.00001}', when)])
 
 
-@pytest.fixture
-def scope(db):
-    release_records(n_videos=N_VIDEOS, traj_per_video=TRAJ_PER_VIDEO, queries_per_video=QUERIES_PER_VIDEO, n_obs=4)
+def build_scope(splits: tuple[str, ...]) -> ReleaseScope:
+    """The records (video ``v`` in ``splits[v % len(splits)]``, the awkward rows in the first) and
+    the scope of a release of ``splits``."""
+    release_records(n_videos=N_VIDEOS, traj_per_video=TRAJ_PER_VIDEO, queries_per_video=QUERIES_PER_VIDEO, n_obs=4,
+                    splits=splits)
     raters, adjudicators = review_users(n_raters=4, n_adjudicators=1, prefix="bytes")
     usability_review(n_videos=N_VIDEOS, pooled_per_video=TRAJ_PER_VIDEO, extra_per_video=1, raters=raters,
                      adjudicators=adjudicators, panel=3, required=2, open_fraction=0.5)
     _awkward_rows()
-    scope = ReleaseScope.of(["train"])
+    scope = ReleaseScope.of(list(splits))
     reviewer_pseudonyms_assign(people=scope.people())
     return scope
+
+
+@pytest.fixture(params=[("train",), SPLITS], ids=["one-split", "three-splits"])
+def scope(db, request):
+    return build_scope(request.param)
 
 
 def relations_written(folder: Path) -> list[bytes]:
@@ -92,8 +102,12 @@ META = ReleaseMeta(name="bytes", version="1.0.0", description="awkward values", 
                    splits=["train"], created_at=dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
 
 
+def meta_of(scope: ReleaseScope) -> ReleaseMeta:
+    return dataclasses.replace(META, splits=list(scope.splits))
+
+
 def test_the_release_is_the_bytes_of_the_reference(scope, tmp_path):
-    written = release_write(tmp_path / "new", meta=META, scope=scope)
+    written = release_write(tmp_path / "new", meta=meta_of(scope), scope=scope)
     assert written.counts["relations"] == N_VIDEOS * QUERIES_PER_VIDEO * TRAJ_PER_VIDEO + QUERIES_PER_VIDEO * 5
     assert written.counts["votes"] > 0 and written.counts["reviewers"] > 0
     counts = reference_tables_write(tmp_path / "old", scope)
@@ -113,7 +127,7 @@ def test_the_release_is_the_bytes_of_the_reference(scope, tmp_path):
 
 
 def test_the_cursor_path_writes_the_same_folder(scope, tmp_path, monkeypatch):
-    release_write(tmp_path / "copy", meta=META, scope=scope)
+    release_write(tmp_path / "copy", meta=meta_of(scope), scope=scope)
     monkeypatch.setattr(reading, "_copy_readable", lambda connection: False)
-    release_write(tmp_path / "cursor", meta=META, scope=ReleaseScope.of(["train"]))
+    release_write(tmp_path / "cursor", meta=meta_of(scope), scope=ReleaseScope.of(scope.splits))
     assert _files(tmp_path / "cursor") == _files(tmp_path / "copy")

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -267,28 +268,41 @@ def test_a_table_written_in_chunks_is_the_bytes_the_reference_writes(seed, tmp_p
     monkeypatch.setattr(reference, "ROW_GROUP_VALUES", 150)
     rng = np.random.default_rng(seed)
     rows = _rows(rng, 400)
+    # each row in one of three parts (splits): runs of one part, and chunks that mix them
+    parts = ["train", "dev", "test"]
+    codes = np.repeat(rng.integers(0, 3, 40), 10)[:len(rows)]
+    codes[200:] = rng.integers(0, 3, len(rows) - 200)
+    codes[codes == 1] = 2 if seed == 2 else 1    # one seed leaves a part without rows: it gets no file
     old, new = tmp_path / "old", tmp_path / "new"
     for folder in (old, new):
         (folder / "data").mkdir(parents=True)
     with open(old / "index.tsv", "w", encoding="utf-8", newline="\n") as index:
         writer = reference.RowTableWriter(old, TABLE, index)
-        for row in rows:
-            writer.add(_export_values(row))
+        for row, code in zip(rows, codes):
+            writer.add(_export_values(row), parts[code])
         assert writer.close() == len(rows)
     types = CHUNK_TYPES
     writes = export._Writes()
     with open(new / "index.tsv", "wb") as index:
-        writer = export._TableWriter(new, TABLE, index, writes)
+        writer = export._TableWriter(new, TABLE, index, writes, parts)
         start = 0
         while start < len(rows):
             stop = start + int(rng.integers(1, 90))
             columns = [list(c) for c in zip(*rows[start:stop])]
-            writer.add(arrays_of(columns, types))
+            writer.add(arrays_of(columns, types), codes[start:stop])
             start = stop
         assert writer.close() == len(rows)
+        assert writer.written() == {p: int((codes == i).sum()) for i, p in enumerate(parts) if (codes == i).any()}
     writes.close()
-    for name in ("index.tsv", "data/everything.jsonl", "data/everything.parquet"):
+    files = sorted(p.relative_to(old).as_posix() for p in old.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file())
+    assert ("data/everything/dev.parquet" in files) == (seed != 2) and "data/everything/test.parquet" in files
+    for name in files:
         assert (new / name).read_bytes() == (old / name).read_bytes(), name
+    for i, part in enumerate(parts):                 # a part holds its rows, in order
+        if (codes == i).any():
+            ids = pq.read_table(new / "data" / "everything" / f"{part}.parquet", columns=["id"]).column("id")
+            assert ids.to_pylist() == [r[0] for r, c in zip(rows, codes) if c == i]
 
 
 def test_the_chunk_encoder_gives_one_line_per_row():

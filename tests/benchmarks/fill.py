@@ -142,8 +142,9 @@ RELEASE_BASE = 10_000_000                         # ids far above anything the s
 
 
 def release_records(*, n_videos: int, traj_per_video: int = 100, queries_per_video: int = 10, n_obs: int = 20,
-                    seed: int = 7) -> dict:
-    """A synthetic train split as database rows: ``n_videos`` videos (split group, proposal run and
+                    seed: int = 7, splits: tuple[str, ...] = ("train",)) -> dict:
+    """Synthetic splits as database rows (video ``v`` in ``splits[v % len(splits)]``): ``n_videos`` videos
+    (split group, proposal run and
     frozen pool each) of ``traj_per_video`` pooled trajectories of ``n_obs`` observations, and
     ``queries_per_video`` accepted queries per video (each on an approved description of one of
     the video's trajectories), each with its full within-video row of relations.
@@ -153,10 +154,11 @@ def release_records(*, n_videos: int, traj_per_video: int = 100, queries_per_vid
     the counts. One transaction: descriptions and their versions name each other (deferred
     foreign keys, checked at commit)."""
     with transaction.atomic():
-        return _release_records(n_videos, traj_per_video, queries_per_video, n_obs, seed)
+        return _release_records(n_videos, traj_per_video, queries_per_video, n_obs, seed, splits)
 
 
-def _release_records(n_videos: int, traj_per_video: int, queries_per_video: int, n_obs: int, seed: int) -> dict:
+def _release_records(n_videos: int, traj_per_video: int, queries_per_video: int, n_obs: int, seed: int,
+                     splits: tuple[str, ...]) -> dict:
     from annotation.models import (
         CandidatePool,
         Description,
@@ -181,7 +183,7 @@ def _release_records(n_videos: int, traj_per_video: int, queries_per_video: int,
     V, T, Q, N_OBS = n_videos, traj_per_video, queries_per_video, n_obs
     copy_rows(Source, ["id", "name", "description", "created_at"], [(BASE, "bench-source", "", NOW)])
     copy_rows(SplitGroup, ["id", "name", "split", "locked_at", "created_at"],
-              ((BASE + v, f"bench-group-{v}", "train", NOW, NOW) for v in range(V)))
+              ((BASE + v, f"bench-group-{v}", splits[v % len(splits)], NOW, NOW) for v in range(V)))
     copy_rows(Video, ["id", "source_id", "split_group_id", "name", "kind", "path", "content_sha256", "size_bytes",
                       "fps", "frame_count", "width", "height", "duration_s", "codec", "seekable", "metadata",
                       "created_at"],

@@ -48,6 +48,7 @@ from annotation.releases.services.release_io.export import (
     ReleaseMeta,
     WrittenFile,
     WrittenRelease,
+    data_files,
     file_sha256,
     make_read_only,
     release_write,
@@ -328,7 +329,7 @@ def release_import(*, path: str | Path, expect_manifest_sha256: str | None = Non
 
 
 def _written_from_folder(folder: Path, body: dict) -> WrittenRelease:
-    rows = {meta["files"][fmt]: meta["rows"] for meta in body["tables"].values() for fmt in ("jsonl", "parquet")}
+    rows = {path: n for meta in body["tables"].values() for path, n in data_files(meta)}
     files = [WrittenFile(path, sha, (folder / path).stat().st_size, rows.get(path))
              for path, sha in sorted(read_checksums(folder).items())]
     manifest = file_sha256(folder / CHECKSUMS)

@@ -1,7 +1,8 @@
 """Reading and writing release folders (DESIGN 2.11).
 
 - :mod:`.schema`: what a release holds, table by table (columns, types, keys, references), with
-  :mod:`.shapes` (the arrow types of structured JSON columns in Parquet);
+  :mod:`.shapes` (the arrow types of structured JSON columns in Parquet) and :mod:`.splits` (the
+  split each row belongs to);
 - :mod:`.tables`: which records of the database belong to a release of some splits
   (:class:`.tables.ReleaseScope`) and their values;
 - :mod:`.export`: the streaming writer of a release folder (JSON Lines, Parquet, MOT, the record
@@ -24,7 +25,10 @@ Folder layout (every path relative to the release folder)::
     statistics.json       audits, pre-adjudication agreement, vote distributions, corrections,
                           rejection reasons, reviewer time per accepted item, relation counts
     data/<table>.jsonl    one JSON object per line, keys sorted
-    data/<table>.parquet  the same records, typed (format 2; format 1 held JSON columns and times as text)
+    data/<table>/<split>.parquet  the same records, typed, one file per split where the table has rows
+                          (``shared.parquet`` for a table whose rows serve every split, :mod:`.splits`;
+                          formats 1 and 2 held one ``data/<table>.parquet``, format 1 with JSON columns
+                          and times as text)
     plots/<name>.png      the datasheet's plots
     index/records.tsv     table, key and SHA-256 prefix of every record (diffs between releases)
     mot/<split>/<video>/  MOTChallenge ground truth of the video's frozen pool (gt/gt.txt, seqinfo.ini)

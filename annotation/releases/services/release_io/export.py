@@ -33,6 +33,7 @@ from annotation.releases.services.release_io.encode import ChunkEncoder, Packed,
 from annotation.releases.services.release_io.index_diff import diff_indexes
 from annotation.releases.services.release_io.metadata import croissant_metadata, dataset_card
 from annotation.releases.services.release_io.plots import agreement_plot, data_plots
+from annotation.releases.services.release_io.splits import SplitRouter, parquet_path, parts
 from annotation.releases.services.release_io.statistics import release_statistics
 from annotation.releases.services.release_io.tables import (
     KINDS,
@@ -47,10 +48,12 @@ from trajectories.models import Video
 
 # The folder's format, in release.json. 1: Parquet holds JSON columns and times as text. 2: typed
 # Parquet (times as timestamps, structured JSON columns in their shapes), a Hugging Face dataset card
-# with one config per table, and the datasheet's plots. Both are read and verified alike (JSON Lines
-# and SHA256SUMS did not change).
-FORMAT = "trajlab-release/2"
-FORMATS = ("trajlab-release/1", FORMAT)
+# with one config per table, and the datasheet's plots. 3: a Parquet file per table and split
+# (``data/<table>/<split>.parquet``, ``shared.parquet`` for tables that serve every split), so that a
+# loader reads one split of a table. All are read and verified alike (JSON Lines and SHA256SUMS did
+# not change).
+FORMAT = "trajlab-release/3"
+FORMATS = ("trajlab-release/1", "trajlab-release/2", FORMAT)
 ROW_GROUP = 50_000                               # rows per Parquet row group at most
 ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes each) per row group at most
 HASH_BLOCK = 1 << 20
@@ -130,49 +133,99 @@ class _Writes:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-class _TableWriter:
-    """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index,
-    a chunk of rows at a time (:class:`ChunkEncoder` gives the bytes and the values).
+class _ParquetPart:
+    """One Parquet file of a table, ``data/<name>/<part>.parquet`` (a split's rows, or the shared
+    ones), opened at its first rows. A chunk's columns are kept as arrow arrays until a row group is
+    full, which it is at ``ROW_GROUP`` rows or ``ROW_GROUP_VALUES`` list elements, whichever comes
+    first (both depend on the data only, so the same records give the same row groups)."""
 
-    Parquet is written here alone: a chunk's columns become arrow arrays at once, kept until a row
-    group is full, which it is at ``ROW_GROUP`` rows or ``ROW_GROUP_VALUES`` list elements, whichever
-    comes first (both depend on the data only, so the same records give the same row groups).
-    """
-
-    def __init__(self, folder: Path, table: Table, index, writes: _Writes):
-        self.table = table
-        self.index = index
+    def __init__(self, path: Path, schema: pa.Schema, writes: _Writes):
+        self.path = path
+        self.schema = schema
         self.writes = writes
+        self.writer: pq.ParquetWriter | None = None
         self.rows = 0
-        self.schema = table.schema()
-        self.encoder = ChunkEncoder(table)
         self.pending: list[list[pa.Array]] = []  # arrays of the row group being gathered, a list per piece
         self.pending_rows = 0
         self.pending_values = 0
-        self.jsonl = open(folder / "data" / f"{table.name}.jsonl", "wb", buffering=HASH_BLOCK)
-        self.parquet = pq.ParquetWriter(folder / "data" / f"{table.name}.parquet", self.schema, compression="zstd")
 
-    def add(self, columns: list) -> None:
-        """Write a chunk (one sequence per column, as ``ReleaseScope.chunks`` gives it)."""
-        chunk = self.encoder.encode(columns)
-        self.writes.submit(self.jsonl.write, chunk.jsonl)
-        self.writes.submit(self.index.write, chunk.index)
-        arrays = [self._array(values, f) for values, f in zip(chunk.values, self.schema)]
-        values = np.cumsum(chunk.sizes)                                                    # [R]
+    def add(self, arrays: list[pa.Array], sizes: np.ndarray) -> None:
+        """Take rows (their arrays, and the list elements of each row in ``sizes``)."""
+        n = len(sizes)
+        if self.writer is None:
+            self.path.parent.mkdir(exist_ok=True)
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+        values = np.cumsum(sizes)                                                          # [R]
         start = 0
-        while start < chunk.rows:
+        while start < n:
             # the first row at which the group is full, as if rows were added one at a time
             by_rows = start + ROW_GROUP - self.pending_rows - 1
             by_values = int(np.searchsorted(values, ROW_GROUP_VALUES - self.pending_values
                                             + (values[start - 1] if start else 0)))
-            stop = min(by_rows, by_values, chunk.rows - 1) + 1
+            stop = min(by_rows, by_values, n - 1) + 1
             self.pending.append([a.slice(start, stop - start) for a in arrays])
             self.pending_rows += stop - start
             self.pending_values += int(values[stop - 1] - (values[start - 1] if start else 0))
             if self.pending_rows >= ROW_GROUP or self.pending_values >= ROW_GROUP_VALUES:
                 self._flush()
             start = stop
+        self.rows += n
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        columns = [pa.concat_arrays(list(pieces)) for pieces in zip(*self.pending)]
+        self.writes.submit(self.writer.write_table, pa.Table.from_arrays(columns, schema=self.schema))
+        self.pending, self.pending_rows, self.pending_values = [], 0, 0
+
+    def close(self) -> None:
+        """Flush the last row group (the caller waits for the writes, then :meth:`finish`)."""
+        if self.writer is not None:
+            self._flush()
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _TableWriter:
+    """One table to ``data/<name>.jsonl``, to a Parquet file per split (and ``shared`` for a table
+    whose rows serve every split, :mod:`.splits`), and its records to the index, a chunk of rows at a
+    time (:class:`ChunkEncoder` gives the bytes and the values)."""
+
+    def __init__(self, folder: Path, table: Table, index, writes: _Writes, names: list[str]):
+        self.table = table
+        self.index = index
+        self.writes = writes
+        self.rows = 0
+        self.schema = table.schema()
+        self.encoder = ChunkEncoder(table)
+        self.parts = {part: _ParquetPart(folder / parquet_path(table.name, part), self.schema, writes)
+                      for part in names}                 # the table's parts (.splits.parts), in code order
+        self.names = list(self.parts)
+        self.jsonl = open(folder / "data" / f"{table.name}.jsonl", "wb", buffering=HASH_BLOCK)
+
+    def add(self, columns: list, codes: np.ndarray | None) -> None:
+        """Write a chunk (one sequence per column, as ``ReleaseScope.chunks`` gives it) whose rows are
+        of the splits at ``codes`` (None: a shared table)."""
+        chunk = self.encoder.encode(columns)
+        self.writes.submit(self.jsonl.write, chunk.jsonl)
+        self.writes.submit(self.index.write, chunk.index)
+        arrays = [self._array(values, f) for values, f in zip(chunk.values, self.schema)]
+        sizes = np.asarray(chunk.sizes)                                                    # [R]
         self.rows += chunk.rows
+        if codes is None or not chunk.rows:
+            if chunk.rows:
+                self.parts[self.names[0]].add(arrays, sizes)
+            return
+        first = int(codes[0])
+        if (codes == first).all():                   # the usual chunk: one split's rows
+            self.parts[self.names[first]].add(arrays, sizes)
+            return
+        for code in np.unique(codes).tolist():
+            rows = np.flatnonzero(codes == code)                                           # [R_s]
+            take = pa.array(rows)
+            self.parts[self.names[code]].add([a.take(take) for a in arrays], sizes[rows])
 
     @staticmethod
     def _array(values, field: pa.Field) -> pa.Array:
@@ -189,19 +242,18 @@ class _TableWriter:
                                             type=field.type)
         return pa.array(values, type=field.type)
 
-    def _flush(self) -> None:
-        if not self.pending:
-            return
-        columns = [pa.concat_arrays(list(pieces)) for pieces in zip(*self.pending)]
-        self.writes.submit(self.parquet.write_table, pa.Table.from_arrays(columns, schema=self.schema))
-        self.pending, self.pending_rows, self.pending_values = [], 0, 0
-
     def close(self) -> int:
-        self._flush()
+        for part in self.parts.values():
+            part.close()
         self.writes.wait()
-        self.parquet.close()
+        for part in self.parts.values():
+            part.finish()
         self.jsonl.close()
         return self.rows
+
+    def written(self) -> dict[str, int]:
+        """Rows per Parquet file written (a part without rows has no file)."""
+        return {part: p.rows for part, p in self.parts.items() if p.rows}
 
 
 class _MotWriter:
@@ -297,19 +349,22 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     (folder / "data").mkdir(parents=True, exist_ok=True)
     (folder / "index").mkdir(exist_ok=True)
     counts: dict[str, int] = {}
+    part_rows: dict[str, dict[str, int]] = {}
+    router = SplitRouter(scope.splits)
     writes = _Writes()
     try:
         mot = _MotWriter(folder, scope, writes)
         with open(folder / INDEX, "wb", buffering=HASH_BLOCK) as index:
             for table in TABLES:
-                writer = _TableWriter(folder, table, index, writes)
+                writer = _TableWriter(folder, table, index, writes, parts(table.name, scope.splits))
                 try:
                     for columns in scope.chunks(table):
-                        writer.add(columns)
+                        writer.add(columns, router.codes(table.name, columns))
                         if table.name == "pool_members":
                             mot.add(columns)
                 finally:
                     counts[table.name] = writer.close()
+                part_rows[table.name] = writer.written()
                 say(f"{table.name}: {counts[table.name]} rows")
         n_mot = mot.close()
     finally:
@@ -336,10 +391,7 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
         if changes is None:
             changes = diff_indexes(parent_folder / INDEX, folder / INDEX, limit=0)["tables"] if parent_folder else {}
         changes = {t.name: changes[t.name] for t in TABLES if t.name in changes}
-        tables_meta = {t.name: {"rows": counts[t.name], "key": list(t.key), "doc": t.doc,
-                                "files": {"jsonl": f"data/{t.name}.jsonl", "parquet": f"data/{t.name}.parquet"},
-                                "columns": [{"name": c.name, "type": c.kind, "ref": c.ref, "doc": c.doc}
-                                            for c in t.columns]} for t in TABLES}
+        tables_meta = {t.name: tables_entry(t, counts[t.name], part_rows[t.name]) for t in TABLES}
         body = {"format": FORMAT, "name": meta.name, "version": meta.version, "description": meta.description,
                 "license": meta.license, "splits": list(meta.splits), "created_at": meta.created_at.astimezone(dt.UTC)
                 .isoformat(), "parent": parent or None, "media_included": meta.media_included,
@@ -356,14 +408,14 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
         shutil.copyfile(Path(__file__).with_name("evaluate_kit.py"), folder / "evaluate.py")  # the scorer (evaluate_kit)
         for drawing in drawings:
             drawing.result()
+    file_rows = {path: rows for meta in tables_meta.values() for path, rows in data_files(meta)}
     files = []
     lines = []
     for path in _relative_files(folder):
         if path == CHECKSUMS:
             continue
         sha = hashes.get(path) or file_sha256(folder / path)
-        table = path[len("data/"):].rsplit(".", 1)[0] if path.startswith("data/") else None
-        files.append(WrittenFile(path, sha, (folder / path).stat().st_size, counts.get(table) if table else None))
+        files.append(WrittenFile(path, sha, (folder / path).stat().st_size, file_rows.get(path)))
         lines.append(f"{sha}  {path}\n")
     (folder / CHECKSUMS).write_text("".join(lines), encoding="utf-8", newline="\n")
     manifest = file_sha256(folder / CHECKSUMS)
@@ -371,6 +423,30 @@ def release_write(folder: Path, *, meta: ReleaseMeta, scope: ReleaseScope, paren
     say(f"{len(files)} files, manifest {manifest[:12]}")
     return WrittenRelease(folder=folder, manifest_sha256=manifest, files=files, counts=counts, stats=stats,
                           changes=changes)
+
+
+def tables_entry(table: Table, rows: int, part_rows: dict[str, int]) -> dict:
+    """A table's entry in ``release.json``: rows, key, files (JSON Lines, and a Parquet file per split
+    that has rows, or ``shared``), rows per Parquet file, and its columns."""
+    return {"rows": rows, "key": list(table.key), "doc": table.doc,
+            "files": {"jsonl": f"data/{table.name}.jsonl",
+                      "parquet": {part: parquet_path(table.name, part) for part in part_rows}},
+            "split_rows": dict(part_rows),
+            "columns": [{"name": c.name, "type": c.kind, "ref": c.ref, "doc": c.doc} for c in table.columns]}
+
+
+def parquet_files(meta: dict) -> dict[str, str]:
+    """A table's Parquet files by part (``release.json``'s table entry): a split or ``shared`` in format
+    3; ``all`` for the one file of formats 1 and 2."""
+    files = meta["files"]["parquet"]
+    return {"all": files} if isinstance(files, str) else files
+
+
+def data_files(meta: dict) -> list[tuple[str, int]]:
+    """A table's data files (JSON Lines, then Parquet) with their rows."""
+    parquet = parquet_files(meta)
+    rows = meta.get("split_rows") or {"all": meta["rows"]}
+    return [(meta["files"]["jsonl"], meta["rows"]), *((path, rows[part]) for part, path in parquet.items())]
 
 
 def _write_json(path: Path, value) -> None:

@@ -1,13 +1,14 @@
 """The YAML front matter that makes a release's README a Hugging Face dataset card.
 
-One ``configs`` entry per table that has rows, each naming its Parquet file as the data of one
-split named for the release's splits (``test``; ``train_dev_test`` for a release of several, whose
-``split`` column of ``benchmark``, ``queries`` and ``videos`` tells them apart; the library reads
-``split="all"`` as the union of a config's splits, so that name works for every release), so
-``datasets.load_dataset(folder, "<table>", split=...)`` reads exactly that table and
-``load_dataset(folder)`` the default one, ``benchmark``, and never the MOT text files. ``dataset_info`` gives each config's features
-(:func:`features`, in the library's own YAML form); the row counts are in the card's tables (a
-split's ``num_bytes`` there would be the library's own Arrow size, which only the library knows).
+One ``configs`` entry per table that has rows, each naming its Parquet file of every split where it
+has rows as that split's data (:mod:`.splits`; a table whose rows serve every split lists its one
+``shared`` file under each split of the release), so ``datasets.load_dataset(folder, "<table>",
+split="test")`` reads exactly that table's test rows, ``split="all"`` the union of its splits, and
+``load_dataset(folder)`` the default table, ``benchmark``, and never the MOT text files. The library
+refuses a split without data, so a split where a table has no rows is not declared.
+``dataset_info`` gives each config's features (:func:`features`, in the library's own YAML form);
+the row counts are in the card's tables (a split's ``num_bytes`` there would be the library's own
+Arrow size, which only the library knows).
 
 The YAML is written here, not by a YAML library: block mappings and sequences, every string a
 JSON string (which YAML reads as a double-quoted scalar), so the same release gives the same bytes.
@@ -19,6 +20,7 @@ import json
 import pyarrow as pa
 
 from annotation.releases.services.release_io.schema import TABLE, TABLES
+from annotation.releases.services.release_io.splits import SHARED
 
 DEFAULT_CONFIG = "benchmark"
 # the card's licence identifiers (the Hub's names for the licences a release may carry)
@@ -29,11 +31,6 @@ DTYPES = {"int64": "int64", "int32": "int32", "double": "float64", "float": "flo
           "bool": "bool"}
 SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
          (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
-
-
-def hub_split(splits: list[str]) -> str:
-    """The split name every config's rows are under (``all`` is the library's word for the union)."""
-    return "_".join(splits)
 
 
 def size_category(n: int) -> str:
@@ -63,7 +60,6 @@ def features(schema: pa.Schema) -> list[dict]:
 
 def front_matter(body: dict) -> dict:
     """The card's metadata (``release.json``'s content in ``body``)."""
-    split = hub_split(body["splits"])
     # in the tables' order (release.json keeps them sorted); a table without rows has no config (the
     # library refuses a split without data)
     names = [t.name for t in TABLES if body["tables"].get(t.name, {}).get("rows")]
@@ -74,7 +70,9 @@ def front_matter(body: dict) -> dict:
         entry = {"config_name": name}
         if name == default:
             entry["default"] = True
-        entry["data_files"] = [{"split": split, "path": meta["files"]["parquet"]}]
+        files = meta["files"]["parquet"]
+        entry["data_files"] = [{"split": split, "path": files.get(split) or files[SHARED]}
+                               for split in body["splits"] if split in files or SHARED in files]
         configs.append(entry)
         infos.append({"config_name": name, "features": features(TABLE[name].schema())})
     license_id = HUB_LICENSES.get(body["license"])

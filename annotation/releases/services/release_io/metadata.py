@@ -2,8 +2,8 @@
 
 Both are written from ``release.json``'s content, the statistics and the construction
 configuration, so they say exactly what the folder holds. The Croissant file follows Croissant 1.0:
-one ``FileObject`` per data file (with its SHA-256) and one ``RecordSet`` per table, read from the
-table's Parquet file.
+one ``FileObject`` per data file (with its SHA-256), one ``FileSet`` per table (its Parquet files, one
+per split) and one ``RecordSet`` per table read from it.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from annotation.releases.services.release_io.datasheet import (
     uses,
 )
 from annotation.releases.services.release_io.evaluation_card import evaluation_section
-from annotation.releases.services.release_io.hub import front_matter_text, hub_split
+from annotation.releases.services.release_io.hub import front_matter_text
 from annotation.releases.services.release_io.schema import TABLE, TABLES
 from annotation.smoke_test import card_note_lines
 
@@ -82,8 +82,13 @@ def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]
                      "sha256": sha, "contentSize": f"{sizes[path]} B"} for path, sha in sorted(hashes.items())]
     record_sets = []
     for name, meta in body["tables"].items():
+        if not meta["files"]["parquet"]:             # no rows, no file: nothing to read
+            continue
         table = TABLE[name]
-        source = _file_id(meta["files"]["parquet"])
+        source = f"parquet-{name}"
+        distribution.append({"@type": "cr:FileSet", "@id": source, "name": source,
+                             "description": f"the {name} table's Parquet files, one per split",
+                             "encodingFormat": "application/x-parquet", "includes": f"data/{name}/*.parquet"})
         fields = []
         for c, arrow_field in zip(table.columns, table.schema()):
             # References are named in the description, not as cr:references: a Croissant reader joins
@@ -92,7 +97,7 @@ def croissant_metadata(body: dict, hashes: dict[str, str], sizes: dict[str, int]
             if c.ref:
                 target, _, column = c.ref.partition(".")
                 described += f"; refers to {target}.{column or TABLE[target].key[0]}"
-            entry = _field(f"{name}/{c.name}", c.name, arrow_field.type, {"fileObject": {"@id": source},
+            entry = _field(f"{name}/{c.name}", c.name, arrow_field.type, {"fileSet": {"@id": source},
                                                                           "extract": {"column": c.name}}, [])
             fields.append({**entry, "description": described})
         record_set = {"@type": "cr:RecordSet", "@id": name, "name": name, "description": table.doc, "field": fields}
@@ -160,13 +165,15 @@ def _audit_lines(stats: dict) -> list[str]:
 
 
 def _loading(body: dict) -> list[str]:
-    split = hub_split(body["splits"])
+    splits = body["splits"]
+    split = splits[-1]
     return ["## Loading", "",
             "This README is a Hugging Face dataset card: its front matter declares one config per table "
-            f"(`benchmark` by default), each with its Parquet file as the split `{split}`"
-            + ("" if split in body["splits"] else " (this release holds several splits: the `split` column of "
-               "`benchmark`, `queries` and `videos` tells them apart)") + "; `split='all'` reads the same rows. "
-            "Tables without rows have no config.", "",
+            f"(`benchmark` by default), each with one Parquet file per split ({', '.join(f'`{s}`' for s in splits)}"
+            "). Tables whose rows serve every split (reviewers, sources, tracker configurations, describer and "
+            "writer runs, pseudo-label rules) list their one file under each split; `split='all'` reads the "
+            "union of a config's splits. A table without rows, or a split where a table has none, is not "
+            "declared.", "",
             "```python", "from datasets import load_dataset", "",
             f"benchmark = load_dataset('path/to/release', split='{split}')            # the default config",
             f"relations = load_dataset('path/to/release', 'relations', split='{split}')",
@@ -174,8 +181,8 @@ def _loading(body: dict) -> list[str]:
             f"stream = load_dataset('path/to/release', 'votes', split='{split}', streaming=True)", "```", "",
             "The Parquet files read as they are with pyarrow, pandas, Polars or DuckDB:", "",
             "```python", "import duckdb, pyarrow.parquet as pq",
-            "queries = pq.read_table('data/benchmark.parquet')",
-            "duckdb.sql(\"SELECT split, count(*) FROM 'data/relations.parquet' r JOIN 'data/benchmark.parquet' b "
+            "queries = pq.read_table('data/benchmark')                # every split's file",
+            "duckdb.sql(\"SELECT split, count(*) FROM 'data/relations/*.parquet' r JOIN 'data/benchmark/*.parquet' b "
             "ON r.query_id = b.query_id WHERE r.label >= 0 AND NOT r.pseudo GROUP BY split\")", "```", ""]
 
 
@@ -264,7 +271,8 @@ def dataset_card(body: dict, stats: dict, config: dict) -> str:
     out += ["", "## Files", "", "| table | rows | a row is |", "|---|---|---|"]
     out += [f"| `{name}` | {meta['rows']} | {meta['doc']} |" for name, meta in body["tables"].items()]
     out += ["", "Each table is in `data/<table>.jsonl` (one JSON object per line, keys sorted) and "
-            "`data/<table>.parquet` (typed, below). `croissant.json` is Croissant 1.0 metadata of the Parquet "
+            "`data/<table>/<split>.parquet` (typed, below; `shared.parquet` for a table whose rows serve every "
+            "split). `croissant.json` is Croissant 1.0 metadata of the Parquet "
             "files. `mot/<split>/<video>/gt/gt.txt` holds each video's candidates in MOTChallenge format (1-based "
             "frames and pixels). `index/records.tsv` names every record by table, key and hash (diffs between "
             "releases). `plots/` holds this card's figures. People appear under pseudonyms.", ""]

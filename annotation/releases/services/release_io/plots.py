@@ -17,9 +17,10 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from annotation.releases.services.release_io.splits import read_parquet
 
 PLOTS = ("plots/query_length.png", "plots/trajectory_length.png", "plots/relations_per_query.png",
          "plots/agreement.png")
@@ -61,7 +62,7 @@ def _histogram(ax, groups: dict[str, np.ndarray], xlabel: str, *, stacked: bool 
 
 
 def _query_length(folder: Path, out: Path) -> None:
-    table = pq.read_table(folder / "data" / "benchmark.parquet", columns=["split", "text"])
+    table = read_parquet(folder, "benchmark", ["split", "text"])
     words = pc.list_value_length(pc.utf8_split_whitespace(table.column("text"))).to_numpy(zero_copy_only=False)
     splits = np.asarray(table.column("split").to_pylist(), dtype=object)
     groups = {s: words[splits == s] for s in sorted(set(splits.tolist()))} or {"queries": words}
@@ -72,7 +73,7 @@ def _query_length(folder: Path, out: Path) -> None:
 
 
 def _trajectory_length(folder: Path, out: Path) -> None:
-    n_obs = pq.read_table(folder / "data" / "pool_members.parquet", columns=["n_obs"]).column("n_obs")
+    n_obs = read_parquet(folder, "pool_members", ["n_obs"]).column("n_obs")
     fig, ax = _figure()
     _histogram(ax, {"candidates": n_obs.fill_null(0).to_numpy(zero_copy_only=False)},
                "observations per pool candidate")
@@ -81,7 +82,7 @@ def _trajectory_length(folder: Path, out: Path) -> None:
 
 
 def _relations_per_query(folder: Path, out: Path) -> None:
-    table = pq.read_table(folder / "data" / "relations.parquet", columns=["query_id", "label"])
+    table = read_parquet(folder, "relations", ["query_id", "label"])
     groups = {}
     for name, mask in (("binary (1 or 0)", pc.greater_equal(table.column("label"), 0)),
                        ("unknown (⊥)", pc.less(table.column("label"), 0))):

@@ -23,6 +23,12 @@ from annotation.releases.services.release_io.export import (
     ROW_GROUP_VALUES,
 )
 from annotation.releases.services.release_io.shapes import shaped
+from annotation.releases.services.release_io.splits import (
+    REMEMBERED,
+    SHARED,
+    SPLIT_BY,
+    parquet_path,
+)
 from annotation.releases.services.release_io.tables import TABLES, Column, ReleaseScope, Table
 from models.facts import canonical_json
 
@@ -30,39 +36,45 @@ LIST_DTYPES = {"int32s": "<i4", "float32s": "<f4", "boxes": "<f4", "ids": "<i8"}
 
 
 class RowTableWriter:
-    """One table to ``data/<name>.jsonl`` and ``data/<name>.parquet``, and its records to the index,
-    a row at a time; a row group every ``ROW_GROUP`` rows or ``ROW_GROUP_VALUES`` list elements."""
+    """One table to ``data/<name>.jsonl`` and a Parquet file per part (a split, or ``shared``), and
+    its records to the index, a row at a time; a part's row group every ``ROW_GROUP`` rows or
+    ``ROW_GROUP_VALUES`` list elements."""
 
     def __init__(self, folder: Path, table: Table, index):
+        self.folder = folder
         self.table = table
         self.index = index
         self.rows = 0
         self.schema = table.schema()
         self.json_columns = [c.kind == "json" and c.shape is None for c in table.columns]
         self.list_kinds = [c.kind if c.kind in LIST_DTYPES else None for c in table.columns]
-        self.values = 0
         self.key_at = [table.names.index(k) for k in table.key]
-        self.buffers: list[list] = [[] for _ in table.columns]
+        self.parts: dict[str, dict] = {}         # part -> {"buffers", "values", "writer"}
         self.jsonl = open(folder / "data" / f"{table.name}.jsonl", "wb", buffering=HASH_BLOCK)
-        self.parquet = pq.ParquetWriter(folder / "data" / f"{table.name}.parquet", self.schema, compression="zstd")
 
-    def add(self, values: tuple) -> None:
+    def add(self, values: tuple, part: str) -> None:
         line = canonical_json(dict(zip(self.table.names, values))).encode()
         self.jsonl.write(line + b"\n")
         key = "/".join(str(values[i]) for i in self.key_at)
         self.index.write(f"{self.table.name}\t{key}\t{hashlib.sha256(line).hexdigest()[:INDEX_HASH_CHARS]}\n")
-        for buffer, is_json, list_kind, value in zip(self.buffers, self.json_columns, self.list_kinds, values):
+        if part not in self.parts:
+            path = self.folder / parquet_path(self.table.name, part)
+            path.parent.mkdir(exist_ok=True)
+            self.parts[part] = {"buffers": [[] for _ in self.table.columns], "values": 0,
+                                "writer": pq.ParquetWriter(path, self.schema, compression="zstd")}
+        held = self.parts[part]
+        for buffer, is_json, list_kind, value in zip(held["buffers"], self.json_columns, self.list_kinds, values):
             if list_kind is not None:
                 array = np.asarray(value if value is not None else [], dtype=LIST_DTYPES[list_kind])
                 if list_kind == "boxes":                 # an empty row is [] too: [0, 4], like the others
                     array = array.reshape(-1, 4)
                 buffer.append(array)
-                self.values += array.size
+                held["values"] += array.size
             else:
                 buffer.append(canonical_json(value) if is_json and value is not None else value)
         self.rows += 1
-        if len(self.buffers[0]) >= ROW_GROUP or self.values >= ROW_GROUP_VALUES:
-            self._flush()
+        if len(held["buffers"][0]) >= ROW_GROUP or held["values"] >= ROW_GROUP_VALUES:
+            self._flush(held)
 
     @staticmethod
     def _list_array(arrays: list[np.ndarray], kind: str, field: pa.Field) -> pa.Array:
@@ -84,34 +96,44 @@ class RowTableWriter:
             return shaped(values, column.shape)
         return pa.array(values, type=field.type)
 
-    def _flush(self) -> None:
-        if not self.buffers[0]:
+    def _flush(self, held: dict) -> None:
+        if not held["buffers"][0]:
             return
         arrays = [self._list_array(buffer, kind, f) if kind is not None else self._array(buffer, column, f)
-                  for buffer, kind, column, f in zip(self.buffers, self.list_kinds, self.table.columns, self.schema)]
-        self.parquet.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
-        self.buffers = [[] for _ in self.table.columns]
-        self.values = 0
+                  for buffer, kind, column, f in zip(held["buffers"], self.list_kinds, self.table.columns,
+                                                     self.schema)]
+        held["writer"].write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        held["buffers"] = [[] for _ in self.table.columns]
+        held["values"] = 0
 
     def close(self) -> int:
-        self._flush()
-        self.parquet.close()
+        for held in self.parts.values():
+            self._flush(held)
+            held["writer"].close()
         self.jsonl.close()
         return self.rows
 
 
 def reference_tables_write(folder: Path, scope: ReleaseScope) -> dict[str, int]:
-    """Every table's files and the record index into ``folder``, a row at a time; rows per table."""
+    """Every table's files and the record index into ``folder``, a row at a time; rows per table.
+    A row's split is looked up in a dictionary per table, by the rule of :data:`.splits.SPLIT_BY`."""
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     (folder / "index").mkdir(exist_ok=True)
     counts = {}
+    split_of: dict[str, dict[int, str]] = {name: {} for name in REMEMBERED}
     with open(folder / INDEX, "w", encoding="utf-8", newline="\n", buffering=HASH_BLOCK) as index:
         for table in TABLES:
             writer = RowTableWriter(folder, table, index)
+            by = SPLIT_BY.get(table.name)
+            at = table.names.index(by.column) if by else None
+            id_at = table.names.index("id") if table.name in split_of else None
             try:
                 for values in scope.rows(table):
-                    writer.add(values)
+                    part = SHARED if by is None else values[at] if not by.table else split_of[by.table][values[at]]
+                    if table.name in split_of:
+                        split_of[table.name][values[id_at]] = part
+                    writer.add(values, part)
             finally:
                 counts[table.name] = writer.close()
     return counts
