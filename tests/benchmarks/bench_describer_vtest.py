@@ -4,7 +4,8 @@ truth labelled by eye (``tests/fixtures/vtest_people.json``).
 The rendered world's truth is what the renderer drew; this truth is what a person sees. Thirteen
 people of the video's first 300 frames were labelled from an enlarged crop at one anchor frame each
 (basic colour terms; every term a careful reader could give is accepted where a garment sits between
-two). The CPU trackers run on those frames; each labelled person is matched to the track whose box
+two). The CPU trackers run on those frames (the default one; ``TRAJLAB_BENCH_FULL=1`` adds the DNN
+detector's); each labelled person is matched to the track whose box
 at the anchor frame (or the nearest observed frame within ``NEAR`` frames) overlaps the labelled
 box most, at IoU >= ``MIN_IOU``; that track is described and its known colour facts are scored:
 
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.benchmark
 REPO = Path(__file__).resolve().parents[2]
 VTEST = Path(os.environ.get("TRAJLAB_VTEST", REPO.parent / "shared" / "data" / "vtest.avi"))
 TRUTH = REPO / "tests" / "fixtures" / "vtest_people.json"
+FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
 TYPES = ("upper_colour", "lower_colour")
 MIN_IOU = 0.3
 NEAR = 3                                         # frames from the anchor a track's box may be taken at
@@ -119,7 +121,7 @@ def test_heuristic_describer_colours_on_vtest():
     if not VTEST.is_file():
         pytest.skip(f"{VTEST} is not there (set TRAJLAB_VTEST to its path)")
     truth = json.loads(TRUTH.read_text())
-    backends = ["hog-bytetrack", *(["dnn-bytetrack"] if dnn_model_available() else [])]
+    backends = ["hog-bytetrack", *(["dnn-bytetrack"] if FULL and dnn_model_available() else [])]
     results = {}
     with FrameReader(VTEST) as reader:
         head = HeadFrames(reader, truth["frames"])
