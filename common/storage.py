@@ -15,7 +15,11 @@ The contract of :class:`ObjectStore`:
   ``TRAJLAB_STORAGE_CACHE_MB``, least recently used first out) and its checksum checked before it
   is used, so a video is fetched once per host, never per frame request. A folder key (frames of
   one video) is fetched object by object.
+- On local disk ``local_path`` checks the file against the ``sha256`` the record holds too, once
+  per process and again whenever the file's size or modification time changes.
 - ``read`` returns bytes, optionally a byte range (a ranged GET).
+- ``presigned_url`` lets a process that holds no credentials read one object (a presigned GET on
+  a bucket, a ``file://`` URL on local disk): :func:`presigned_get`.
 - Every failure is a :class:`StorageError` naming the object: no credentials, a bucket that does
   not exist, a missing object, a checksum that no longer matches, a server that does not answer.
 """
@@ -44,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 SHA256_META = "sha256"
+VERIFIED_MAX = 4096     # local files whose last good check a process remembers
 
 
 class StorageError(ApplicationError):
@@ -90,7 +95,7 @@ class ObjectStore:
     def local_path(self, key: str, *, sha256: str | None = None,
                    verify: Callable[[Path], str] | None = None) -> Path: ...
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str: ...
-    def download(self, key: str, dest: Path) -> None: ...
+    def download(self, key: str, dest: Path, *, sha256: str | None = None) -> None: ...
 
     def name(self, key: str) -> str:
         return f"{self.url.rstrip('/')}/{clean_key(key)}"
@@ -105,6 +110,8 @@ class LocalStore(ObjectStore):
         self.root = Path(root)
         self.url = str(self.root)
         self.files = FileSystemStorage(location=self.root)
+        self._verified: dict[str, tuple] = {}    # path -> (size, mtime_ns, sha256) of its last good check
+        self._verified_lock = threading.Lock()
 
     def path(self, key: str) -> Path:
         return Path(self.files.path(clean_key(key)))
@@ -161,16 +168,44 @@ class LocalStore(ObjectStore):
 
     def local_path(self, key: str, *, sha256: str | None = None,
                    verify: Callable[[Path], str] | None = None) -> Path:
-        return self.path(key)
+        """The file itself, checked against ``sha256`` (computed by ``verify``, default the file's
+        SHA-256) when the record holds one: once per process, and again after its size or
+        modification time changed. A file that is not there is returned unchecked (its reader says so)."""
+        path = self.path(key)
+        if sha256:
+            self._check(key, path, sha256, verify)
+        return path
+
+    def _check(self, key: str, path: Path, sha256: str, verify: Callable[[Path], str] | None) -> None:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return
+        stamp = (st.st_size, st.st_mtime_ns, sha256)
+        if self._verified.get(str(path)) == stamp:
+            return
+        got = (verify or file_sha256)(path)
+        if got != sha256:
+            raise checksum_mismatch(self.name(key), sha256, got)
+        with self._verified_lock:
+            if len(self._verified) >= VERIFIED_MAX:
+                self._verified.pop(next(iter(self._verified)))
+            self._verified[str(path)] = stamp
 
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str:
         return self.path(key).as_uri()
 
-    def download(self, key: str, dest: Path) -> None:
+    def download(self, key: str, dest: Path, *, sha256: str | None = None) -> None:
+        """A copy of the file at ``dest``, checked against ``sha256`` when given."""
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
         try:
             shutil.copyfile(self.path(key), dest)
         except FileNotFoundError:
             raise _missing(self.name(key)) from None
+        if sha256 and (got := file_sha256(dest)) != sha256:
+            dest.unlink(missing_ok=True)
+            raise checksum_mismatch(self.name(key), sha256, got)
 
 
 def _missing(name: str) -> StorageError:
@@ -345,11 +380,13 @@ class BucketStore(ObjectStore):
             if got != sha256:
                 raise checksum_mismatch(self.name(key), sha256, got)
 
-    def download(self, key: str, dest: Path) -> None:
-        """The object into the local file ``dest`` (not cached), checked against its recorded checksum."""
+    def download(self, key: str, dest: Path, *, sha256: str | None = None) -> None:
+        """The object into the local file ``dest`` (not cached), checked against ``sha256`` when
+        given, else against the checksum recorded in its metadata."""
+        dest = Path(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._download(key, dest, sha256=None)
+            self._download(key, dest, sha256=sha256)
         except BaseException:
             Path(dest).unlink(missing_ok=True)
             raise
@@ -476,6 +513,13 @@ def store() -> ObjectStore:
             found = LocalStore(Path(settings.MEDIA_ROOT))
         _stores[key] = found
     return found
+
+
+def presigned_get(key: str, *, expires_s: int = 3600) -> str:
+    """A URL that reads the object ``key`` without the platform's credentials, for a process on
+    another host: a presigned GET (valid ``expires_s`` seconds) on a bucket, ``file://`` on local
+    disk. It names one object; whoever fetches it checks the checksum the record holds."""
+    return store().presigned_url(clean_key(key), expires_s=expires_s)
 
 
 def reset() -> None:

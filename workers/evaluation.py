@@ -30,6 +30,7 @@ from models.retrievers.pipeline import PipelineSetup
 from models.training.evaluation import evaluate_rows, random_baseline
 from models.training.trainer import build_model, load_model
 from workers.answer_guard import reranker_proposer_check, smoke_stamp
+from workers.artefacts import checkpoint_local
 from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve, pipeline_sha256
@@ -150,7 +151,7 @@ def _pipeline_setup(run: EvaluationRun, device: str) -> PipelineSetup | None:
     p, _ = pipeline_resolve(run.pipeline)
     fused = []
     for pk in p.fuse_runs:
-        model, _ = load_model(TrainingRun.objects.get(pk=pk).out_dir, device=device)
+        model, _ = load_model(checkpoint_local(TrainingRun.objects.get(pk=pk)), device=device)
         fused.append(model)
     return PipelineSetup(p, fused)
 
@@ -195,7 +196,7 @@ def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
         metrics = {"random": random_baseline(data)}
     else:
         if run.kind == EvaluationRun.Kind.TRAINED:
-            model, _ = load_model(run.training_run.out_dir, device=device)
+            model, _ = load_model(checkpoint_local(run.training_run), device=device)
         else:
             torch.manual_seed(int(run.config.get("seed", 0)))
             model = build_model(run.model_kind, folders_resolve(run.config.get("model") or {}))

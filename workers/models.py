@@ -67,8 +67,10 @@ class TrainingRun(QueuedRun):
 
     ``config`` is the complete ``models.training.trainer.TrainConfig`` (the model kind's config under
     ``"model"``) as it was validated; ``launch`` says how the worker runs it (in its own process or
-    through ``torchrun`` with several processes). Checkpoints live in ``out_dir``; a re-delivered
-    task resumes from the last one and ``resumes`` records where each later attempt started.
+    through ``torchrun`` with several processes). The worker trains in a folder of its own host and
+    stores each checkpoint under ``out_dir`` (a storage key, ``common.storage``); ``checkpoint_key``
+    names the last one stored whole, with its SHA-256, so a re-delivered task on any host resumes
+    from it, and ``resumes`` records where each later attempt started.
     Per-step loss parts and realized label counts are :class:`TrainingStep` rows.
     """
 
@@ -81,7 +83,13 @@ class TrainingRun(QueuedRun):
     model_kind = models.CharField(max_length=32)
     config = models.JSONField(help_text="models.training.trainer.TrainConfig with the model's config under 'model'")
     launch = models.JSONField(default=dict, blank=True, help_text="nproc_per_node and launcher")
-    out_dir = models.CharField(max_length=500, blank=True, help_text="checkpoints, steps.jsonl and result.json")
+    out_dir = models.CharField(max_length=500, blank=True,
+                               help_text="storage key of the run's folder (checkpoints, steps.jsonl, result.json); "
+                                         "runs of older versions hold a local folder")
+    checkpoint_key = models.CharField(max_length=300, blank=True,
+                                      help_text="storage key of the last checkpoint stored whole; '' none yet")
+    checkpoint_sha256 = models.CharField(max_length=64, blank=True, help_text="SHA-256 of that checkpoint")
+    checkpoint_step = models.PositiveIntegerField(null=True, blank=True, help_text="the step it was saved at")
     steps_total = models.PositiveIntegerField()
     steps_done = models.PositiveIntegerField(default=0)
     resumes = models.JSONField(default=list, blank=True,

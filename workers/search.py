@@ -10,6 +10,9 @@ with the vectors in id order next to it (``.vectors.npy``, memory-mapped when a 
 whole gallery, as fusion does). The key is the run (whose checkpoint never changes once it
 succeeded) and the snapshot's content hash, so an index is built once and found again by any
 process of the machine; an index stored by an older layout is rebuilt from its stored vectors.
+The files are also stored under ``search/run-<run id>/<hash>/`` in the platform's store
+(``workers.artefacts``): a host without the local copy fetches it (each file checked against its
+stored checksum) instead of building the index again.
 Each process keeps the last few loaded models and indexes (:data:`LOADED_MAX`), the FAISS files
 memory-mapped, so a search after the first costs one text encoding and one index lookup.
 
@@ -70,9 +73,17 @@ from models.retrievers.pipeline import Gallery, PipelineTools, RetrievalPipeline
 from models.retrievers.pipeline import encode_texts as pipeline_encode_texts
 from models.retrievers.rerank import pivot_promote, top_positions
 from models.training.evaluation import embed_snapshot
-from models.training.index import FORMAT, GalleryRanker, IndexConfig, TrajectoryIndex, served_config
+from models.training.index import (
+    FORMAT,
+    GalleryRanker,
+    IndexConfig,
+    TrajectoryIndex,
+    faiss_path,
+    served_config,
+)
 from models.training.trainer import CheckpointIncompatible, load_model
 from workers.answer_guard import reranker_proposer_check
+from workers.artefacts import checkpoint_local, index_fetch, index_store
 from workers.folders import feature_cache_dir
 from workers.models import RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve
@@ -137,10 +148,10 @@ def _sealed(snapshot) -> None:
 
 def _load_model(run: TrainingRun):
     try:
-        model, _ = load_model(run.out_dir, device="cpu")
+        model, _ = load_model(checkpoint_local(run), device="cpu")
     except FileNotFoundError as exc:
-        raise ConflictError(f"training run {run.pk} has no checkpoint here ({exc}); search on the machine that "
-                            "holds its out_dir", code="checkpoint_missing") from None
+        raise ConflictError(f"training run {run.pk} has no checkpoint here ({exc})",
+                            code="checkpoint_missing") from None
     except CheckpointIncompatible as exc:
         raise ConflictError(f"training run {run.pk}: {exc}", code="checkpoint_incompatible") from None
     return model
@@ -162,9 +173,15 @@ def search_index_save(*, run: TrainingRun, snapshot, embeddings: np.ndarray, ids
     _index_write(run=run, snapshot=snapshot, path=path, vectors=vectors, ids=ids[order],
                  videos=np.asarray(video_ids, np.int64)[order])
     _write_atomic(_vectors_path(path), lambda fh: np.save(fh, vectors))
+    index_store(run_id=run.pk, snapshot_sha256=snapshot.content_sha256, files=_index_files(path))
     with _lock:
         _loaded.pop((run.pk, snapshot.content_sha256), None)
     return path
+
+
+def _index_files(path: Path) -> list[Path]:
+    """The files of the index at ``path``, the vectors (what a reader looks for) last."""
+    return [faiss_path(path), path, path.with_suffix(".json"), _vectors_path(path)]
 
 
 def _index_write(*, run: TrainingRun, snapshot, path: Path, vectors: np.ndarray, ids: np.ndarray,
@@ -214,12 +231,15 @@ def search_index_build(*, run: TrainingRun, snapshot, force: bool = False) -> di
     _sealed(snapshot)
     path = search_index_path(run=run, snapshot=snapshot)
     began = time.perf_counter()
+    if not force and not _vectors_path(path).is_file():                 # stored by another host: fetch a copy
+        index_fetch(run_id=run.pk, snapshot_sha256=snapshot.content_sha256, files=_index_files(path))
     if path.is_file() and _vectors_path(path).is_file() and not force:
         vectors = np.load(_vectors_path(path), mmap_mode="r")                                  # [T, d]
         if not _index_current(path, vectors):                  # an older layout: a new index of the same vectors
             with np.load(path, allow_pickle=False) as stored:
                 ids, videos = stored["ids"].astype(np.int64), stored["videos"].astype(np.int64)
             _index_write(run=run, snapshot=snapshot, path=path, vectors=vectors, ids=ids, videos=videos)
+            index_store(run_id=run.pk, snapshot_sha256=snapshot.content_sha256, files=_index_files(path))
             with _lock:
                 _loaded.pop((run.pk, snapshot.content_sha256), None)
         return {"path": str(path), "built": False, "n": int(vectors.shape[0]), "dim": int(vectors.shape[1]),

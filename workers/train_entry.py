@@ -17,7 +17,10 @@ hash the platform sealed), reads the ``models.training.trainer.TrainConfig`` JSO
 ``LOCAL_RANK`` from ``torchrun``, puts rank ``r`` on ``cuda:r`` (NCCL; gloo on CPUs), splits each
 batch over the ranks, averages gradients and checkpoints from rank 0, and resumes from the
 checkpoint in ``--out-dir`` like a one-process run. Rank 0 appends each step's record as a JSON
-line to ``--progress`` (the worker tails it into ``TrainingStep`` rows and the Job's progress);
+line to ``--progress`` (the worker tails it into ``TrainingStep`` rows and the Job's progress),
+and after each checkpoint a hard link to it (``checkpoint-<step>.link``, which later checkpoints
+do not overwrite) with the line ``{"checkpoint_step", "checkpoint_file"}``: the worker stores that
+file (``workers.artefacts``) and removes the link;
 every rank stops at the next step once ``--stop-file`` exists (the worker creates it when the run
 is cancelled), after a checkpoint. The exit status is 0 when training ended (finished or
 stopped); the summary is ``<out-dir>/result.json``.
@@ -113,11 +116,19 @@ def main(argv: list[str] | None = None) -> int:
             progress.write(json.dumps(record) + "\n")
             progress.flush()
 
+    def on_checkpoint(path: Path, step: int) -> None:
+        if progress is None:
+            return
+        link = path.with_name(f"checkpoint-{step:08d}.link")
+        link.unlink(missing_ok=True)
+        os.link(path, link)
+        on_step({"checkpoint_step": step, "checkpoint_file": link.name})
+
     stop_file = Path(args.stop_file) if args.stop_file else None
     finished = False
     try:
         result = train(snapshot, args.model, config, args.out_dir, eval_snapshot=eval_snapshot, on_step=on_step,
-                       should_stop=(lambda: stop_file.exists()) if stop_file else None)
+                       should_stop=(lambda: stop_file.exists()) if stop_file else None, on_checkpoint=on_checkpoint)
         finished = True
     finally:
         if progress is not None:

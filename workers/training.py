@@ -9,16 +9,17 @@ what follows the run's end):
 
 - it loads the snapshot(s) through ``annotation.benchmark.services.snapshots.relation_snapshot_load``
   (refused when the folder no longer matches the sealed hash);
-- it trains into ``out_dir`` (``VAR_DIR/training/<run id>`` of the first worker that runs it) with
-  the trainer's checkpoints; each step's record (loss parts, realized positive/negative counts
+- it trains in a folder of the worker's host (``VAR_DIR/training/<run id>``) and stores each
+  checkpoint, and at the end the run's files, under ``out_dir``, a storage key
+  (:mod:`workers.artefacts`); each step's record (loss parts, realized positive/negative counts
   overall and across videos, zero-negative row/column rates) becomes a :class:`TrainingStep` row,
   written in batches (at least once a second and at every checkpoint step) so the series is
   live; the Job's progress follows (throttled);
 - a **re-delivered** task (``acks_late`` + ``reject_on_worker_lost``: the worker died) resumes from
-  the last checkpoint: the trainer redoes the steps after it, the rows of those steps are replaced
+  the last checkpoint stored whole, fetched from the store on whichever host takes it: the trainer redoes the steps after it, the rows of those steps are replaced
   by the new attempt's and ``resumes`` records ``{attempt, from_step}``. The run ends with the same
-  number of steps as an uninterrupted one. An exclusive lock on ``out_dir`` (released by the
-  kernel when its holder dies) keeps two deliveries from training the same folder at once;
+  number of steps as an uninterrupted one. An exclusive lock on the work folder (released by the
+  kernel when its holder dies) keeps two deliveries on one host from training it at once;
 - cancelling sets a flag that the trainer's ``should_stop`` reads (at most once a second); the
   trainer saves a checkpoint and the run ends ``cancelled``;
 - with ``launch.nproc_per_node > 1`` (or ``launcher="torchrun"``) the worker starts
@@ -30,9 +31,7 @@ what follows the run's end):
 Evaluation runs are :mod:`workers.evaluation`; the per-step series is read with
 ``workers.selectors.training_step_series``.
 
-The path of the snapshot folders and of ``out_dir`` must be the same on the web and worker
-machines (shared storage); resuming after a lost worker needs the checkpoint folder to be
-reachable by the worker that takes over.
+Web and worker hosts share no folder: snapshots and checkpoints are read through the store.
 """
 from __future__ import annotations
 
@@ -52,7 +51,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.benchmark.services.snapshots import relation_snapshot_load
+from annotation.benchmark.services.snapshots import (
+    relation_snapshot_load,
+    relation_snapshot_local_copy,
+)
 from common.errors import ApplicationError, ConflictError
 from common.jobs.runs import (
     RunCancelled,
@@ -68,7 +70,14 @@ from common.registry import folders_resolve, refuse_locations
 from models.config import PlainConfig
 from models.retrievers.registry import RETRIEVERS
 from models.training.trainer import TrainConfig, epoch_steps, train
-from workers.folders import feature_cache_dir, training_root
+from workers.artefacts import (
+    checkpoint_restore,
+    checkpoint_store,
+    run_files_store,
+    run_key,
+    work_dir,
+)
+from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun, RunStatus, TrainingRun, TrainingStep
 from workers.train_entry import command, die_with_parent
 
@@ -359,10 +368,9 @@ def training_run_train(*, run: TrainingRun,
     if run.status in TERMINAL or run.cancel_requested:
         return run_execute(run, _training_body, echo=echo, stop_on_cancel=False, reraise=False), False
     if not run.out_dir:
-        run.out_dir = str(training_root() / str(run.pk))
-        TrainingRun.objects.filter(pk=run.pk, out_dir="").update(out_dir=run.out_dir)
+        TrainingRun.objects.filter(pk=run.pk, out_dir="").update(out_dir=run_key(run.pk))
         run.refresh_from_db()
-    out = Path(run.out_dir)
+    out = work_dir(run)
     out.mkdir(parents=True, exist_ok=True)
     with _exclusive(out / ".train.lock") as held:
         if not held:
@@ -386,32 +394,54 @@ def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
     stop = _CancelPoll(run.pk)
     reporter.log(f"attempt {attempt}: {run.model_kind}, {run.steps_total} steps"
                  + (f", torchrun with {launch.nproc_per_node} process(es)" if launch.uses_torchrun else ""))
-    if launch.uses_torchrun:
-        result = _train_torchrun(run, config, launch, attempt, recorder, stop)
-    else:
+    out = work_dir(run)
+    if (step := checkpoint_restore(run=run, out=out)) is not None:
+        reporter.log(f"attempt {attempt}: checkpoint of step {step} read from {run.checkpoint_key}")
 
+    def stored(path: Path, step: int) -> None:
+        checkpoint_store(run_id=run.pk, path=path, step=step)
+
+    if launch.uses_torchrun:
+        result = _train_torchrun(run, config, launch, attempt, recorder, stop, stored)
+    else:
         data = relation_snapshot_load(snapshot=run.snapshot)
         eval_data = relation_snapshot_load(snapshot=run.eval_snapshot) if run.eval_snapshot_id else data
-        result = train(data, run.model_kind, config, run.out_dir, eval_snapshot=eval_data, on_step=recorder,
-                       should_stop=stop)
+        result = train(data, run.model_kind, config, out, eval_snapshot=eval_data, on_step=recorder,
+                       should_stop=stop, on_checkpoint=stored)
     recorder.flush()
-    return result
+    run_files_store(run=run, out=out)
+    run.refresh_from_db(fields=["checkpoint_key"])
+    return {**result, "checkpoint": run.checkpoint_key or result.get("checkpoint")}
 
 
 def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attempt: int,
-                    recorder: _StepRecorder, stop: _CancelPoll) -> dict:
-    """One attempt through ``torchrun`` (:mod:`workers.train_entry`), tailing its progress file."""
-    relation_snapshot_load(snapshot=run.snapshot)            # refuse a changed folder before launching
+                    recorder: _StepRecorder, stop: _CancelPoll, stored: Callable[[Path, int], None]) -> dict:
+    """One attempt through ``torchrun`` (:mod:`workers.train_entry`), tailing its progress file:
+    step records go to ``recorder``, each announced checkpoint (a hard link rank 0 made of it) to
+    ``stored``."""
     evaluated = run.eval_snapshot if run.eval_snapshot_id else run.snapshot
-    out = Path(run.out_dir)
+    out = work_dir(run)
     progress, stop_file, config_file = out / f"progress-{attempt}.jsonl", out / "STOP", out / "train_config.json"
     for stale in (progress, stop_file, out / "result.json"):
         stale.unlink(missing_ok=True)
     config_file.write_text(json.dumps(config))
-    cmd = command(nproc_per_node=launch.nproc_per_node, snapshot_dir=run.snapshot.path,
+    # checked against the sealed hashes, videos named by this host's files (refused before launching)
+    folder, eval_folder = (relation_snapshot_local_copy(snapshot=s) for s in (run.snapshot, evaluated))
+    cmd = command(nproc_per_node=launch.nproc_per_node, snapshot_dir=str(folder),
                   snapshot_sha=run.snapshot.content_sha256, model_kind=run.model_kind, config_file=str(config_file),
-                  out_dir=str(out), eval_snapshot_dir=evaluated.path, eval_snapshot_sha=evaluated.content_sha256,
+                  out_dir=str(out), eval_snapshot_dir=str(eval_folder), eval_snapshot_sha=evaluated.content_sha256,
                   progress_file=str(progress), stop_file=str(stop_file))
+
+    def on_record(record: dict) -> None:
+        if "checkpoint_file" not in record:
+            recorder(record)
+            return
+        link = out / record["checkpoint_file"]
+        try:
+            stored(link, int(record["checkpoint_step"]))
+        finally:
+            link.unlink(missing_ok=True)
+
     recorder.reporter.log("launch: " + " ".join(cmd))
     with open(out / f"torchrun-{attempt}.log", "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR,
@@ -419,7 +449,7 @@ def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attemp
         offset = 0
         try:
             while proc.poll() is None:
-                offset = _drain(progress, offset, recorder)
+                offset = _drain(progress, offset, on_record)
                 if stop() and not stop_file.exists():
                     stop_file.touch()
                 time.sleep(TORCHRUN_POLL_SECONDS)
@@ -430,7 +460,7 @@ def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attemp
                     proc.wait(timeout=30)
                 if proc.poll() is None:
                     proc.kill()
-    _drain(progress, offset, recorder)
+    _drain(progress, offset, on_record)
     if proc.returncode != 0:
         tail = (out / f"torchrun-{attempt}.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"torchrun exited with status {proc.returncode}:\n{tail}")

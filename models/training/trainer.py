@@ -219,8 +219,9 @@ class CheckpointIncompatible(ValueError):
 
 
 def load_model(out_dir: str | os.PathLike, *, device: str = "cpu") -> tuple[torch.nn.Module, dict]:
-    """The trained model in ``out_dir`` (from its checkpoint) and the checkpoint's metadata."""
-    path = Path(out_dir) / CHECKPOINT
+    """The trained model in ``out_dir`` (from its checkpoint; ``out_dir`` may also be the checkpoint
+    file itself) and the checkpoint's metadata."""
+    path = Path(out_dir) if Path(out_dir).is_file() else Path(out_dir) / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
@@ -349,12 +350,14 @@ def _setup_processes(config: TrainConfig) -> tuple[int, int, int]:
 
 def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig | dict, out_dir: str | os.PathLike, *,
           eval_snapshot: RelationSnapshotData | None = None, on_step: Callable[[dict], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> dict:
+          should_stop: Callable[[], bool] | None = None,
+          on_checkpoint: Callable[[Path, int], None] | None = None) -> dict:
     """Train ``model_kind`` on ``snapshot`` into ``out_dir`` (the module docstring), resuming from a
     checkpoint there. Returns (and writes to ``result.json``) the run's summary: status
     (``"finished"`` or ``"stopped"`` when ``should_stop()`` said so), steps done, the last step's
     record, label totals, the settings taken from the model's recipe (``model_defaults``) and the
-    evaluation on ``eval_snapshot``."""
+    evaluation on ``eval_snapshot``. ``on_checkpoint(path, step)`` is called on rank 0 once each
+    checkpoint is complete at ``path`` (the caller copies it elsewhere before training goes on)."""
     cfg = config if isinstance(config, TrainConfig) else TrainConfig.from_dict(config)
     snapshot.validate()
     out = Path(out_dir)
@@ -415,6 +418,8 @@ def train(snapshot: RelationSnapshotData, model_kind: str, config: TrainConfig |
                           "snapshot_sha256": snapshot_sha, "plan_version": PLAN_VERSION, "model": trained_state(model),
                           "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": states},
                          ckpt_path)
+            if on_checkpoint is not None:
+                on_checkpoint(ckpt_path, step)
         if world > 1:
             dist.barrier()
 

@@ -32,8 +32,10 @@ def snapshots(db, tiny_benchmark_dir) -> dict:
 
 @pytest.fixture
 def var_dir(settings, tmp_path) -> Path:
+    """A VAR_DIR of the test's own, with the store's MEDIA_ROOT (checkpoints, indexes) inside it."""
     settings.VAR_DIR = tmp_path / "var"
     settings.VAR_DIR.mkdir()
+    settings.MEDIA_ROOT = settings.VAR_DIR / "media"
     return settings.VAR_DIR
 
 

@@ -11,10 +11,12 @@ from django.db import IntegrityError, transaction
 
 from common.errors import ApplicationError, ConflictError
 from common.models import Job
+from common.storage import store
 from models.training.evaluation import random_baseline
 from models.training.snapshot import RelationSnapshotData
 from tests.workers.factories import TINY_VTRAJEMBED, register_snapshot, tiny_config
 from workers import training as training_services
+from workers.artefacts import checkpoint_local
 from workers.evaluation import evaluation_run_create
 from workers.execute import evaluation_run_execute, training_run_execute
 from workers.models import EvaluationRun, TrainingRun, TrainingStep
@@ -95,7 +97,12 @@ def test_a_run_trains_records_every_step_and_ends_with_its_evaluation(snapshots,
     seen = []
     run = training_run_execute(run=run, echo=lambda fraction, message: seen.append((fraction, message)))
     assert run.status == "succeeded", run.error
-    assert run.steps_done == 6 and run.resumes == [] and run.out_dir == str(var_dir / "training" / str(run.pk))
+    assert run.steps_done == 6 and run.resumes == [] and run.out_dir == f"training/{run.pk}"   # a storage key
+    # the final checkpoint is stored, named on the row with its checksum; the older ones are gone
+    assert run.checkpoint_key == f"training/{run.pk}/checkpoint-00000006.pt" and run.checkpoint_step == 6
+    assert store().list(run.out_dir) == [run.checkpoint_key, f"training/{run.pk}/result.json",
+                                         f"training/{run.pk}/steps.jsonl"]
+    assert run.result["checkpoint"] == run.checkpoint_key
     # every step is a row with the loss parts and the realized counts DESIGN 2.10 asks for
     rows = list(TrainingStep.objects.filter(run=run).order_by("step"))
     assert [r.step for r in rows] == [1, 2, 3, 4, 5, 6] and {r.attempt for r in rows} == {1}
@@ -188,7 +195,7 @@ def test_cancelling(snapshots, var_dir, monkeypatch, manager):
     assert TrainingStep.objects.filter(run=run).count() == 2 and not EvaluationRun.objects.filter(training_run=run).exists()
     import torch
 
-    assert torch.load(f"{run.out_dir}/checkpoint.pt", weights_only=False)["step"] == 2
+    assert torch.load(checkpoint_local(run), weights_only=False)["step"] == 2 and run.checkpoint_step == 2
     run.job.refresh_from_db()
     assert run.job.status == "failed" and "cancelled at step 2/20" in run.job.error
 
@@ -285,10 +292,16 @@ def test_a_run_through_torchrun_with_one_process(snapshots, var_dir):
     assert run.metrics["t2traj"]["n_queries"] > 0 and EvaluationRun.objects.filter(training_run=run).exists()
     run.job.refresh_from_db()
     assert "torch.distributed.run --standalone --nproc_per_node 1 -m workers.train_entry" in run.job.log_tail
-    progress = [json.loads(line) for line in (var_dir / "training" / str(run.pk) / "progress-1.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (var_dir / "training" / str(run.pk) / "progress-1.jsonl").read_text().splitlines()]
+    progress = [p for p in lines if "step" in p]
     assert [p["step"] for p in progress] == [1, 2, 3, 4]
     assert np.allclose([p["loss"] for p in progress],
                        list(TrainingStep.objects.filter(run=run).values_list("loss", flat=True)))
+    # each checkpoint rank 0 announced was stored by the worker and its link removed; the last is named
+    assert [p["checkpoint_step"] for p in lines if "checkpoint_step" in p] == [2, 4]
+    assert not list((var_dir / "training" / str(run.pk)).glob("*.link"))
+    assert run.checkpoint_step == 4 and store().list(run.out_dir)[0] == run.checkpoint_key
+    assert store().list(run.out_dir)[-1] == f"training/{run.pk}/torchrun-1.log"
 
 
 # -- evaluation guards --------------------------------------------------------------------------------------

@@ -5,13 +5,18 @@ pool member's observations, the admitted queries with their predicates and the r
 (``⊥`` included, so the matrix says what is unknown). Pseudo-labels go only into train snapshots
 and stay tagged. A dev or test snapshot must be complete (every relation the Traj2T and OCVR
 galleries need is binary) unless the caller explicitly takes an incomplete one, which is marked so.
-The rows are written and sealed in one transaction; the folder is written next to it in the
-``models.training.snapshot`` format.
+The folder (``models.training.snapshot`` format) is stored first under a storage key
+(``common.storage``: ``snapshots/<hash>-<nonce>``, on local disk or in a bucket), then the rows
+are written and sealed in one transaction naming that key. Its videos are named by their keys;
+loading resolves them to this host's files (``Video.abspath``). Snapshots of older versions
+name a local folder and local video paths: they are read from there.
 """
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +27,7 @@ from django.utils import timezone
 from annotation.benchmark.services.mining import SPLITS, completeness_report, split_members
 from annotation.models import CandidatePool, Relation, RelationSnapshot, SnapshotRelation
 from common.errors import ApplicationError, ConflictError
+from common.storage import StorageError, store
 from models.training.snapshot import Relation as RelationRecord
 from models.training.snapshot import (
     RelationSnapshotData,
@@ -31,8 +37,12 @@ from models.training.snapshot import (
 )
 from trajectories.models import Video
 
+logger = logging.getLogger(__name__)
+SNAPSHOT_FILES = ("snapshot.json", "tracks.npz")
+
 
 def snapshot_root() -> Path:
+    """This host's folder for snapshots being written and local copies for ``torchrun``."""
     return Path(settings.VAR_DIR) / "snapshots"
 
 
@@ -46,7 +56,7 @@ def snapshot_data_build(*, split: str) -> tuple[RelationSnapshotData, dict]:
     pool_of_video = {p.video_id: p for p in pools.values()}
     data = RelationSnapshotData(
         split=split,
-        videos=[SnapshotVideo(id=v, path=str(videos[v].abspath), width=videos[v].width, height=videos[v].height,
+        videos=[SnapshotVideo(id=v, path=videos[v].path, width=videos[v].width, height=videos[v].height,
                               fps=float(videos[v].fps), n_frames=videos[v].frame_count,
                               pool_version=pool_of_video[v].version) for v in video_ids],
         tracks=[SnapshotTrack(id=m.trajectory_id, video_id=m.pool.video_id,
@@ -70,8 +80,9 @@ def relation_snapshot_create(*, split: str, name: str = "", created_by=None, all
                              ) -> RelationSnapshot:
     """Take a snapshot of ``split``. Refused: an unknown split, a split without admitted queries,
     and an incomplete dev/test split (409 ``incomplete_split`` with what is missing) unless
-    ``allow_incomplete``. Writes the folder first (under a temporary name), then the rows, sealed,
-    in one transaction; a failure leaves neither."""
+    ``allow_incomplete``. Stores the folder first (under a key of its own), then writes the rows,
+    sealed and naming that key, in one transaction; a failure leaves neither (the stored folder is
+    removed again when the rows cannot be written)."""
     if split not in SPLITS:
         raise ApplicationError(f"split must be one of {SPLITS}", code="invalid_split")
     data, report = snapshot_data_build(split=split)
@@ -90,40 +101,74 @@ def relation_snapshot_create(*, split: str, name: str = "", created_by=None, all
                                                                              if k != "missing_pairs"}}
     snapshot_root().mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".staging-{sha[:12]}-", dir=snapshot_root()))
-    final = None
-    data.save(staging)
+    key = f"snapshots/{sha[:16]}-{uuid.uuid4().hex[:8]}"
+    objects = store()
     try:
-        with transaction.atomic():
-            snap = RelationSnapshot.objects.create(
-                split=split, name=name[:100], content_sha256=sha, path="", created_by=created_by,
-                pool_versions={str(v.id): v.pool_version for v in data.videos}, counts=counts,
-                complete=complete)
-            final = snapshot_root() / f"{snap.pk}-{sha[:12]}"
-            SnapshotRelation.objects.bulk_create([
-                SnapshotRelation(snapshot=snap, query_id=r.query_id, trajectory_id=r.trajectory_id, label=r.label,
-                                 source=r.source, stratum=r.stratum, pseudo=r.pseudo) for r in data.relations],
-                batch_size=5000)
-            snap.path = str(final)
-            snap.sealed_at = timezone.now()
-            snap.save(update_fields=["path", "sealed_at"])
-            staging.rename(final)
-    except BaseException:
+        data.save(staging)
+        objects.put_folder(key, [staging / name for name in SNAPSHOT_FILES])
+        try:
+            with transaction.atomic():
+                snap = RelationSnapshot.objects.create(
+                    split=split, name=name[:100], content_sha256=sha, path=key, created_by=created_by,
+                    pool_versions={str(v.id): v.pool_version for v in data.videos}, counts=counts,
+                    complete=complete)
+                SnapshotRelation.objects.bulk_create([
+                    SnapshotRelation(snapshot=snap, query_id=r.query_id, trajectory_id=r.trajectory_id, label=r.label,
+                                     source=r.source, stratum=r.stratum, pseudo=r.pseudo) for r in data.relations],
+                    batch_size=5000)
+                snap.sealed_at = timezone.now()
+                snap.save(update_fields=["sealed_at"])
+        except BaseException:
+            try:
+                objects.delete(key)
+            except StorageError:
+                logger.warning("snapshot folder %s is left without a record", objects.name(key))
+            raise
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        if final is not None and final.exists() and not RelationSnapshot.objects.filter(path=str(final)).exists():
-            shutil.rmtree(final, ignore_errors=True)   # renamed, then the commit failed
-        raise
     return snap
 
 
+def relation_snapshot_folder(*, snapshot: RelationSnapshot) -> Path:
+    """A folder of this host with the snapshot's files as stored: the stored folder itself on
+    local disk, a copy in the read-through cache from a bucket, the recorded folder for a snapshot
+    of an older version."""
+    if Path(snapshot.path).is_absolute():
+        return Path(snapshot.path)
+    return store().local_path(snapshot.path)
+
+
+def relation_snapshot_local_copy(*, snapshot: RelationSnapshot) -> Path:
+    """The snapshot written for a process without a database (``torchrun``): loaded and checked,
+    its videos named by this host's files, saved under ``snapshot_root()/local/``."""
+    data = relation_snapshot_load(snapshot=snapshot)
+    folder = snapshot_root() / "local" / f"{snapshot.pk}-{snapshot.content_sha256[:12]}"
+    data.save(folder)
+    return folder
+
+
 def relation_snapshot_load(*, snapshot: RelationSnapshot) -> RelationSnapshotData:
-    """The snapshot's content, checked against its recorded hash (a changed folder is refused)."""
+    """The snapshot's content, checked against its recorded hash (a changed folder is refused),
+    with each video named by this host's file of it (``Video.abspath``; a recorded local path of an
+    older snapshot stays while the file is there)."""
     try:
-        data = RelationSnapshotData.load(snapshot.path)
+        data = RelationSnapshotData.load(relation_snapshot_folder(snapshot=snapshot), verify=False)
     except (OSError, ValueError) as exc:
         raise ConflictError(f"snapshot {snapshot.pk} cannot be read: {exc}", code="snapshot_unreadable") from None
     if data.content_sha256() != snapshot.content_sha256:
-        raise ConflictError(f"snapshot {snapshot.pk} on disk does not match its recorded hash", code="snapshot_tampered")
+        where = snapshot.path if Path(snapshot.path).is_absolute() else store().name(snapshot.path)
+        raise ConflictError(f"snapshot {snapshot.pk} at {where} does not match its recorded hash: it was "
+                            "changed outside the platform", code="snapshot_tampered", extra={"object": where})
+    _resolve_videos(data)
     return data
+
+
+def _resolve_videos(data: RelationSnapshotData) -> None:
+    keyed = [v for v in data.videos if not (Path(v.path).is_absolute() and Path(v.path).exists())]
+    rows = Video.objects.in_bulk([v.id for v in keyed])
+    for v in keyed:
+        if v.id in rows:
+            v.path = str(rows[v.id].abspath)
 
 
 def current_pools(*, split: str) -> list[CandidatePool]:

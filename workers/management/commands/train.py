@@ -55,7 +55,8 @@ class Command(BaseCommand):
             run = training_run_execute(run=run, echo=bar)
         if run.status != RunStatus.SUCCEEDED:
             raise CommandError(f"training run #{run.pk} {run.status}: {run.error or 'see its job'}")
-        lines = [f"training run #{run.pk} finished {run.steps_done} steps in {run.out_dir}"]
+        lines = [f"training run #{run.pk} finished {run.steps_done} steps; checkpoint "
+                 f"{run.checkpoint_key or run.out_dir}"]
         if run.eval_stamps:
             lines.append(f"  figures stamped {', '.join(run.eval_stamps)}: not a held-out evaluation")
         for protocol in ("t2traj", "traj2t", "ocvr"):
