@@ -164,3 +164,33 @@ def test_the_cache_removes_downloads_left_by_a_dead_process(tmp_path):
     os.utime(dead, (old, old))
     cache.trim()
     assert not dead.exists() and live.exists()
+
+
+def test_local_reads_are_checked_against_the_recorded_checksum(settings, tmp_path):
+    """On local disk a file whose record holds a SHA-256 is checked when read: once per process,
+    again after its size or time changed; a changed file is an error naming it."""
+    settings.TRAJLAB_STORAGE_URL = ""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    storage.reset()
+    local = storage.store()
+    src = tmp_path / "v.bin"
+    src.write_bytes(b"recorded content")
+    sha = local.put_file("videos/v.bin", src).sha256
+    calls = []
+
+    def counted(path):
+        calls.append(path)
+        return storage.file_sha256(path)
+
+    path = local.local_path("videos/v.bin", sha256=sha, verify=counted)
+    assert local.local_path("videos/v.bin", sha256=sha, verify=counted) == path and len(calls) == 1
+    path.write_bytes(b"changed behind its back")
+    with pytest.raises(StorageError, match=r"videos/v.bin was changed outside the platform") as err:
+        local.local_path("videos/v.bin", sha256=sha)
+    assert err.value.code == "checksum_mismatch" and err.value.status_code == 409
+    assert local.local_path("videos/absent.bin", sha256=sha).name == "absent.bin"   # its reader says it is missing
+    dest = tmp_path / "copy.bin"
+    with pytest.raises(StorageError, match="changed outside the platform"):
+        local.download("videos/v.bin", dest, sha256=sha)
+    assert not dest.exists()
+    storage.reset()

@@ -5,8 +5,11 @@ changed object is refused by name, and the server dying mid-upload of a checkpoi
 naming a missing object."""
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
+import requests
 import torch
 
 from annotation.benchmark.services import snapshots as snapshot_services
@@ -60,6 +63,9 @@ def test_checkpoints_and_the_index_are_in_the_bucket_and_another_host_searches_f
     assert object_storage.list(run.out_dir) == [run.checkpoint_key, f"{run.out_dir}/result.json",
                                                 f"{run.out_dir}/steps.jsonl"]
     assert object_storage.head(run.checkpoint_key)["Metadata"]["sha256"] == run.checkpoint_sha256
+    # a process with no credentials reads it through a presigned URL
+    fetched = requests.get(storage.presigned_get(run.checkpoint_key, expires_s=60), timeout=30).content
+    assert hashlib.sha256(fetched).hexdigest() == run.checkpoint_sha256
     index = index_key(run_id=run.pk, snapshot_sha256=snapshots["dev"].content_sha256)
     assert [k.rsplit(".", 1)[-1] for k in object_storage.list(index)] == ["faiss", "json", "npz", "npy"]
     here = search(run=run, text="a person in a red top walking right", k=5)
@@ -120,6 +126,7 @@ def test_a_checkpoint_changed_on_local_disk_is_refused_by_name(snapshots, var_di
     run = training_run_execute(run=_create(snapshots, steps=2))
     path = checkpoint_local(run)
     assert torch.load(path, weights_only=False)["step"] == 2      # read, checked, once
+    assert storage.presigned_get(run.checkpoint_key) == path.as_uri()
     path.write_bytes(path.read_bytes()[:-1])                        # changed behind the platform's back
     with pytest.raises(StorageError, match="changed outside the platform") as err:
         checkpoint_local(run)
