@@ -192,3 +192,24 @@ def replace_refused(table: str, *, name: str, keys: list[tuple[str, ...]], messa
                            _sqlite(f"{name}_no_update_replace", "UPDATE", table, replaced, hits(update=True))]},
         drop={"postgresql": [], "sqlite": [f"DROP TRIGGER IF EXISTS {name}_no_replace",
                                            f"DROP TRIGGER IF EXISTS {name}_no_update_replace"]})
+
+
+def inserts_logged(table: str, *, name: str, log: str, columns: dict[str, str]) -> Triggers:
+    """Every row inserted into ``table`` (by any statement, ``COPY`` included) writes a row into
+    ``log``: ``columns`` maps the log's columns to the inserted row's. On PostgreSQL one
+    statement-level trigger copies the statement's new rows at once (a transition table); on
+    SQLite a row trigger."""
+    fn = f"{name}_logged"
+    targets, sources = ", ".join(columns), ", ".join(columns.values())
+    body = f"""BEGIN
+        INSERT INTO {log} ({targets}) SELECT {sources} FROM inserted;
+        RETURN NULL;
+    END"""
+    values = ", ".join(f"NEW.{c}" for c in columns.values())
+    return Triggers(
+        create={"postgresql": [_pg_function(fn, body), f"CREATE TRIGGER {fn} AFTER INSERT ON {table} "
+                                                        f"REFERENCING NEW TABLE AS inserted "
+                                                        f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"],
+                "sqlite": [f"CREATE TRIGGER {fn} AFTER INSERT ON {table} "
+                           f"BEGIN INSERT INTO {log} ({targets}) VALUES ({values}); END"]},
+        drop={"postgresql": _pg_drop(fn, table), "sqlite": [f"DROP TRIGGER IF EXISTS {fn}"]})

@@ -1,5 +1,6 @@
 """Annotation records: curation (review items, votes, pools) and relations (descriptions, queries,
 relations, mining, pseudo-label rules, snapshots)."""
+from annotation.models.agreement import AgreementPending, AgreementRaterTally, AgreementTally  # noqa: F401
 from annotation.models.curation import (  # noqa: F401
     ALL_LABELS,
     Assignment,

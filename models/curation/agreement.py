@@ -418,17 +418,7 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
     # per rater: majority of the *other* panel votes on the same item
     raters, r_idx = _index(rater)                                      # [R], [V]
     n_r = len(raters)
-    # the other votes on the item are counts[i] minus the vote itself; their largest count is
-    # max(own, the largest count over the other labels), from the item's two largest counts
-    ranked = np.sort(counts, axis=1)                                   # [I, K] ascending
-    first = ranked[:, -1]                                              # [I]
-    second = ranked[:, -2] if n_categories > 1 else np.zeros_like(first)  # [I]
-    mine = counts.reshape(-1)[p_item * n_categories + p_label]         # [Vp] votes with my label
-    own = mine - 1                                                     # [Vp] others with my label
-    rest = np.where(mine == first[p_item], second[p_item], first[p_item])  # [Vp] best other label
-    top = np.maximum(own, rest)                                        # [Vp] others' largest count
-    scored = 2 * top > n_panel[p_item] - 1                             # [Vp] a strict majority
-    agrees = scored & (own == top)                                     # [Vp]
+    scored, agrees = majority_scores(counts, p_item, p_label)          # [Vp], [Vp]
     p_r = r_idx[panel_mask]                                            # [Vp]
     r_votes = np.bincount(r_idx, minlength=n_r)                        # [R]
     r_adj = np.bincount(r_idx[adj], minlength=n_r)                     # [R]
@@ -449,6 +439,24 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
         for r, v, a, s, f, t in columns                                # one entry per rater
     }
     return report
+
+
+def majority_scores(counts: np.ndarray, p_item: np.ndarray, p_label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per panel vote, whether it is scored (the other panel votes on its item have a strict
+    majority label) and whether it agrees with that label. ``counts`` [I, K] panel votes per
+    item and category; ``p_item``, ``p_label`` [Vp] the panel votes. Returns bool [Vp], [Vp]."""
+    n_categories = counts.shape[1]
+    # the other votes on the item are counts[i] minus the vote itself; their largest count is
+    # max(own, the largest count over the other labels), from the item's two largest counts
+    ranked = np.sort(counts, axis=1)                                   # [I, K] ascending
+    first = ranked[:, -1]                                              # [I]
+    second = ranked[:, -2] if n_categories > 1 else np.zeros_like(first)  # [I]
+    mine = counts.reshape(-1)[p_item * n_categories + p_label]         # [Vp] votes with my label
+    own = mine - 1                                                     # [Vp] others with my label
+    rest = np.where(mine == first[p_item], second[p_item], first[p_item])  # [Vp] best other label
+    top = np.maximum(own, rest)                                        # [Vp] others' largest count
+    scored = 2 * top > counts.sum(axis=1)[p_item] - 1                  # [Vp] a strict majority
+    return scored, scored & (own == top)                               # [Vp], [Vp]
 
 
 # -- the slow reference ---------------------------------------------------------------------------------

@@ -165,7 +165,8 @@ def test_agreement_and_audit_match_the_orm_reading(seed):
     rng = np.random.default_rng(seed)
     store(rng)
     for split in (None, "train", "dev", "test"):
-        assert agreement_stats(stage="usability", split=split) == orm_agreement_stats("usability", split)
+        # the full recomputation (the tallies are compared with it in test_agreement_tallies.py)
+        assert agreement_stats(stage="usability", split=split, recompute=True) == orm_agreement_stats("usability", split)
     assert decisions_audit(stage="usability") == orm_decisions_audit("usability")
     columns = vote_columns(stage="usability", split="dev")
     expected = orm_rows(Vote.objects.filter(item__stage="usability", item__video__split_group__split="dev"))

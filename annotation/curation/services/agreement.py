@@ -22,6 +22,11 @@ from annotation.curation.services.agreement_review import (
     review_design,
     single_review,
 )
+from annotation.curation.services.agreement_tallies import (
+    TALLIED_NAMES,
+    agreement_tallies_refresh,
+    tallied_agreement_report,
+)
 from annotation.curation.stages import STAGES, stage_get
 from annotation.curation.stages.base import AgreementRows, ReviewStage
 from annotation.models import AuditSample, Vote, WorkItem
@@ -93,18 +98,27 @@ def _unit_index(unit: np.ndarray) -> np.ndarray:
     return (np.cumsum(present) - 1)[unit - low]                                            # [V]
 
 
-def agreement_stats(*, stage: str, split: str | None = None) -> dict:
+def agreement_stats(*, stage: str, split: str | None = None, recompute: bool = False) -> dict:
     """Agreement report of one stage (optionally one split) with per-annotator rows by username.
 
     Units and categories are the stage's (``annotation.curation.stages``): an item and its labels,
     or for the relation stage each candidate of a row and its label 1, 0 or ⊥. Stages whose items
-    copy the review policy use the items' panel size."""
+    copy the review policy use the items' panel size. A panel stage's figures come from its
+    agreement tallies, brought up to date first (``agreement_tallies``); ``recompute`` reads them
+    from every vote instead (the reference the tallies are tested against)."""
     declared = stage_get(stage)
     panel = declared.agreement_panel
     if declared.from_policy:
         panel = int(_first_panel_size(stage) or panel)
     samples = AuditSample.objects.filter(audit__split=split) if split else AuditSample.objects.all()
-    report = stage_agreement_report(stage=declared, items=_items(stage, split), panel=panel, audit_samples=samples)
+    if declared.name in TALLIED_NAMES and not recompute:
+        agreement_tallies_refresh()
+        report = tallied_agreement_report(stage=declared, split=split, panel=panel)
+        if report is not None:
+            report = _with_design(report, declared, panel, None, samples)
+    else:
+        report = stage_agreement_report(stage=declared, items=_items(stage, split), panel=panel,
+                                        audit_samples=samples)
     if report is None:
         empty = np.zeros(0, np.int64)
         report = agreement_report(empty, empty, empty, np.zeros(0, bool), len(declared.categories),
