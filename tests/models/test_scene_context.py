@@ -20,7 +20,8 @@ from models.demo.describe_eval import truth_track
 from models.facts import ATTRIBUTES, EVENTS, Fact, predicates_label
 from models.vocabulary import NEAR_NOTHING
 from models.world import scene as scene_module
-from models.world.renderer import NEAR_DEPTH, NEAR_LATERAL, render_frames, render_scene
+from models.world.facts import NEAR_DEPTH, NEAR_LATERAL
+from models.world.renderer import render_frames, render_scene
 from models.world.scene import (
     GroundTruth,
     PersonSpec,
