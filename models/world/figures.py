@@ -9,6 +9,7 @@ declares, so the recorded box is the object's extent by construction.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -285,18 +286,32 @@ def _shade(bgr, factor: float) -> tuple[int, ...]:
     return tuple(int(np.clip(c * factor, 0, 255)) for c in bgr)
 
 
+@dataclass(frozen=True)
+class Build:
+    """A figure's proportions and gait, as factors of the typical figure's (all 1: typical)."""
+
+    width: float = 1.0                           # girth: every width across the body
+    legs: float = 1.0                            # leg length (the torso takes up the rest of the height)
+    head: float = 1.0                            # head size
+    stride: float = 1.0                          # ground covered by one walking cycle
+    swing: float = 1.0                           # leg swing angle
+    arms: float = 1.0                            # arm swing angle
+
+
 def draw_figure(height: float, phase: float, amplitude: float, view: str, upper, lower, skin, hair,
-                sub: tuple[float, float] = (0.0, 0.0)) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+                sub: tuple[float, float] = (0.0, 0.0), build: Build = Build()
+                ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
     """Draw one person-like figure on its own canvas.
 
     ``phase`` is the walking-cycle angle (radians), ``amplitude`` in [0, 1] scales the swing
     (0 = standing), ``view`` is "side-left", "side-right", "front" or "back". ``sub`` is the
-    sub-pixel offset of the foot point. Returns ``(bgr, mask, (fx, fy))``: the figure's colours,
+    sub-pixel offset of the foot point; ``build`` its proportions and gait. Returns ``(bgr, mask, (fx, fy))``: the figure's colours,
     its silhouette (uint8 0/255) and the integer pixel of the canvas that is the foot point.
     """
     H = float(height)
+    G = H * build.width                          # unit of the widths across the body
     pad = 3
-    cw = math.ceil(H * 0.75) + 2 * pad
+    cw = math.ceil(H * 0.8) + 2 * pad
     ch = math.ceil(H * 1.02) + 2 * pad
     canvas = np.zeros((ch, cw, 3), np.uint8)
     mask = np.zeros((ch, cw), np.uint8)
@@ -306,11 +321,11 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     facing = 1.0 if view == "side-right" else -1.0
     swing = amplitude * math.sin(phase)
 
-    leg_len = 0.47 * H
+    leg_len = 0.47 * H * build.legs
     hip_y_rest = ground - leg_len
     if side:
         # the body bobs: the lower foot stays on the ground
-        theta = math.radians(26.0) * swing
+        theta = math.radians(26.0) * build.swing * swing
         stance = math.radians(6.0)  # a standing person's feet are a little apart
         if abs(theta) < stance:
             theta = math.copysign(stance, theta) if theta else stance
@@ -320,11 +335,11 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     else:
         lift = 0.035 * H * amplitude
         hip_y = hip_y_rest
-        legs = [(cx + s * 0.05 * H, hip_y, cx + s * 0.06 * H, ground - lift * max(0.0, s * math.sin(phase)))
+        legs = [(cx + s * 0.05 * G, hip_y, cx + s * 0.06 * G, ground - lift * max(0.0, s * math.sin(phase)))
                 for s in (1, -1)]
-    top = hip_y - 0.53 * H
+    top = hip_y - (H - leg_len)
     shoulder_y = top + 0.17 * H
-    head_r = 0.062 * H
+    head_r = 0.062 * H * build.head
     head_c = (cx + (0.01 * H * facing if side else 0.0), top + 0.07 * H)
 
     # back limbs first (darker), then torso, then front limbs
@@ -333,25 +348,25 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     upper_back = _shade(upper, 0.72)
     arm_len = 0.36 * H
     if side:
-        alpha = math.radians(22.0) * swing
+        alpha = math.radians(22.0) * build.arms * swing
         arms = [(cx, shoulder_y + 0.02 * H, cx - arm_len * math.sin(s * alpha), shoulder_y + 0.02 * H + arm_len * math.cos(alpha))
                 for s in (1, -1)]
         arm_back, arm_front = arms[0], arms[1]
     else:
-        sw = 0.12 * H
+        sw = 0.12 * G
         arm_back = (cx - sw, shoulder_y + 0.02 * H, cx - sw - 0.035 * H, shoulder_y + arm_len * (0.97 + 0.03 * swing))
         arm_front = (cx + sw, shoulder_y + 0.02 * H, cx + sw + 0.035 * H, shoulder_y + arm_len * (0.97 - 0.03 * swing))
 
     def leg(segment, col):
         x0, y0, x1, y1 = segment
-        _limb(canvas, mask, (x0, y0), (x1, y1 - 0.02 * H), 0.095 * H, 0.06 * H, col)
+        _limb(canvas, mask, (x0, y0), (x1, y1 - 0.02 * H), 0.095 * G, 0.06 * G, col)
         shoe_dx = 0.035 * H * facing if side else 0.0
         _limb(canvas, mask, (x1 - 0.01 * H * facing if side else x1, y1 - 0.025 * H), (x1 + shoe_dx, y1 - 0.02 * H),
               0.045 * H, 0.045 * H, SHOE_BGR)
 
     def arm(a, col):
         x0, y0, x1, y1 = a
-        _limb(canvas, mask, (x0, y0), (x1, y1), 0.065 * H, 0.05 * H, col)
+        _limb(canvas, mask, (x0, y0), (x1, y1), 0.065 * G, 0.05 * G, col)
         cv2.circle(canvas, _pt(x1, y1 + 0.01 * H), int(0.028 * H * _ONE), skin, -1, cv2.LINE_8, SHIFT)
         cv2.circle(mask, _pt(x1, y1 + 0.01 * H), int(0.028 * H * _ONE), 255, -1, cv2.LINE_8, SHIFT)
 
@@ -360,18 +375,18 @@ def draw_figure(height: float, phase: float, amplitude: float, view: str, upper,
     leg(back, lower_back)
     leg(front, lower)
     # hips / pelvis in lower colour
-    hw = (0.075 if side else 0.1) * H
-    _limb(canvas, mask, (cx - hw + 0.03 * H, hip_y + 0.01 * H), (cx + hw - 0.03 * H, hip_y + 0.01 * H), 0.09 * H, 0.09 * H, lower)
+    hw = (0.075 if side else 0.1) * G
+    _limb(canvas, mask, (cx - hw + 0.03 * G, hip_y + 0.01 * H), (cx + hw - 0.03 * G, hip_y + 0.01 * H), 0.09 * G, 0.09 * G, lower)
     # torso
-    sw = (0.1 if side else 0.125) * H
-    tw = (0.085 if side else 0.1) * H
+    sw = (0.1 if side else 0.125) * G
+    tw = (0.085 if side else 0.1) * G
     poly = np.array([_pt(cx - sw, shoulder_y), _pt(cx + sw, shoulder_y), _pt(cx + tw, hip_y + 0.02 * H),
                      _pt(cx - tw, hip_y + 0.02 * H)], np.int32)
     cv2.fillPoly(canvas, [poly], upper, cv2.LINE_8, SHIFT)
     cv2.fillPoly(mask, [poly], 255, cv2.LINE_8, SHIFT)
     for s in (-1, 1):  # rounded shoulders
         for target, col in ((canvas, upper), (mask, 255)):
-            cv2.circle(target, _pt(cx + s * (sw - 0.03 * H), shoulder_y + 0.03 * H), int(0.035 * H * _ONE), col, -1, cv2.LINE_8, SHIFT)
+            cv2.circle(target, _pt(cx + s * (sw - 0.03 * G), shoulder_y + 0.03 * H), int(0.035 * G * _ONE), col, -1, cv2.LINE_8, SHIFT)
     if not side:
         arm(arm_back, upper_back)
     arm(arm_front, upper)

@@ -8,11 +8,15 @@ video as ``<name>.gt.json``.
 
 What is drawn:
 
-- a static camera over a textured background ("plaza": a wall with windows above tiled paving;
-  "park": a hedge, a lawn, a gravel path and benches), with low-frequency shading and per-frame
-  sensor noise (never a flat colour);
+- a textured background ("plaza": a wall with windows above tiled paving; "park": a hedge, a
+  lawn, a gravel path and benches), with low-frequency shading, seen through a camera that varies
+  like footage (:mod:`models.world.footage`, seeded from the scene: zoom, slow pan and shake over
+  the scene's reference view; colour temperature, a brightness gradient, a cast shadow and
+  shadows under the people; a band of the background that moves; a pole near the camera in front
+  of everything; motion blur, sensor noise and JPEG compression);
 - people-like figures: head with hair, neck, torso and sleeves in the upper-body clothing colour,
-  legs in the lower-body colour, hands, shoes. Seen from the side (walking left or right) the
+  legs in the lower-body colour (each dyed around its named colour), hands, shoes; each person
+  with a build and gait of their own. Seen from the side (walking left or right) the
   legs and arms swing with the stride; seen from the front or back (walking towards or away from
   the camera) the figure is wider, the feet alternate and the figure grows or shrinks with a
   simple ground-plane perspective (height proportional to the foot's distance below the horizon);
@@ -27,7 +31,7 @@ What is drawn:
   occluded person's visible fraction drops.
 
 The scene and its truth are plain data (:mod:`models.world.scene`); the drawing is in
-:mod:`models.world.figures`. Ground truth per person: clothing colour names and BGR values, direction, speed in px/s and as a
+:mod:`models.world.figures`. Ground truth per person: clothing colour names and BGR values as dyed, direction, speed in px/s and as a
 word, stop intervals, per-frame amodal boxes (the full silhouette's extent, clipped to the frame)
 and per-frame visible fraction (pixels of the silhouette that end up on screen and are not covered
 by a nearer figure, divided by the silhouette's full area), and a list of :class:`Fact` records
@@ -75,10 +79,27 @@ from models.world.figures import (
     draw_figure,
     draw_object,
     ground_map,
+    ground_row,
     lawn_region,
     paint_door,
     paint_lawn,
     rain_streaks,
+)
+from models.world.footage import (
+    Dress,
+    Footage,
+    blur_figure,
+    camera_path,
+    compress,
+    dress_of,
+    drop_shadow,
+    footage_of,
+    light_map,
+    occluder_layer,
+    shadow_map,
+    sway_offset,
+    sway_texture,
+    through_camera,
 )
 from models.world.palette import COLOURS, DEPTH_FORESHORTENING, SPEED_HEIGHTS_PER_S
 from models.world.scene import (
@@ -96,6 +117,9 @@ from models.world.scene import (
 
 # Rain streak patterns drawn once per scene; every frame shows one of them at a random offset.
 RAIN_PATTERNS = 6
+# Sensor noise is drawn once per scene on a field this many pixels larger than the frame; every
+# frame adds a crop of it at a random offset (fresh noise at each pixel, at a fraction of the cost).
+NOISE_PAD = 48
 # -- scene state ---------------------------------------------------------------------------------
 @dataclass
 class _PersonState:
@@ -114,8 +138,8 @@ def _scale_at(y: float, spec: SceneSpec, p: PersonSpec) -> float:
     return p.height * (y - horizon) / (p.start[1] - horizon)
 
 
-def _person_states(spec: SceneSpec, p: PersonSpec) -> list[_PersonState]:
-    """Foot position, height and gait of one person on every frame."""
+def _person_states(spec: SceneSpec, p: PersonSpec, dress: Dress) -> list[_PersonState]:
+    """Foot position, height and gait of one person on every frame, in the reference view."""
     states = []
     x, y = float(p.start[0]), float(p.start[1])
     phase = 0.0
@@ -134,7 +158,8 @@ def _person_states(spec: SceneSpec, p: PersonSpec) -> list[_PersonState]:
             amp = 0.0
         states.append(_PersonState(x, y, h, phase, amp, exists, moving))
         if moving:
-            base = p.speed_px_s if p.speed_px_s is not None else SPEED_HEIGHTS_PER_S[p.speed] * h
+            pace = SPEED_HEIGHTS_PER_S[p.speed] * dress.pace
+            base = p.speed_px_s if p.speed_px_s is not None else pace * h
             if p.direction in ("left", "right"):
                 step = base * dt
                 x += step if p.direction == "right" else -step
@@ -143,8 +168,8 @@ def _person_states(spec: SceneSpec, p: PersonSpec) -> list[_PersonState]:
                 y += step if p.direction == "towards" else -step
                 y = max(y, spec.horizon * spec.height + 1.0)
             # the legs cycle with distance walked on the ground, not in the image
-            ground_step = SPEED_HEIGHTS_PER_S[p.speed] * h * dt if p.speed_px_s is None else step
-            phase += 2 * math.pi * ground_step / (STRIDE_HEIGHTS * h)
+            ground_step = pace * h * dt if p.speed_px_s is None else step
+            phase += 2 * math.pi * ground_step / (STRIDE_HEIGHTS * dress.build.stride * h)
     return states
 
 
@@ -154,7 +179,7 @@ def _view(direction: str) -> str:
 
 def _draw_distractor(frame: np.ndarray, d: DistractorSpec, t: float, colour: tuple[int, ...]
                      ) -> tuple[list[float] | None, np.ndarray]:
-    """Draw a distractor at time ``t`` in ``colour``; returns its clipped box and its HxW boolean mask."""
+    """Draw a distractor at time ``t`` in ``colour``; returns its box (not clipped) and its HxW boolean mask."""
     h, w = frame.shape[:2]
     bx = d.start[0] + d.velocity[0] * t
     by = d.start[1] + d.velocity[1] * t
@@ -172,7 +197,7 @@ def _draw_distractor(frame: np.ndarray, d: DistractorSpec, t: float, colour: tup
         cv2.rectangle(frame, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), _shade(colour, 0.6), 2, cv2.LINE_8, SHIFT)
         cv2.rectangle(m, _pt(bx - s / 2, by - s), _pt(bx + s / 2, by), 255, -1, cv2.LINE_8, SHIFT)
         box = [bx - s / 2, by - s, bx + s / 2, by]
-    return _clip_box(box, w, h), m > 0
+    return box, m > 0
 
 
 def _clip_box(box, w: int, h: int) -> list[float] | None:
@@ -201,6 +226,8 @@ class _Stage:
     the night palette and lamp light applied), and the standing objects drawn in depth order."""
 
     background: np.ndarray                       # [H, W, 3] float32
+    shade: np.ndarray | None                     # [H, W, 3] float32 light left by a cast shadow, None without one
+    sway: np.ndarray | None                      # texture of the moving band over the top rows (footage.sway_texture)
     layers: list[tuple[float, np.ndarray, np.ndarray, tuple[int, int]]]  # (foot row, bgr [h, w, 3], mask [h, w], origin) per object
 
 
@@ -214,7 +241,7 @@ def surface_of(spec: SceneSpec, objects: list[SceneObjectTruth]) -> np.ndarray:
     return surface
 
 
-def _stage(spec: SceneSpec) -> _Stage:
+def _stage(spec: SceneSpec, footage: Footage) -> _Stage:
     """Build the static part of a scene. The background draws from ``default_rng(seed)`` exactly
     as a scene without objects does; object details draw from their own stream."""
     W, H = spec.width, spec.height
@@ -239,7 +266,11 @@ def _stage(spec: SceneSpec) -> _Stage:
                 f = spec.figure_height(o.foot[2])
                 add_glow(background, (o.box[0] + o.box[2]) / 2, o.box[1] + 0.06 * (o.box[3] - o.box[1]), 0.35 * f)
                 add_glow(background, (o.box[0] + o.box[2]) / 2, o.foot[2], 0.6 * f, strength=45.0)
-    return _Stage(background, layers)
+    pole = occluder_layer(spec, footage)
+    if pole is not None:                              # near the camera: in front of everything
+        layers.append((math.inf, *pole))
+    ground = ground_row(spec.background, H)
+    return _Stage(background, shadow_map(spec, footage, ground), sway_texture(spec, footage, ground), layers)
 
 
 def _paste(frame: np.ndarray, bgr: np.ndarray, mask: np.ndarray, origin: tuple[int, int]
@@ -261,26 +292,41 @@ def _paste(frame: np.ndarray, bgr: np.ndarray, mask: np.ndarray, origin: tuple[i
 def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
     """Render ``spec`` frame by frame (no file): the frames and their per-frame truth.
 
-    Boxes are amodal (the whole silhouette, occluded parts included) and clipped to the frame.
-    The visible fraction divides the silhouette pixels that end up on screen, not covered by
-    anything nearer, by the silhouette's full area (parts outside the frame count as hidden).
+    The scene is drawn in its reference view and then seen through the camera
+    (:mod:`models.world.footage`: zoom, pan and shake, light, motion blur, noise, compression).
+    Boxes are amodal (the whole silhouette, occluded parts included), carried through the camera
+    and clipped to the frame. The visible fraction divides the silhouette pixels that end up on
+    screen, not covered by anything nearer (the pole near the camera included), by the
+    silhouette's full area (parts outside the camera's view count as hidden).
     People, distractors and the standing scene objects (benches, trees, lamp posts) are drawn far
     to near, so an object hides the person behind it; doors and lawns are flat, under everyone.
     At night the figures are darkened by ``FIGURE_NIGHT_GAIN``; rain streaks fall over everything.
     """
     spec.validate()
     W, H = spec.width, spec.height
-    stage = _stage(spec)
+    footage = footage_of(spec)
+    camera = camera_path(spec, footage)
+    light = light_map(spec, footage)
+    stage = _stage(spec, footage)
     background = stage.background
-    states = [_person_states(spec, p) for p in spec.people]
+    dresses = [dress_of(spec, i) for i in range(len(spec.people))]
+    states = [_person_states(spec, p, d) for p, d in zip(spec.people, dresses, strict=True)]
     noise_rng = np.random.default_rng(spec.seed + 7919)
     rain_rng = np.random.default_rng([spec.seed, 7743])
     # a few streak patterns, each frame one of them shifted by a random offset (wrapping around)
     rain = [rain_streaks(rain_rng, W, H) for _ in range(RAIN_PATTERNS)] if "rain" in spec.conditions else []
     gain = FIGURE_NIGHT_GAIN if "night" in spec.conditions else 1.0
+    noise = None
+    if footage.noise > 0:
+        shape = (H + NOISE_PAD, W + NOISE_PAD, 3)
+        noise = noise_rng.standard_normal(shape, dtype=np.float32) * np.float32(footage.noise)
     n_p, n_d = len(spec.people), len(spec.distractors)
     for f in range(spec.n_frames):
         frame = background.copy()
+        if stage.sway is not None:                    # the moving band: foliage in the wind, reflections
+            shift = sway_offset(footage, f, spec.fps)
+            frame[:stage.sway.shape[0]] += stage.sway[:, shift:shift + W]
+        s_f, tx, ty = (float(v) for v in camera[f])
         owner = np.full((H, W), -1, np.int16)  # which figure each pixel shows, -1 background
         full_area = np.zeros(n_p, np.float64)
         boxes: list[list[float] | None] = [None] * n_p
@@ -305,7 +351,8 @@ def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
         for _, kind, i in items:
             if kind == "d":
                 d = spec.distractors[i]
-                dboxes[i], dmask = _draw_distractor(frame, d, t, _shade(COLOURS[d.colour], gain))
+                dbox, dmask = _draw_distractor(frame, d, t, _shade(COLOURS[d.colour], gain))
+                dboxes[i] = _clip_box(_through(dbox, camera[f]), W, H)
                 cover(owner, dmask, n_p + i)
                 continue
             if kind == "o":
@@ -314,26 +361,34 @@ def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
                 if pasted is not None:
                     cover(owner[pasted[0]], pasted[1], n_p + n_d + i)
                 continue
-            p, s = spec.people[i], states[i][f]
+            p, s, dress = spec.people[i], states[i][f], dresses[i]
             fx, fy = math.floor(s.x), math.floor(s.y)
             bgr, mask, (ax, ay) = draw_figure(
-                s.h, s.phase, s.amplitude, _view(p.direction), _shade(COLOURS[p.upper], gain),
-                _shade(COLOURS[p.lower], gain), _shade(SKIN_TONES[p.skin], gain), _shade(HAIR_COLOURS[p.hair], gain),
-                sub=(s.x - fx, s.y - fy))
+                s.h, s.phase, s.amplitude, _view(p.direction), _shade(dress.upper, gain),
+                _shade(dress.lower, gain), _shade(SKIN_TONES[p.skin], gain), _shade(HAIR_COLOURS[p.hair], gain),
+                sub=(s.x - fx, s.y - fy), build=dress.build)
+            if spec.variation > 0:
+                drop_shadow(frame, s.x, s.y, s.h)
+                if f > 0 and states[i][f - 1].exists:     # the walker moves while the shutter is open
+                    bgr = blur_figure(bgr, mask > 0, footage.shutter * s_f * abs(s.x - states[i][f - 1].x))
             full_area[i] = float(np.count_nonzero(mask))
             ys, xs = np.nonzero(mask)
             if len(xs) == 0:
                 continue
-            ox, oy = fx - ax, fy - ay  # frame coordinates of the canvas origin
+            ox, oy = fx - ax, fy - ay  # reference-view coordinates of the canvas origin
             box = [ox + xs.min(), oy + ys.min(), ox + xs.max() + 1, oy + ys.max() + 1]
-            boxes[i] = _clip_box(box, W, H)
+            boxes[i] = _clip_box(_through(box, camera[f]), W, H)
             pasted = _paste(frame, bgr, mask > 0, (ox, oy))
             if pasted is not None:
                 cover(owner[pasted[0]], pasted[1], i)
         visible = [0.0] * n_p
         hidden_by: list[dict[int, float]] = [{} for _ in spec.people]
         if spec.people:
-            counts = np.bincount(owner[owner >= 0].ravel(), minlength=n_p + n_d + len(stage.layers))
+            # the part of the reference view the camera sees on this frame
+            xa, xb = max(0, round(-tx / s_f)), min(W, round((W - tx) / s_f))
+            ya, yb = max(0, round(-ty / s_f)), min(H, round((H - ty) / s_f))
+            seen = owner[ya:yb, xa:xb]
+            counts = np.bincount(seen[seen >= 0].ravel(), minlength=n_p + n_d + len(stage.layers))
             for i in range(n_p):
                 if full_area[i] > 0 and boxes[i] is not None:
                     visible[i] = round(float(counts[i] / full_area[i]), 4)
@@ -342,9 +397,22 @@ def render_frames(spec: SceneSpec) -> Iterator[FrameTruth]:
         if rain:
             rows, cols = rain[int(rain_rng.integers(len(rain)))]
             frame[(rows + rain_rng.integers(H)) % H, (cols + rain_rng.integers(W)) % W] += RAIN_GAIN
-        if spec.noise > 0:
-            frame += noise_rng.normal(0.0, spec.noise, frame.shape).astype(np.float32)
-        yield FrameTruth(np.clip(frame, 0, 255).astype(np.uint8), boxes, visible, hidden_by, dboxes)
+        if stage.shade is not None:
+            frame *= stage.shade
+        frame = through_camera(frame, camera[f], camera[f - 1] if f else None, footage.shutter)
+        if light is not None:
+            frame *= light
+        if noise is not None:                         # a fresh crop of the scene's noise per frame
+            dy, dx = (int(v) for v in noise_rng.integers(0, NOISE_PAD + 1, 2))
+            frame += noise[dy:dy + H, dx:dx + W]
+        image = compress(np.clip(frame, 0, 255).astype(np.uint8), footage.quality)
+        yield FrameTruth(image, boxes, visible, hidden_by, dboxes)
+
+
+def _through(box, row: np.ndarray) -> list[float]:
+    """A reference-view box as the camera with ``row`` ``(s, tx, ty)`` sees it."""
+    s, tx, ty = (float(v) for v in row)
+    return [s * box[0] + tx, s * box[1] + ty, s * box[2] + tx, s * box[3] + ty]
 
 
 # -- rendering to a file -------------------------------------------------------------------------
@@ -380,7 +448,9 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
                 dboxes[j][f] = b
     finally:
         writer.release()
-    states = [_person_states(spec, p) for p in spec.people]
+    dresses = [dress_of(spec, i) for i in range(n_p)]
+    states = [_person_states(spec, p, d) for p, d in zip(spec.people, dresses, strict=True)]
+    zoom = footage_of(spec).zoom
     objects = place_objects(spec)
     surface = surface_of(spec, objects)
     gain = FIGURE_NIGHT_GAIN if "night" in spec.conditions else 1.0
@@ -391,17 +461,18 @@ def render_scene(spec: SceneSpec, out_path: str | os.PathLike) -> GroundTruth:
         for f in range(1, spec.n_frames):
             a, b = states[i][f - 1], states[i][f]
             if a.moving and b.exists and boxes[i][f] is not None:
-                moving_speeds.append(math.hypot(b.x - a.x, b.y - a.y) * spec.fps)
+                moving_speeds.append(math.hypot(b.x - a.x, b.y - a.y) * spec.fps * zoom)
         speed_px_s = float(np.median(moving_speeds)) if moving_speeds else 0.0
         stops = [(a, min(b, spec.n_frames)) for a, b in p.stops if a < spec.n_frames]
         people.append(PersonTruth(
-            id=i, upper_colour=p.upper, lower_colour=p.lower, upper_bgr=_shade(COLOURS[p.upper], gain),
-            lower_bgr=_shade(COLOURS[p.lower], gain), direction=p.direction, speed_px_s=round(speed_px_s, 3),
+            id=i, upper_colour=p.upper, lower_colour=p.lower, upper_bgr=_shade(dresses[i].upper, gain),
+            lower_bgr=_shade(dresses[i].lower, gain), direction=p.direction, speed_px_s=round(speed_px_s, 3),
             speed_word=p.speed if p.direction != "none" else "none", stops=stops, boxes=boxes[i],
             visible=visible[i], facts=person_facts(i, spec, states[i], boxes[i], boxes, occluders, context, objects),
             ground=context[0], near=context[1]))
     gt = GroundTruth(scene=spec.name, video=out_path.name, width=spec.width, height=spec.height,
                      fps=float(spec.fps), n_frames=spec.n_frames, people=people, distractor_boxes=dboxes,
-                     background=spec.background, conditions=list(spec.conditions), objects=objects)
+                     background=spec.background, conditions=list(spec.conditions), objects=objects,
+                     camera=[[round(float(v), 4) for v in row] for row in camera_path(spec, footage_of(spec))])
     gt.save(gt_path_for(out_path))
     return gt

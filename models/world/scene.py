@@ -103,6 +103,7 @@ class SceneSpec:
     noise: float = 3.0                           # std-dev of per-frame Gaussian sensor noise, grey levels
     objects: list[SceneObjectSpec] = field(default_factory=list)     # benches, doors, trees, lamp posts, lawns
     conditions: list[str] = field(default_factory=list)              # whole-scene: "rain", "night"
+    variation: float = 1.0                       # how far the footage varies, 0..1 (models.world.footage; 0: a still, even camera)
 
     def figure_height(self, y: float) -> float:
         """Height in pixels of a typical figure whose feet are on row ``y`` (ground-plane
@@ -119,6 +120,8 @@ class SceneSpec:
             raise ValueError(f"scene {self.name!r}: n_frames must be >= 1, got {self.n_frames}")
         if self.background not in BACKGROUNDS:
             raise ValueError(f"scene {self.name!r}: unknown background {self.background!r}; known: {sorted(BACKGROUNDS)}")
+        if not 0.0 <= self.variation <= 1.0:
+            raise ValueError(f"scene {self.name!r}: variation must be in [0, 1], got {self.variation}")
         if self.horizon * self.height >= self.height:
             raise ValueError(f"scene {self.name!r}: the horizon must lie above the bottom of the frame")
         for i, p in enumerate(self.people):
@@ -209,10 +212,10 @@ class PersonTruth:
     id: int                                      # index of the person in SceneSpec.people
     upper_colour: str                            # upper-body clothing colour name
     lower_colour: str                            # lower-body clothing colour name
-    upper_bgr: tuple[int, int, int]              # its BGR value as drawn (before noise and compression)
+    upper_bgr: tuple[int, int, int]              # its BGR value as dyed and drawn (before light, noise and compression)
     lower_bgr: tuple[int, int, int]              # likewise for the lower body
     direction: str                               # "left" | "right" | "towards" | "away" | "none"
-    speed_px_s: float                            # median image-plane foot speed while walking, px/s
+    speed_px_s: float                            # median foot speed while walking, frame px/s (camera motion left out)
     speed_word: str                              # "slow" | "normal" | "fast" ("none" for a standing person)
     stops: list[tuple[int, int]]                 # [start, end) frame intervals standing still (clipped to the video)
     boxes: list[list[float] | None]              # per frame: amodal box xyxy clipped to the frame, or None
@@ -248,7 +251,8 @@ class GroundTruth:
     distractor_boxes: list[list[list[float] | None]] = field(default_factory=list)  # per distractor, per frame: box or None
     background: str = ""                         # SceneSpec.background
     conditions: list[str] = field(default_factory=list)           # SceneSpec.conditions ("rain", "night")
-    objects: list[SceneObjectTruth] = field(default_factory=list)  # as placed and drawn
+    objects: list[SceneObjectTruth] = field(default_factory=list)  # as placed and drawn, in the reference view
+    camera: list[list[float]] = field(default_factory=list)  # per frame: (s, tx, ty), a reference-view point (x, y) is at (s x + tx, s y + ty)
 
     @property
     def weather(self) -> str:
@@ -348,11 +352,17 @@ def gt_path_for(video_path: str | os.PathLike) -> Path:
 
 
 # -- demo scenes ---------------------------------------------------------------------------------
+# The demo cameras' tilt: the horizon's row, a fraction of the frame height above its top.
+DEMO_HORIZONS = (-0.9, -0.35)
+
+
 def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
     """Short scenes for the demo and the tests (3-6 people each, 640x360 or 960x540); ``n`` up to 6
     (the last three are shorter scenes that give every split of the demo two videos).
 
-    ``seed`` varies textures, noise and skin/hair; the choreography (who walks where, stops,
+    ``seed`` varies textures, noise and skin/hair, each scene's camera tilt (its horizon, drawn
+    from ``default_rng([seed, 7770])`` in ``DEMO_HORIZONS``) and through the scene seed its footage
+    (:mod:`models.world.footage`: zoom, pan, light, sensor, clothing as dyed, builds); the choreography (who walks where, stops,
     crossings, occlusions) and the scene context are fixed so the scenes stay interesting for
     every seed: benches where people stop or stand, doors of two colours (a walker heads up to
     one of them, passing beside it, in "stop_and_go" and "corridor"), trees and lamp posts that
@@ -360,12 +370,13 @@ def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
     in "evening".
     """
     rng = np.random.default_rng(seed)
+    horizons = iter(np.random.default_rng([seed, 7770]).uniform(*DEMO_HORIZONS, 6).tolist())
 
     def looks() -> dict:
         return {"skin": int(rng.integers(0, len(SKIN_TONES))), "hair": int(rng.integers(0, len(HAIR_COLOURS)))}
 
     crossing = SceneSpec(
-        name="crossing", width=640, height=360, fps=12, n_frames=120, seed=seed, background="plaza",
+        name="crossing", width=640, height=360, fps=12, n_frames=120, seed=seed, background="plaza", horizon=next(horizons),
         people=[
             PersonSpec("red", "blue", "right", start=(-40, 300), height=150, speed="normal", **looks()),
             PersonSpec("yellow", "black", "left", start=(700, 338), height=165, speed="normal", **looks()),
@@ -377,7 +388,7 @@ def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
                  SceneObjectSpec("door", "blue", x=460),
                  SceneObjectSpec("lawn", x=470, y=320, size=180, depth=40)])
     stop_and_go = SceneSpec(
-        name="stop_and_go", width=640, height=360, fps=10, n_frames=100, seed=seed + 1, background="park",
+        name="stop_and_go", width=640, height=360, fps=10, n_frames=100, seed=seed + 1, background="park", horizon=next(horizons),
         people=[
             PersonSpec("orange", "blue", "left", start=(560, 320), height=160, speed="slow",
                        stops=[(20, 50)], **looks()),
@@ -389,7 +400,7 @@ def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
                  SceneObjectSpec("door", "red", x=480), SceneObjectSpec("tree", x=570, y=200)],
         conditions=["rain"])
     busy = SceneSpec(
-        name="busy_plaza", width=960, height=540, fps=12, n_frames=150, seed=seed + 2, background="plaza",
+        name="busy_plaza", width=960, height=540, fps=12, n_frames=150, seed=seed + 2, background="plaza", horizon=next(horizons),
         people=[
             PersonSpec("red", "black", "left", start=(1000, 470), height=200, speed="normal", **looks()),
             PersonSpec("blue", "white", "right", start=(-50, 430), height=185, speed="normal", **looks()),
@@ -405,7 +416,7 @@ def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
         objects=[SceneObjectSpec("bench", x=700, y=372), SceneObjectSpec("door", "red", x=150),
                  SceneObjectSpec("door", "yellow", x=820), SceneObjectSpec("lamp_post", x=880, y=520)])
     market = SceneSpec(
-        name="market", width=640, height=360, fps=10, n_frames=80, seed=seed + 3, background="park",
+        name="market", width=640, height=360, fps=10, n_frames=80, seed=seed + 3, background="park", horizon=next(horizons),
         people=[
             PersonSpec("red", "grey", "left", start=(680, 330), height=160, speed="normal", **looks()),
             PersonSpec("green", "black", "right", start=(-40, 290), height=140, speed="slow", **looks()),
@@ -414,7 +425,7 @@ def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
         objects=[SceneObjectSpec("tree", x=150, y=280), SceneObjectSpec("bench", x=420, y=225)],
         conditions=["rain"])
     corridor = SceneSpec(
-        name="corridor", width=640, height=360, fps=10, n_frames=80, seed=seed + 4, background="plaza",
+        name="corridor", width=640, height=360, fps=10, n_frames=80, seed=seed + 4, background="plaza", horizon=next(horizons),
         people=[
             PersonSpec("blue", "blue", "right", start=(-40, 320), height=160, speed="fast", **looks()),
             PersonSpec("yellow", "brown", "left", start=(600, 280), height=140, speed="slow",
@@ -425,7 +436,7 @@ def demo_scenes(seed: int = 0, n: int = 3) -> list[SceneSpec]:
                  SceneObjectSpec("lamp_post", x=560, y=300),
                  SceneObjectSpec("lawn", x=450, y=295, size=140, depth=30)])
     evening = SceneSpec(
-        name="evening", width=640, height=360, fps=10, n_frames=80, seed=seed + 5, background="park",
+        name="evening", width=640, height=360, fps=10, n_frames=80, seed=seed + 5, background="park", horizon=next(horizons),
         people=[
             PersonSpec("orange", "black", "right", start=(-40, 310), height=155, speed="normal", **looks()),
             PersonSpec("grey", "white", "left", start=(690, 335), height=165, speed="normal", **looks()),

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from models.demo.coverage import box_iou, people_coverage
 from models.media.video import FrameReader, probe_video
+from models.world.figures import ground_row
+from models.world.footage import camera_path, dress_of, footage_of, light_map, shadow_map
 from models.world.palette import COLOURS
 from models.world.renderer import render_frames, render_scene
 from models.world.scene import GroundTruth, PersonSpec, SceneSpec, demo_scenes, gt_path_for
@@ -35,10 +37,13 @@ def _pixel_box(diff: np.ndarray):
 
 
 def _one_person(**kw) -> SceneSpec:
+    """One person under the still, even camera (variation 0) unless ``variation`` says otherwise:
+    the geometry tests compare pixels exactly (test_world_footage follows the boxes through a
+    moving camera, light, blur and compression)."""
     person = PersonSpec(kw.pop("upper", "red"), kw.pop("lower", "blue"), kw.pop("direction", "right"),
                         start=kw.pop("start", (200, 300)), height=kw.pop("height", 150), **kw.pop("person", {}))
     return SceneSpec(name="one", width=480, height=360, fps=10, n_frames=kw.pop("n_frames", 12), seed=3,
-                     people=[person], noise=0.0, **kw)
+                     people=[person], noise=0.0, variation=kw.pop("variation", 0.0), **kw)
 
 
 # -- ground truth against pixels -----------------------------------------------------------------
@@ -81,7 +86,8 @@ def test_visible_fraction_matches_masks_rendered_separately():
     # given a far person (foot y 260) and a near person (foot y 320) overlapping
     far = PersonSpec("green", "grey", "none", start=(240, 260), height=130)
     near = PersonSpec("yellow", "black", "none", start=(265, 320), height=160)
-    both = SceneSpec(name="two", width=480, height=360, fps=10, n_frames=1, seed=5, people=[far, near], noise=0.0)
+    both = SceneSpec(name="two", width=480, height=360, fps=10, n_frames=1, seed=5, people=[far, near], noise=0.0,
+                     variation=0.0)
     background = _background_frame(both)
     far_mask = np.any(_frames(dataclasses.replace(both, people=[far]))[0].frame != background, axis=2)
     near_mask = np.any(_frames(dataclasses.replace(both, people=[near]))[0].frame != background, axis=2)
@@ -102,28 +108,40 @@ def test_visible_fraction_matches_masks_rendered_separately():
 def test_a_person_passing_behind_another_is_occluded_then_visible_again():
     walker = PersonSpec("blue", "grey", "right", start=(60, 270), height=130, speed="fast")
     stander = PersonSpec("red", "black", "none", start=(240, 330), height=170)
-    spec = SceneSpec(name="behind", width=480, height=360, fps=10, n_frames=24, seed=2, people=[walker, stander])
+    # (through the camera's zoom the walker reaches the right edge after 19 frames)
+    spec = SceneSpec(name="behind", width=480, height=360, fps=10, n_frames=19, seed=2, people=[walker, stander])
     vis = np.array([t.visible[0] for t in _frames(spec)])
     assert vis[0] > 0.95 and vis[-1] > 0.95
     assert vis.min() < 0.5
-    assert all(t.visible[1] > 0.99 for t in _frames(spec))
+    # the walker passes behind: nothing of the stander is hidden by it (the pole near the camera,
+    # standing still in front of both, hides the same share of the stander on every frame)
+    frames = _frames(spec)
+    assert all(t.hidden_by[1] == {} for t in frames)
+    assert len({t.visible[1] for t in frames}) == 1 and frames[0].visible[1] > 0.5
 
 
-def test_motion_follows_the_spec():
-    # right/left move the box horizontally, towards/away change its size, stops freeze it
+@pytest.mark.parametrize("variation", [0.0, 1.0])
+def test_motion_follows_the_spec(variation):
+    # right/left move the box horizontally, towards/away change its size, stops freeze it; boxes
+    # are taken back to the scene's reference view through the camera (it pans and shakes)
     def centres_and_heights(spec):
         boxes = np.array([t.boxes[0] for t in _frames(spec)])
+        camera = np.array(camera_path(spec, footage_of(spec)))                 # [n, 3] (s, tx, ty)
+        s, tx, ty = camera[:, 0:1], camera[:, 1:2], camera[:, 2:3]
+        boxes = (boxes - np.hstack([tx, ty, tx, ty])) / s
         return (boxes[:, 0] + boxes[:, 2]) / 2, boxes[:, 3] - boxes[:, 1], boxes[:, 3]
 
-    cx, _, _ = centres_and_heights(_one_person(direction="right"))
+    cx, _, _ = centres_and_heights(_one_person(direction="right", variation=variation))
     assert cx[-1] - cx[0] > 50
-    cx, _, _ = centres_and_heights(_one_person(direction="left", start=(400, 300)))
+    cx, _, _ = centres_and_heights(_one_person(direction="left", start=(400, 300), variation=variation))
     assert cx[0] - cx[-1] > 50
-    _, h, bottom = centres_and_heights(_one_person(direction="towards", start=(240, 240), n_frames=30))
+    _, h, bottom = centres_and_heights(_one_person(direction="towards", start=(240, 240), n_frames=30,
+                                                   variation=variation))
     assert h[-1] > h[0] + 5 and bottom[-1] > bottom[0] + 10
-    _, h, bottom = centres_and_heights(_one_person(direction="away", start=(240, 340), n_frames=30))
+    _, h, bottom = centres_and_heights(_one_person(direction="away", start=(240, 340), n_frames=30,
+                                                   variation=variation))
     assert h[-1] < h[0] - 5 and bottom[-1] < bottom[0] - 10
-    stopped = _one_person(direction="right", n_frames=30, person={"stops": [(10, 20)]})
+    stopped = _one_person(direction="right", n_frames=30, person={"stops": [(10, 20)]}, variation=variation)
     cx, _, _ = centres_and_heights(stopped)
     assert np.ptp(cx[12:20]) < 3          # standing (the legs close within two frames)
     assert cx[9] - cx[0] > 30 and cx[29] - cx[20] > 30
@@ -137,8 +155,11 @@ def test_speed_words_order_the_speeds(tmp_path):
     speeds = [p.speed_px_s for p in gt.people]
     assert speeds[0] < speeds[1] < speeds[2]
     assert [p.speed_word for p in gt.people] == ["slow", "normal", "fast"]
-    # normal pace: 0.7 figure heights per second (the foot point moves, the height is fixed)
-    assert speeds[1] == pytest.approx(70.0, rel=0.02)
+    # normal pace: 0.7 figure heights per second times the person's own pace (the foot point
+    # moves, the height is fixed), in frame pixels through the camera's zoom
+    pace, zoom = dress_of(spec, 1).pace, footage_of(spec).zoom
+    assert 0.85 < pace < 1.15 and pace != 1.0
+    assert speeds[1] == pytest.approx(70.0 * pace * zoom, rel=0.02)
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -164,8 +185,17 @@ def test_rendered_video_decodes_and_gt_is_saved_next_to_it(rendered_small):
 
 def test_decoded_frames_show_the_clothing_colours_inside_the_gt_boxes(rendered_small):
     # the torso (25-45% of the box height, central third) shows the upper colour, the thighs
-    # (60-70%) the lower colour, after mp4v compression and noise
-    gt = rendered_small.gt
+    # (60-70%) the lower colour, in the scene's light, after JPEG and mp4v compression and noise
+    gt, spec = rendered_small.gt, rendered_small.spec
+    footage = footage_of(spec)
+    light = light_map(spec, footage)             # [H, W, 3] gains of the frame
+    shade = shadow_map(spec, footage, ground_row(spec.background, spec.height))  # [H, W, 3] of the reference view
+    assert light is not None and shade is not None
+
+    def lit(bgr, f: int, x: int, y: int) -> np.ndarray:
+        s, tx, ty = gt.camera[f]
+        return np.asarray(bgr) * light[y, x] * shade[round((y - ty) / s), round((x - tx) / s)]
+
     with FrameReader(rendered_small.path) as reader:
         for f in (5, 40):
             frame = reader.read(f).astype(np.float64)
@@ -175,10 +205,14 @@ def test_decoded_frames_show_the_clothing_colours_inside_the_gt_boxes(rendered_s
                 x1, y1, x2, y2 = p.boxes[f]
                 w, h = x2 - x1, y2 - y1
                 xa, xb = int(x1 + w * 0.4), int(x2 - w * 0.4) + 1
-                torso = frame[int(y1 + 0.25 * h):int(y1 + 0.45 * h), xa:xb].reshape(-1, 3)
-                assert np.abs(np.median(torso, axis=0) - p.upper_bgr).max() < 40, (f, p.id)
-                thighs = frame[int(y1 + 0.6 * h):int(y1 + 0.68 * h), xa:xb].reshape(-1, 3)
-                assert np.abs(np.median(thighs, axis=0) - p.lower_bgr).max() < 45, (f, p.id)
+                ya, yb = int(y1 + 0.25 * h), int(y1 + 0.45 * h)
+                torso = frame[ya:yb, xa:xb].reshape(-1, 3)
+                expected = lit(p.upper_bgr, f, (xa + xb) // 2, (ya + yb) // 2)
+                assert np.abs(np.median(torso, axis=0) - expected).max() < 40, (f, p.id)
+                ya, yb = int(y1 + 0.6 * h), int(y1 + 0.68 * h)
+                thighs = frame[ya:yb, xa:xb].reshape(-1, 3)
+                expected = lit(p.lower_bgr, f, (xa + xb) // 2, (ya + yb) // 2)
+                assert np.abs(np.median(thighs, axis=0) - expected).max() < 45, (f, p.id)
 
 
 def test_small_scene_facts(rendered_small):
@@ -236,7 +270,7 @@ def test_render_scene_writes_mp4_only(tmp_path):
 
 
 def test_rendering_is_deterministic():
-    spec = dataclasses.replace(_one_person(n_frames=3), noise=3.0)
+    spec = dataclasses.replace(_one_person(n_frames=3, variation=1.0), noise=3.0)
     a, b = _frames(spec), _frames(spec)
     assert all(np.array_equal(x.frame, y.frame) for x, y in zip(a, b))
     other = _frames(dataclasses.replace(spec, seed=spec.seed + 1))
