@@ -18,7 +18,7 @@ from models.backends.tracking.detectors import (
 )
 from models.demo.coverage import box_iou
 from models.media.video import FrameReader
-from models.world.renderer import render_frames
+from models.world.renderer import render_frames, render_scene
 
 
 def _check_output(boxes, scores, frame):
@@ -168,10 +168,15 @@ def test_nms_against_its_definition(raw, iou_threshold, containment):
 
 
 # -- moving object (MOG2) ------------------------------------------------------------------------
-def test_background_subtraction_finds_the_movers_including_the_ball(rendered_small):
-    gt = rendered_small.gt
+# MOG2 is a detector for a still camera: these tests render the small scene under the still, even
+# camera (variation 0). Through the rendered world's panning, shaking camera and its moving
+# background band it finds a quarter of the people and fires on the empty scene (the tracker
+# benchmarks measure what that costs).
+def test_background_subtraction_finds_the_movers_including_the_ball(small_scene_spec, tmp_path):
+    path = tmp_path / "still.mp4"
+    gt = render_scene(dataclasses.replace(small_scene_spec, variation=0.0), path)
     det = build_detector("moving object", {})
-    with FrameReader(rendered_small.path) as reader:
+    with FrameReader(path) as reader:
         det.prime([reader.read(i) for i in range(0, gt.n_frames, 3)])
         results, ball_hits, ball_total = [], 0, 0
         for f, frame in reader.iter_frames():
@@ -188,7 +193,7 @@ def test_background_subtraction_finds_the_movers_including_the_ball(rendered_sma
 
 
 def test_background_subtraction_is_quiet_on_a_static_scene(small_scene_spec):
-    spec = dataclasses.replace(small_scene_spec, people=[], distractors=[], n_frames=16)
+    spec = dataclasses.replace(small_scene_spec, people=[], distractors=[], n_frames=16, variation=0.0)
     frames = [t.frame for t in render_frames(spec)]
     det = build_detector("moving object", {})
     det.prime(frames[::2])
