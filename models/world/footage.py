@@ -4,12 +4,15 @@ the frame, a cast shadow over part of the ground, shadows under the people), the
 motion blur, JPEG compression), a pole near the camera in front of everything, a moving band of
 the background (foliage, reflections), and each person's clothing colours, build and gait.
 
-Every draw comes from a stream of its own (``default_rng([seed, 7750..7762])``), so the
-background, the people's paths and the other draws of a scene stay where they were; the scene's
-``variation`` scales every draw, and 0 gives the still, even, uncompressed camera of a plain
-static world. The renderer draws a scene in its reference view and then through the camera: a
-point ``(x, y)`` of the reference view lands on ``(s * x + tx, s * y + ty)`` of frame ``f``, with
-``(s, tx, ty)`` the frame's row of :func:`camera_path`.
+Every draw comes from a stream of its own (``default_rng([seed, k])``, k = 7750 for the scene,
+7751 the shake, 7752 the moving band, 7760 each person), so the background, the people's paths
+and the other draws of a scene stay where they were; the scene's ``variation`` scales every
+draw, and 0 gives the still, even, uncompressed camera of a plain static world. The renderer
+draws a scene in its reference view and then through the camera: a point ``(x, y)`` of the
+reference view lands on ``(s * x + tx, s * y + ty)`` of frame ``f``, with ``(s, tx, ty)`` the
+frame's row of :func:`camera_path`. The camera's tilt is the scene's horizon (its ground-plane
+perspective: a figure's height follows its foot row's distance below the horizon), which the
+demo scenes draw from their seed.
 """
 from __future__ import annotations
 
