@@ -62,6 +62,7 @@ from typing import ClassVar
 import numpy as np
 import supervision as sv
 
+from models.backends.tracking.appearance import APPEARANCE_EMBEDDERS, AppearanceByteTrack
 from models.backends.tracking.base import (
     FrameObjects,
     FrameSource,
@@ -120,6 +121,10 @@ class HogByteTrackConfig(PlainConfig):
     match_buffer: float = 0.3                    # ByteTrack matches boxes widened by this fraction of their size on every side (buffered IoU); 0: as they are
     min_track_length: int = 3                    # proposals with fewer detections (anchor observations) are dropped
     detectors: dict[str, dict] = field(default_factory=_default_detector_settings)  # per-category detector settings (see detectors.py)
+    appearance: str | None = None                # crop embedder weighed in ByteTrack's first association ("mobilenetv2-imagenet"); None: IoU only
+    appearance_weight: float = 0.5              # weight of the cosine distance in that cost (the rest: 1 - IoU * score)
+    appearance_gate: float = 0.3                 # pairs farther apart in appearance (cosine distance) are not matched on appearance
+    appearance_ema: float = 0.9                  # a track's vector: this times the old one plus (1 - this) times each new match's
 
     @classmethod
     def from_dict(cls, data: dict | None) -> HogByteTrackConfig:
@@ -164,6 +169,13 @@ class HogByteTrackConfig(PlainConfig):
              "detectors", "must map category names to settings dicts")
         for c, settings in self.detectors.items():
             self.check_detector(c, settings)  # raises for an unknown category or bad settings
+        need(self.appearance is None or self.appearance in APPEARANCE_EMBEDDERS, "appearance",
+             f"must be null or one of {', '.join(repr(v) for v in APPEARANCE_EMBEDDERS)}")
+        need(is_num(self.appearance_weight) and 0 <= self.appearance_weight <= 1, "appearance_weight",
+             "must be a number in [0, 1]")
+        need(is_num(self.appearance_gate) and 0 < self.appearance_gate <= 2, "appearance_gate",
+             "must be a number in (0, 2]")
+        need(is_num(self.appearance_ema) and 0 <= self.appearance_ema < 1, "appearance_ema", "must be a number in [0, 1)")
 
 
 def default_config() -> HogByteTrackConfig:
@@ -297,17 +309,27 @@ class HogByteTrackTracker:
     def _new_bytetrack(self, fps: float) -> sv.ByteTrack:
         c = self.config
         rate = c.frame_rate if c.frame_rate is not None else fps / c.anchor_stride
+        settings = dict(track_activation_threshold=float(c.track_activation_threshold),
+                        lost_track_buffer=int(c.lost_track_buffer),
+                        minimum_matching_threshold=float(c.minimum_matching_threshold),
+                        frame_rate=float(rate), minimum_consecutive_frames=int(c.minimum_consecutive_frames))
+        if c.appearance is not None:
+            return AppearanceByteTrack(weight=float(c.appearance_weight), gate=float(c.appearance_gate),
+                                       ema=float(c.appearance_ema), **settings)
         with warnings.catch_warnings():
             # supervision marks ByteTrack as moving to the `trackers` package; it is still the
             # maintained implementation in the pinned supervision (< 0.31)
             warnings.simplefilter("ignore", FutureWarning)
-            return sv.ByteTrack(
-                track_activation_threshold=float(c.track_activation_threshold),
-                lost_track_buffer=int(c.lost_track_buffer),
-                minimum_matching_threshold=float(c.minimum_matching_threshold),
-                frame_rate=float(rate),
-                minimum_consecutive_frames=int(c.minimum_consecutive_frames),
-            )
+            return sv.ByteTrack(**settings)
+
+    def _new_embedder(self):
+        """The appearance embedder the config names (None: IoU only), loaded once per run."""
+        if self.config.appearance is None:
+            return None
+        # imported here: the encoders package loads torch, which the default (IoU only) never needs
+        from models.backends.encoders.mobilenetv2 import MobileNetV2Embedder
+
+        return MobileNetV2Embedder()  # "mobilenetv2-imagenet", the one APPEARANCE_EMBEDDERS names
 
     def _build_detectors(self, state: HogByteTrackState) -> dict[str, Detector]:
         detectors = {}
@@ -340,6 +362,7 @@ class HogByteTrackTracker:
         for detector in detectors.values():
             self._prime(detector, frames)
         trackers = {c: self._new_bytetrack(float(frames.fps)) for c in state.categories}
+        embedder = self._new_embedder()
         global_ids: dict[tuple[str, int], int] = {}
         total = len(range(0, n_frames, stride))
         for k, (index, frame) in enumerate(frames.iter_frames(0, None, stride)):
@@ -354,7 +377,11 @@ class HogByteTrackTracker:
                     data={"row": np.arange(len(det_boxes))},
                 )
                 bytetrack = trackers[category]
-                tracked = bytetrack.update_with_detections(detections)
+                if embedder is not None:  # crops of the detector's own boxes, one batch per frame and category
+                    features = embedder.encode_boxes(frame, det_boxes) if len(det_boxes) else None
+                    tracked = bytetrack.update_with_detections(detections, features)
+                else:
+                    tracked = bytetrack.update_with_detections(detections)
                 # supervision selects the matched detections from the input (data["row"]), so the
                 # boxes below are the detector's own, never the Kalman state
                 rows = np.asarray(tracked.data.get("row", []), dtype=int)              # [m] (none without a track)
