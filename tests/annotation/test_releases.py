@@ -37,7 +37,7 @@ from annotation.benchmark.services.mining import (
     mining_run_execute,
 )
 from annotation.benchmark.services.queries import generation_run_create, generation_run_execute
-from annotation.benchmark.services.snapshots import relation_snapshot_create
+from annotation.benchmark.services.snapshots import relation_snapshot_create, relation_snapshot_load
 from annotation.curation.services.pools import pool_freeze
 from annotation.demo.simulation import simulate_annotators
 from annotation.demo.simulation_relations import simulate_relation_review
@@ -350,9 +350,10 @@ call_command("migrate", verbosity=0)
 call_command("import_release", {release.path!r}, "--expect-sha256", {release.manifest_sha256!r}, verbosity=0)
 call_command("export_release", "--name", "demo", "--release-version", "1.0.0", "--again", "--out", {str(out)!r},
              verbosity=0)
-from annotation.benchmark.services.snapshots import relation_snapshot_create
+from annotation.benchmark.services.snapshots import relation_snapshot_create, relation_snapshot_local_copy
 snapshot = relation_snapshot_create(split="test")
-print(json.dumps({{"path": snapshot.path, "sha256": snapshot.content_sha256}}))
+folder = relation_snapshot_local_copy(snapshot=snapshot)      # its videos named by this instance's files
+print(json.dumps({{"path": str(folder), "sha256": snapshot.content_sha256}}))
 """
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "MEDIA_ROOT")}
     env.update(DATABASE_URL=f"sqlite:///{fresh}/db.sqlite3", TRAJLAB_VAR_DIR=str(fresh / "var"),
@@ -371,7 +372,7 @@ print(json.dumps({{"path": snapshot.path, "sha256": snapshot.content_sha256}}))
     assert differing == []
 
     # the same evaluation on the imported instance's test snapshot as on the original's
-    mine = RelationSnapshotData.load(built["snapshot"].path)
+    mine = relation_snapshot_load(snapshot=built["snapshot"])
     theirs = RelationSnapshotData.load(imported["path"])
     assert imported["sha256"] == built["snapshot"].content_sha256 == theirs.content_sha256()
     assert all(Path(v.path).is_file() and str(fresh) in v.path for v in theirs.videos)
