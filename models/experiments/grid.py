@@ -106,7 +106,32 @@ SCOUT_RERANK = Preset(
               "full_blend": {"pipeline": {**COMBSUM, "reranker": "pointwise",
                                           "weights": {"first_stage": 0.2, "vlm": 0.6, "itm": 0.2}}}})
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (TABLE3, SCOUT_BATCH, SCOUT_RERANK, ACTPAIR_VIEWS, ACTPAIR_RERANK)}
+
+# Frozen crop encoders under the same trainable heads: the ImageNet MobileNetV2, the same network at
+# random initialisation (the reference: what the heads learn without pretrained features) and the
+# handcrafted descriptor (models.backends.encoders). VTrajEmbed reads them in its Fast and Slow
+# branches, SCOUT and ActPair in their observation tokens; the text tower is the packaged MiniLM.
+ENCODER_KINDS = {"imagenet": "mobilenetv2-imagenet", "random_init": "random-init", "handcrafted": "handcrafted"}
+
+
+def encoder_overrides(model_kind: str, encoder: str) -> dict:
+    """The training-config overrides that give every frozen image encoder of ``model_kind`` the kind
+    ``encoder`` (a ``models.backends.encoders.IMAGE_KINDS`` name)."""
+    roles = ("fast", "slow") if model_kind == "vtrajembed" else ("appearance",)
+    return {"model": {role: {"kind": encoder} for role in roles}}
+
+
+def _encoders_preset(model_kind: str) -> Preset:
+    return Preset(
+        name=f"{model_kind}-encoders", model_kind=model_kind, reference="random_init",
+        description=f"{model_kind}'s frozen image encoders under the same trained heads: ImageNet MobileNetV2, "
+                    "the same network at random initialisation (reference), the handcrafted descriptor",
+        variants={name: encoder_overrides(model_kind, kind) for name, kind in ENCODER_KINDS.items()})
+
+
+ENCODER_PRESETS = tuple(_encoders_preset(kind) for kind in ("vtrajembed", "scout", "actpair"))
+PRESETS: dict[str, Preset] = {p.name: p for p in (TABLE3, SCOUT_BATCH, SCOUT_RERANK, ACTPAIR_VIEWS, ACTPAIR_RERANK,
+                                                  *ENCODER_PRESETS)}
 
 
 def merge(base: Mapping, overrides: Mapping) -> dict:

@@ -103,7 +103,7 @@ def test_a_subset_of_a_preset_always_keeps_its_reference_and_merges_deeply():
 
 
 @pytest.mark.parametrize(("request_", "words"), [
-    ({"preset": "table9"}, "unknown preset 'table9'; known: actpair-rerank, actpair-views, scout-batch-sweep, scout-rerank, vtrajembed-table3"),
+    ({"preset": "table9"}, "unknown preset 'table9'; known: actpair-encoders, actpair-rerank, actpair-views, scout-batch-sweep, scout-encoders, scout-rerank, vtrajembed-encoders, vtrajembed-table3"),
     ({"preset": "vtrajembed-table3", "variants": ["without_slwo"]}, "unknown variant(s) 'without_slwo'"),
     ({"preset": "vtrajembed-table3", "model_kind": "scout"}, "is for vtrajembed"),
     ({"preset": "vtrajembed-table3", "seeds": [0, 0]}, "must not repeat"),
