@@ -151,6 +151,8 @@ def _fill() -> dict:
     fill.sequences_reset(Vote, Assignment)
     start = time.perf_counter()
     agreement_tallies_refresh()  # every loaded vote counted into the agreement tallies at once
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE annotation_agreementpending")  # its dead rows, as autovacuum would
     timings["agreement_tallies_s"] = round(time.perf_counter() - start, 1)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # the small tables too, as autovacuum would have by now
