@@ -75,17 +75,17 @@ def footage_of(spec: SceneSpec) -> Footage:
     warm = v * TEMPERATURE * (2 * u[5] - 1)
     shadow = None
     if v > 0 and u[6] < CAST_SHADOW_CHANCE:
-        shadow = (float(u[7]), float(u[8]), 1.0 - v * (1.0 - (CAST_SHADOW[0] + u[9] * (CAST_SHADOW[1] - CAST_SHADOW[0]))))
+        shadow = (float(u[7]), float(u[8]), float(1.0 - v * (1.0 - (CAST_SHADOW[0] + u[9] * (CAST_SHADOW[1] - CAST_SHADOW[0])))))
     occluder = None
     if v > 0 and u[10] < OCCLUDER_CHANCE:
         occluder = (0.12 + 0.76 * float(u[11]), OCCLUDER_WIDTH[0] + float(u[12]) * (OCCLUDER_WIDTH[1] - OCCLUDER_WIDTH[0]))
     return Footage(
-        zoom=zoom, pan=pan, jitter=v * JITTER_PX, gains=(1.0 + warm * 0.8, 1.0, 1.0 - warm),
+        zoom=float(zoom), pan=pan, jitter=v * JITTER_PX, gains=(float(1.0 + warm * 0.8), 1.0, float(1.0 - warm)),
         gradient=(float(v * GRADIENT * (2 * u[13] - 1)), float(v * GRADIENT * (2 * u[14] - 1))),
-        cast_shadow=shadow, noise=spec.noise * (1.0 + v * (NOISE_GAIN[0] - 1.0 + u[15] * (NOISE_GAIN[1] - NOISE_GAIN[0]))),
-        shutter=v * (SHUTTER[0] + u[16] * (SHUTTER[1] - SHUTTER[0])),
+        cast_shadow=shadow, noise=float(spec.noise) * float(1.0 + v * (NOISE_GAIN[0] - 1.0 + u[15] * (NOISE_GAIN[1] - NOISE_GAIN[0]))),
+        shutter=float(v) * float(SHUTTER[0] + u[16] * (SHUTTER[1] - SHUTTER[0])),
         quality=round(QUALITY[0] + u[17] * (QUALITY[1] - QUALITY[0])) if v > 0 else 0,
-        occluder=occluder, sway=v * (SWAY_PX[0] + u[18] * (SWAY_PX[1] - SWAY_PX[0])))
+        occluder=occluder, sway=float(v) * float(SWAY_PX[0] + u[18] * (SWAY_PX[1] - SWAY_PX[0])))
 
 
 def camera_path(spec: SceneSpec, footage: Footage) -> np.ndarray:
