@@ -17,6 +17,8 @@ from trajectories.services.proposals import _tracker_for, proposal_config_create
 pytestmark = pytest.mark.django_db
 pinning = importlib.import_module("trajectories.migrations.0010_proposal_config_settings_pinned")
 SOFTWARE = {"numpy": "1.0", "opencv-python-headless": "4.0", "supervision": "0.1"}
+# the appearance settings (1311ef3), which no configuration of an earlier day had
+APPEARANCE_KEYS = ("appearance", "appearance_weight", "appearance_gate", "appearance_ema")
 REGION_KEYS = ("regions", "full_frame_every", "motion_downscale", "motion_var_threshold", "region_margin",
                "region_memory", "max_region_fraction")
 
@@ -71,9 +73,9 @@ def _as_created(tracker_settings: dict | None = None, *, anchor_policy: dict | N
     if day == "today":
         earlier, absent = {}, ()
     elif day == "2681c9f":
-        earlier, absent = {"anchor_stride": 2, "between_anchors": "kalman", "match_buffer": 0.3}, ()
+        earlier, absent = {"anchor_stride": 2, "between_anchors": "kalman", "match_buffer": 0.3}, APPEARANCE_KEYS
     else:
-        earlier, absent = {"anchor_stride": 1}, ("between_anchors", "match_buffer")
+        earlier, absent = {"anchor_stride": 1}, ("between_anchors", "match_buffer", *APPEARANCE_KEYS)
     resolved = resolve_tracker_settings("hog-bytetrack", categories=["person"], anchor_policy=anchor_policy,
                                         detector_settings=detector_settings,
                                         tracker_settings={**{k: v for k, v in earlier.items() if k not in given},

@@ -24,13 +24,17 @@ _REGION_KEYS = ("regions", "full_frame_every", "motion_downscale", "motion_var_t
                 "region_margin", "region_memory", "max_region_fraction")
 # Earlier defaults, newest first: (tracker settings, HOG person regions or None, keys absent then).
 _EVERY_FRAME = {"anchor_stride": 1, "between_anchors": "none", "match_buffer": 0.0}
+# The appearance settings (1311ef3; off by default, which is how every tracker ran before them).
+_APPEARANCE = ("appearance", "appearance_weight", "appearance_gate", "appearance_ema")
 _EARLIER_DEFAULTS = {
     "hog-bytetrack": [
-        ({"anchor_stride": 2, "between_anchors": "kalman", "match_buffer": 0.3}, "frame", ()),   # 2681c9f
-        (_EVERY_FRAME, "frame", ("between_anchors", "match_buffer")),                            # before it
+        ({}, None, _APPEARANCE),                                                                 # 6b40faa
+        ({"anchor_stride": 2, "between_anchors": "kalman", "match_buffer": 0.3}, "frame", _APPEARANCE),  # 2681c9f
+        (_EVERY_FRAME, "frame", ("between_anchors", "match_buffer", *_APPEARANCE)),              # before it
     ],
     "dnn-bytetrack": [
-        (_EVERY_FRAME, None, ("between_anchors", "match_buffer")),                               # before 2681c9f
+        ({}, None, _APPEARANCE),                                                                 # 2681c9f
+        (_EVERY_FRAME, None, ("between_anchors", "match_buffer", *_APPEARANCE)),                 # before 2681c9f
     ],
 }
 
