@@ -282,7 +282,7 @@ def test_without_fast_trains_and_evaluates(bench, tmp_path):
 def test_sixteen_observations_and_the_retained_slow_counts(bench, tmp_path):
     snaps, cache = bench
     steps = []
-    cfg = run_config(cache, {"features": {"n_fast_max": 16}, "prune_tau": 0.99})
+    cfg = run_config(cache, {"features": {"n_fast_max": 16}, "prune_tau": 0.98})
     result = train(snaps["train"], "vtrajembed", cfg, tmp_path / "obs16", eval_snapshot=snaps["test"],
                    on_step=steps.append)
     assert result["status"] == "finished" and result["metrics"]["t2traj"]["n_queries"] > 0
@@ -297,7 +297,7 @@ def test_sixteen_observations_and_the_retained_slow_counts(bench, tmp_path):
         g = data.frame_global[data.slow_frames[row]].numpy()
         kept: list[int] = []
         for j in np.flatnonzero(data.slow_valid[row].numpy()):
-            if all(float(g[j] @ g[i]) < 0.99 for i in kept):
+            if all(float(g[j] @ g[i]) < cfg["model"]["prune_tau"] for i in kept):
                 kept.append(int(j))
         counts.append(len(kept))
     summary = result["data_summary"]["eval"]["slow_retained"]
@@ -305,12 +305,12 @@ def test_sixteen_observations_and_the_retained_slow_counts(bench, tmp_path):
     assert summary["mean"] == pytest.approx(np.mean(counts))
     assert (summary["min"], summary["max"]) == (min(counts), max(counts))
     assert summary["histogram"] == {str(k): counts.count(k) for k in sorted(set(counts))}
-    assert len(summary["histogram"]) > 1                                           # τ = 0.99 keeps 2 to 4 here
+    assert len(summary["histogram"]) > 1         # τ = 0.98 keeps 1 to 3 here (0.99 keeps all 4 through the moving camera)
     assert result["data_summary"]["train"]["slow_retained"]["records"] >= len(snaps["train"].tracks)
     written = json.loads((tmp_path / "obs16" / "result.json").read_text())
     assert written["data_summary"] == result["data_summary"]
     # the batch mean is the pruning's own count (the rule of fuse)
-    keep = greedy_prune(data.frame_global[data.slow_frames], data.slow_valid, 0.99)
+    keep = greedy_prune(data.frame_global[data.slow_frames], data.slow_valid, cfg["model"]["prune_tau"])
     assert keep.sum(dim=1).tolist() == counts
 
 

@@ -48,6 +48,10 @@ def model_root(settings, tmp_path):
 def rendered(tmp_path_factory):
     spec = demo_scenes(0)[0]
     spec.n_frames = 48  # the first four seconds of the crossing scene
+    # under the still, even camera: the run's boxes must all lie on people, and through the varied
+    # world's camera HOG also fires on a window of the wall (tracker accuracy there is
+    # bench_tracking's measurement)
+    spec.variation = 0.0
     path = tmp_path_factory.mktemp("render") / f"{spec.name}.mp4"
     return path, render_scene(spec, path)
 
