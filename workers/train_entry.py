@@ -18,9 +18,10 @@ hash the platform sealed), reads the ``models.training.trainer.TrainConfig`` JSO
 batch over the ranks, averages gradients and checkpoints from rank 0, and resumes from the
 checkpoint in ``--out-dir`` like a one-process run. Rank 0 appends each step's record as a JSON
 line to ``--progress`` (the worker tails it into ``TrainingStep`` rows and the Job's progress),
-and after each checkpoint a hard link to it (``checkpoint-<step>.link``, which later checkpoints
-do not overwrite) with the line ``{"checkpoint_step", "checkpoint_file"}``: the worker stores that
-file (``workers.artefacts``) and removes the link;
+and with ``--checkpoint-links``, after each checkpoint, a hard link to it
+(``checkpoint-<step>.link``, which later checkpoints do not overwrite) with the line
+``{"checkpoint_step", "checkpoint_file"}``: the worker stores that file (``workers.artefacts``) and
+removes the link;
 every rank stops at the next step once ``--stop-file`` exists (the worker creates it when the run
 is cancelled), after a checkpoint. The exit status is 0 when training ended (finished or
 stopped); the summary is ``<out-dir>/result.json``.
@@ -60,7 +61,7 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
 
 def command(*, nproc_per_node: int, snapshot_dir: str, snapshot_sha: str, model_kind: str, config_file: str,
             out_dir: str, eval_snapshot_dir: str | None = None, eval_snapshot_sha: str | None = None,
-            progress_file: str | None = None, stop_file: str | None = None,
+            progress_file: str | None = None, stop_file: str | None = None, checkpoint_links: bool = False,
             python: str | None = None) -> list[str]:
     """The ``torchrun`` command line of one training attempt (see the module docstring)."""
     if not isinstance(nproc_per_node, int) or nproc_per_node < 1:
@@ -81,6 +82,10 @@ def command(*, nproc_per_node: int, snapshot_dir: str, snapshot_sha: str, model_
         cmd += ["--progress", str(progress_file)]
     if stop_file:
         cmd += ["--stop-file", str(stop_file)]
+    if checkpoint_links:
+        if not progress_file:
+            raise ValueError("checkpoint_links announce each link in the progress file: give progress_file")
+        cmd += ["--checkpoint-links"]
     return cmd
 
 
@@ -102,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-snapshot-sha", help="its sealed content hash")
     parser.add_argument("--progress", help="rank 0 appends each step's record here as a JSON line")
     parser.add_argument("--stop-file", help="stop (after a checkpoint) once this file exists")
+    parser.add_argument("--checkpoint-links", action="store_true",
+                        help="hard-link each checkpoint and announce it in --progress (for the worker to store)")
     args = parser.parse_args(argv)
     die_with_parent()
 
@@ -117,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             progress.flush()
 
     def on_checkpoint(path: Path, step: int) -> None:
-        if progress is None:
+        if progress is None or not args.checkpoint_links:
             return
         link = path.with_name(f"checkpoint-{step:08d}.link")
         link.unlink(missing_ok=True)

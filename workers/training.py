@@ -430,7 +430,7 @@ def _train_torchrun(run: TrainingRun, config: dict, launch: LaunchConfig, attemp
     cmd = command(nproc_per_node=launch.nproc_per_node, snapshot_dir=str(folder),
                   snapshot_sha=run.snapshot.content_sha256, model_kind=run.model_kind, config_file=str(config_file),
                   out_dir=str(out), eval_snapshot_dir=str(eval_folder), eval_snapshot_sha=evaluated.content_sha256,
-                  progress_file=str(progress), stop_file=str(stop_file))
+                  progress_file=str(progress), stop_file=str(stop_file), checkpoint_links=True)
 
     def on_record(record: dict) -> None:
         if "checkpoint_file" not in record:

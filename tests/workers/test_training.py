@@ -274,8 +274,11 @@ def test_the_torchrun_command_line():
                    "--eval-snapshot", "/s/dev", "--eval-snapshot-sha", "cd" * 32,
                    "--progress", "/o/progress-1.jsonl", "--stop-file", "/o/STOP"]
     assert command(nproc_per_node=1, snapshot_dir="a", snapshot_sha="b", model_kind="c", config_file="d",
+                   out_dir="e", progress_file="p", checkpoint_links=True)[-1] == "--checkpoint-links"
+    assert command(nproc_per_node=1, snapshot_dir="a", snapshot_sha="b", model_kind="c", config_file="d",
                    out_dir="e")[0] == sys.executable
-    for bad in ({"nproc_per_node": 0}, {"eval_snapshot_dir": "/s/dev"}, {"snapshot_sha": ""}):
+    for bad in ({"nproc_per_node": 0}, {"eval_snapshot_dir": "/s/dev"}, {"snapshot_sha": ""},
+                {"checkpoint_links": True}):
         with pytest.raises(ValueError):
             command(**{"nproc_per_node": 2, "snapshot_dir": "a", "snapshot_sha": "b", "model_kind": "c",
                        "config_file": "d", "out_dir": "e", **bad})
