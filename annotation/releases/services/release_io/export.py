@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -222,10 +223,14 @@ class _TableWriter:
         if (codes == first).all():                   # the usual chunk: one split's rows
             self.parts[self.names[first]].add(arrays, sizes)
             return
-        for code in np.unique(codes).tolist():
-            rows = np.flatnonzero(codes == code)                                           # [R_s]
-            take = pa.array(rows)
-            self.parts[self.names[code]].add([a.take(take) for a in arrays], sizes[rows])
+        # rows grouped by split (in their order within each), one take per column, then a slice per split
+        order = np.argsort(codes, kind="stable")                                           # [R]
+        arrays = [a.take(pa.array(order)) for a in arrays]
+        sizes = sizes[order]
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.names)))]).tolist()
+        for code, (start, stop) in enumerate(itertools.pairwise(bounds)):
+            if stop > start:
+                self.parts[self.names[code]].add([a.slice(start, stop - start) for a in arrays], sizes[start:stop])
 
     @staticmethod
     def _array(values, field: pa.Field) -> pa.Array:
