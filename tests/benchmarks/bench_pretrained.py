@@ -9,8 +9,13 @@ Quick size (default): 8 training and 3 test videos at 192x108, 24 frames; small 
 8 groups, 8 Fast observations. Demo size (``TRAJLAB_BENCH_FULL=1``): the default rendered benchmark
 (24 training videos at 320x180, 40 frames; the test split with the three demo scenes) with
 ``models.demo.benchmark.DEMO_TRAIN_CONFIG``'s steps and widths (SCOUT and ActPair at width 128).
-One thread. ``TRAJLAB_BENCH_MODELS`` (comma-separated kinds) runs a subset. Tables and timings go to
-``var/bench/pretrained.json``; run with ``-s``.
+One thread. ``TRAJLAB_BENCH_MODELS`` (comma-separated kinds), ``TRAJLAB_BENCH_VARIANTS`` and
+``TRAJLAB_BENCH_SEEDS`` run a subset. SCOUT (whose
+predictions live in the frozen text space) over the ImageNet crops at 128 x 64 with the packaged
+MiniLM (the reference of ``scout-towers``) is also compared with the same text architecture at
+random initialisation and with crops at 64 x 32 (``TRAJLAB_BENCH_TEXT=0`` leaves this out). Tables and timings go to ``var/bench/pretrained.json`` (``pretrained_towers.json`` when
+``TRAJLAB_BENCH_MODELS`` is empty);
+run with ``-s``.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import pytest
 import torch
 
 from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
+from models.experiments.grid import encoder_overrides, merge
 from models.experiments.table import table_csv
 from tests.workers.factories import register_snapshot
 from workers.execute import evaluation_run_execute, training_run_execute
@@ -32,9 +38,11 @@ from workers.management.commands.experiment import format_table
 pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
 
 FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
+TEXT = os.environ.get("TRAJLAB_BENCH_TEXT", "1").strip().lower() not in {"0", "false", "no", "off"}
 KINDS = [k.strip() for k in os.environ.get("TRAJLAB_BENCH_MODELS", "vtrajembed,scout,actpair").split(",") if k.strip()]
 REPO = Path(__file__).resolve().parents[2]
-SEEDS = [0, 1, 2]
+SEEDS = [int(s) for s in os.environ.get("TRAJLAB_BENCH_SEEDS", "0,1,2").split(",")]
+VARIANTS = [v.strip() for v in os.environ.get("TRAJLAB_BENCH_VARIANTS", "").split(",") if v.strip()]
 if FULL:
     BENCH: dict = {"videos": {"train": 24, "dev": 0, "test": 6}}
     STEPS = {k: v for k, v in DEMO_TRAIN_CONFIG.items() if k != "model"} | {"checkpoint_every": 300}
@@ -55,6 +63,18 @@ else:
                           "features": {"n_fast_max": 8}}}
 
 
+def _grid(kind: str) -> dict:
+    if kind == "scout-towers":
+        visual = encoder_overrides("scout", "mobilenetv2-imagenet")
+        small = {"model": {"appearance": {"mobilenetv2": {"input_height": 64, "input_width": 32}}}}
+        return {"model_kind": "scout", "reference": "minilm", "seeds": SEEDS,
+                "base": merge({**STEPS, "model": MODELS["scout"]}, visual),
+                "variants": {"minilm": {}, "random_text": {"model": {"text": {"kind": "random-init"}}},
+                             "crops_64x32": small}}
+    return {"preset": f"{kind}-encoders", "seeds": SEEDS, "base": {**STEPS, "model": MODELS[kind]},
+            **({"variants": VARIANTS} if VARIANTS else {})}
+
+
 def test_pretrained_against_random_encoders(tmp_path, settings):
     torch.set_num_threads(1)
     settings.VAR_DIR = tmp_path / "var"
@@ -62,14 +82,13 @@ def test_pretrained_against_random_encoders(tmp_path, settings):
     build_demo_benchmark(root, BENCH)
     train = register_snapshot(root / "snapshots" / "train")
     test = register_snapshot(root / "snapshots" / "test")
+    name = "pretrained" if KINDS else "pretrained_towers"
     out = {"mode": "full" if FULL else "quick", "benchmark": BENCH, "seeds": SEEDS, "steps": STEPS, "models": {}}
     folder = REPO / "var" / "bench"
     folder.mkdir(parents=True, exist_ok=True)
-    for kind in KINDS:
+    for kind in KINDS + (["scout-towers"] if TEXT else []):
         tick = time.perf_counter()
-        experiment = experiment_create(snapshot=train, eval_snapshot=test, queue=False,
-                                       grid={"preset": f"{kind}-encoders", "seeds": SEEDS,
-                                             "base": {**STEPS, "model": MODELS[kind]}})
+        experiment = experiment_create(snapshot=train, eval_snapshot=test, queue=False, grid=_grid(kind))
         runs, _ = experiment_pending(experiment)
         cell_s: dict[str, list[float]] = {}
         for run in runs:
@@ -84,15 +103,15 @@ def test_pretrained_against_random_encoders(tmp_path, settings):
         experiment = experiment_refresh(experiment_id=experiment.pk)
         assert experiment.status == "succeeded", experiment.status
         result = experiment.result
-        recorded = {r.variant: r.config["model"].get("fast", r.config["model"].get("appearance"))
-                    for r in experiment.runs.all()}
+        recorded = {r.variant: {role: r.config["model"][role] for role in ("fast", "slow", "appearance", "text")
+                                if role in r.config["model"]} for r in experiment.runs.all()}
         out["models"][kind] = {"seconds": round(time.perf_counter() - tick, 1), "cell_seconds": cell_s,
                                "encoders": recorded, "table": result}
-        (folder / "pretrained.json").write_text(json.dumps(out, indent=2) + "\n")
+        (folder / f"{name}.json").write_text(json.dumps(out, indent=2) + "\n")
         (folder / f"pretrained_{kind}.csv").write_text(table_csv(result))
-        print(f"\n{kind}-encoders ({out['mode']} size), {len(SEEDS)} seeds, test split "
+        print(f"\n{kind if kind == 'scout-towers' else kind + '-encoders'} ({out['mode']} size), {len(SEEDS)} seeds, test split "
               f"({test.counts.get('n_queries')} queries): mean ± std over seeds "
-              "(delta from random_init [95 % paired bootstrap interval]); "
+              "(delta from the reference [95 % paired bootstrap interval]); "
               f"{out['models'][kind]['seconds']:.0f} s, cells {cell_s}")
         print(format_table(result))
         for block in result["tables"]:

@@ -59,6 +59,10 @@ def test_the_imagenet_mobilenetv2_loads_every_key_and_is_frozen():
     vectors = encoder.encode_crops(crops)                                                # [3, 1280]
     assert vectors.shape == (3, 1280) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[2] > vectors[0] @ vectors[1]     # a nearly equal red is nearer than blue
+    raw = build_image_encoder({"kind": "mobilenetv2-imagenet", "mobilenetv2": {"unit": False}})
+    activations = raw.encode_crops(crops)                                                # [3, 1280]
+    assert raw.name != encoder.name and np.all(np.linalg.norm(activations, axis=1) > 2.0)
+    assert np.allclose(activations / np.linalg.norm(activations, axis=1, keepdims=True), vectors, atol=1e-5)
 
 
 def test_random_init_is_the_same_network_with_seeded_weights():

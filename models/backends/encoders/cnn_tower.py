@@ -12,7 +12,8 @@ loaded once per process and kind and shared by every encoder built from it.
 
 - ``encode_crops``: each BGR crop resized to ``input_height`` x ``input_width`` (a person's 2:1 shape,
   128 x 64 by default), ImageNet-normalised, in batches of ``batch_size``; the 1280-channel last
-  layer averaged over space, L2-normalised: ``[N, 1280]``.
+  layer averaged over space, L2-normalised (``unit``; without it the averaged ReLU6 activations as
+  they are, whose entries are of order one where a unit row's are of order 1/36): ``[N, 1280]``.
 - ``encode_rois`` (the Fast branch's reading of a box from the full frame): the frame resized to the
   pixel budget (aspect kept, never enlarged), the box scaled with it and its pixels encoded as a
   crop. A stride-32 network's map of a 180-row frame has six rows, so a person would be one cell of
@@ -69,10 +70,13 @@ class CNNTowerConfig(PlainConfig):
     input_width: int = 64                        # ... and this width (a multiple of 32)
     batch_size: int = 64                         # crops per forward pass
     grid: int = 4                                # context tokens per frame: grid x grid cells of the last map
+    unit: bool = True                            # crop and box vectors L2-normalised (False: the averaged activations as they are)
 
     def __post_init__(self) -> None:
         MobileNetV2Config(input_height=self.input_height, input_width=self.input_width,
                           batch_size=self.batch_size).validate()
+        if not isinstance(self.unit, bool):
+            raise EncoderConfigError(f"mobilenetv2: unit must be true or false, got {self.unit!r}")
         if not (isinstance(self.grid, int) and 1 <= self.grid <= 16):
             raise EncoderConfigError(f"mobilenetv2: grid must be an int in 1..16, got {self.grid!r}")
 
@@ -116,7 +120,7 @@ class MobileNetV2Encoder:
         self.pixel_budget = pixel_budget
         self.network, tag, self.loaded_keys = frozen_network(kind)
         c = self.config
-        self.name = (f"{kind}:{tag}:{c.input_height}x{c.input_width}:g{c.grid}"
+        self.name = (f"{kind}:{tag}:{c.input_height}x{c.input_width}:g{c.grid}" + ("" if c.unit else ":raw")
                      + (f":b{pixel_budget}" if pixel_budget is not None else ""))
 
     # -- the network ---------------------------------------------------------------------------------
@@ -132,7 +136,7 @@ class MobileNetV2Encoder:
         step = self.config.batch_size
         for start in range(0, len(batch), step):
             out[start:start + step] = self._maps(batch[start:start + step]).mean(dim=(2, 3)).numpy()
-        return l2_normalize(out)
+        return l2_normalize(out) if self.config.unit else out
 
     def _resized(self, crops: Sequence[np.ndarray]) -> np.ndarray:
         c = self.config
