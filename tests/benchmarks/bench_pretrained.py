@@ -13,7 +13,7 @@ One thread. ``TRAJLAB_BENCH_MODELS`` (comma-separated kinds), ``TRAJLAB_BENCH_VA
 ``TRAJLAB_BENCH_SEEDS`` run a subset. SCOUT (whose
 predictions live in the frozen text space) over the ImageNet crops at 128 x 64 with the packaged
 MiniLM (the reference of ``scout-towers``) is also compared with the same text architecture at
-random initialisation and with crops at 64 x 32 (``TRAJLAB_BENCH_TEXT=0`` leaves this out). Tables and timings go to ``var/bench/pretrained.json`` (``pretrained_towers.json`` when
+random initialisation, with crops at 64 x 32 and with the raw (not unit) crop activations (``TRAJLAB_BENCH_TEXT=0`` leaves this out). Tables and timings go to ``var/bench/pretrained.json`` (``pretrained_towers.json`` when
 ``TRAJLAB_BENCH_MODELS`` is empty);
 run with ``-s``.
 """
@@ -70,7 +70,8 @@ def _grid(kind: str) -> dict:
         return {"model_kind": "scout", "reference": "minilm", "seeds": SEEDS,
                 "base": merge({**STEPS, "model": MODELS["scout"]}, visual),
                 "variants": {"minilm": {}, "random_text": {"model": {"text": {"kind": "random-init"}}},
-                             "crops_64x32": small}}
+                             "crops_64x32": small,
+                             "raw_activations": {"model": {"appearance": {"mobilenetv2": {"unit": False}}}}}}
     return {"preset": f"{kind}-encoders", "seeds": SEEDS, "base": {**STEPS, "model": MODELS[kind]},
             **({"variants": VARIANTS} if VARIANTS else {})}
 
