@@ -268,9 +268,10 @@ def test_a_table_written_in_chunks_is_the_bytes_the_reference_writes(seed, tmp_p
     monkeypatch.setattr(reference, "ROW_GROUP_VALUES", 150)
     rng = np.random.default_rng(seed)
     rows = _rows(rng, 400)
-    # each row in one of three parts (splits): runs of one part, and chunks that mix them
+    # each row in one of three parts (splits): long runs of one part (chunks written as slices), then
+    # rows that interleave them (chunks grouped by a take)
     parts = ["train", "dev", "test"]
-    codes = np.repeat(rng.integers(0, 3, 40), 10)[:len(rows)]
+    codes = np.repeat(rng.integers(0, 3, 20), 20)[:len(rows)]
     codes[200:] = rng.integers(0, 3, len(rows) - 200)
     codes[codes == 1] = 2 if seed == 2 else 1    # one seed leaves a part without rows: it gets no file
     old, new = tmp_path / "old", tmp_path / "new"

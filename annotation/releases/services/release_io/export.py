@@ -59,6 +59,7 @@ ROW_GROUP = 50_000                               # rows per Parquet row group at
 ROW_GROUP_VALUES = 4_000_000                     # list elements (4 or 8 bytes each) per row group at most
 HASH_BLOCK = 1 << 20
 PENDING_WRITES = 4                               # file writes queued for the background thread at most
+MIN_RUN = 16                                     # mean rows per run of one split for a chunk to be sliced
 CHECKSUMS = "SHA256SUMS"
 INDEX = "index/records.tsv"
 
@@ -223,7 +224,17 @@ class _TableWriter:
         if (codes == first).all():                   # the usual chunk: one split's rows
             self.parts[self.names[first]].add(arrays, sizes)
             return
-        # rows grouped by split (in their order within each), one take per column, then a slice per split
+        starts = np.flatnonzero(codes[1:] != codes[:-1]) + 1                               # [runs - 1]
+        if (len(starts) + 1) * MIN_RUN <= chunk.rows:
+            # runs of one split's rows (a pool's members, a query's row): zero-copy slices, which the
+            # row group's concatenation copies once, as it copies every chunk
+            bounds = [0, *starts.tolist(), chunk.rows]
+            for start, stop in itertools.pairwise(bounds):
+                self.parts[self.names[int(codes[start])]].add([a.slice(start, stop - start) for a in arrays],
+                                                              sizes[start:stop])
+            return
+        # rows of the splits interleaved: grouped by split (in their order within each) with one take
+        # per column, then a slice per split
         order = np.argsort(codes, kind="stable")                                           # [R]
         arrays = [a.take(pa.array(order)) for a in arrays]
         sizes = sizes[order]
