@@ -4336,7 +4336,7 @@ export interface components {
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
             error?: string;
-            /** @description checkpoints, steps.jsonl and result.json */
+            /** @description storage key of the run's folder (checkpoints, steps.jsonl, result.json); runs of older versions hold a local folder */
             out_dir?: string;
             job: components["schemas"]["JobSummaryOutput"] | null;
             created_by?: number | null;
@@ -4411,7 +4411,7 @@ export interface components {
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
             error?: string;
-            /** @description checkpoints, steps.jsonl and result.json */
+            /** @description storage key of the run's folder (checkpoints, steps.jsonl, result.json); runs of older versions hold a local folder */
             out_dir?: string;
             job: components["schemas"]["JobSummaryOutput"] | null;
             created_by?: number | null;
