@@ -28,6 +28,7 @@ import pytest
 import torch
 
 from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
+from models.experiments.grid import encoder_overrides, merge
 from models.experiments.table import table_csv
 from models.metrics import paired_bootstrap
 from tests.workers.factories import register_snapshot
@@ -51,6 +52,12 @@ else:
             "model": {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "agg_layers": 1, "embed_dim": 32,
                       "geo_hidden": 16, "heads": 2, "agg_heads": 2, "dropout": 0.0, "features": {"n_fast_max": 8}}}
 
+# TRAJLAB_BENCH_ENCODER=mobilenetv2-imagenet (or random-init, handcrafted): every frozen image encoder of
+# the grid that kind (models.experiments.grid.encoder_overrides); figures to experiments_<kind>.json
+ENCODER = os.environ.get("TRAJLAB_BENCH_ENCODER", "").strip()
+if ENCODER:
+    BASE = merge(BASE, encoder_overrides("vtrajembed", ENCODER))
+
 
 def python_loop_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int = 0) -> tuple[float, float]:
     """The obvious way: one Python-level resample at a time."""
@@ -68,7 +75,7 @@ def python_loop_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: 
 def test_table3_over_three_seeds(tmp_path, settings):
     torch.set_num_threads(1)
     settings.VAR_DIR = tmp_path / "var"
-    root = REPO / "var" / "bench" / ("experiments_full" if FULL else "experiments_quick")
+    root = REPO / "var" / "bench" / ("experiments_full" if FULL else "experiments_quick")   # the rendered videos
     began = time.perf_counter()
     build_demo_benchmark(root, BENCH)
     build_s = time.perf_counter() - began
@@ -106,11 +113,12 @@ def test_table3_over_three_seeds(tmp_path, settings):
            "bootstrap": {"n_queries": int(a.size), "n_resamples": 10000, "vectorised_s": round(fast_s, 4),
                          "python_loop_s": round(slow_s, 4), "speedup": round(slow_s / max(fast_s, 1e-9), 1),
                          "vectorised_interval": [fast["low"], fast["high"]], "python_loop_interval": list(slow)},
-           "slow_retained": result.get("slow_retained"), "table": result}
+           "encoder": ENCODER or "default", "slow_retained": result.get("slow_retained"), "table": result}
     folder = REPO / "var" / "bench"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "experiments.json").write_text(json.dumps(out, indent=2) + "\n")
-    (folder / "experiments_table.csv").write_text(table_csv(result))
+    stem = f"experiments_{ENCODER}" if ENCODER else "experiments"
+    (folder / f"{stem}.json").write_text(json.dumps(out, indent=2) + "\n")
+    (folder / f"{stem}_table.csv").write_text(table_csv(result))
 
     print(f"\nTable 3 ({out['mode']} size), {len(SEEDS)} seeds, evaluated on the test split "
           f"({test.counts.get('n_queries')} queries); mean ± std over seeds, "
