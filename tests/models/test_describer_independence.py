@@ -14,6 +14,14 @@ import pytest
 from models.backends.vlm import DescribeRequest, ScoreRequest
 from models.backends.vlm.heuristic import HeuristicDescriber
 from models.backends.vlm.heuristic_scorer import HeuristicPixelScorer
+from models.body_norms import (
+    ANKLE,
+    HIP,
+    LOWER_GARMENT_ROWS,
+    SHOULDER,
+    UPPER_GARMENT_ROWS,
+    rows_below_top,
+)
 from models.demo.describe_eval import truth_track
 from models.pace_norms import TYPICAL_PACE_M_S, heights_per_s
 from models.world import figures, renderer, scene
@@ -82,7 +90,7 @@ def test_no_model_side_module_shares_a_number_with_the_world_tables():
             if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
                 if tuple(e.value for e in node.elts) in triples:
                     found.setdefault(path.name, []).append(tuple(e.value for e in node.elts))
-    for path in (REPO / "models/colour_naming.py", REPO / "models/pace_norms.py"):
+    for path in (REPO / "models/colour_naming.py", REPO / "models/pace_norms.py", REPO / "models/body_norms.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, float) and node.value in paces:
                 found.setdefault(path.name, []).append(node.value)
@@ -159,3 +167,14 @@ def test_outputs_on_a_rendered_clip_do_not_depend_on_the_world_tables(clip, monk
     after = _outputs(path, tracks)
     assert after == before
     assert any(facts for _, facts in before[::len(QUERIES) + 1])     # the clip was described at all
+
+
+def test_the_garment_rows_lie_inside_the_published_body_segments():
+    # the rows the describer and the scorer read clothing from sit inside the torso and the legs of
+    # Drillis and Contini's proportions (models.body_norms), whatever the world draws
+    torso = (rows_below_top(SHOULDER), rows_below_top(HIP))
+    legs = (rows_below_top(HIP), rows_below_top(ANKLE))
+    for config in (HeuristicDescriber().config, HeuristicPixelScorer().config):
+        assert torso[0] <= config.upper_rows[0] < config.upper_rows[1] <= torso[1]
+        assert legs[0] <= config.lower_rows[0] < config.lower_rows[1] <= legs[1]
+    assert (UPPER_GARMENT_ROWS, LOWER_GARMENT_ROWS) == ((0.22, 0.46), (0.60, 0.80))

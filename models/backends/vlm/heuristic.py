@@ -73,6 +73,7 @@ from models.backends.vlm.scene_reading import (
     read_conditions,
     scene_facts,
 )
+from models.body_norms import LOWER_GARMENT_ROWS, UPPER_GARMENT_ROWS
 from models.colour_naming import TERMS, colour_namer, grey_world_gains
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import InvalidOutput, canonical_json
@@ -105,10 +106,10 @@ class HeuristicDescriberConfig(PlainConfig):
     max_delta_e: float = 20.0
     # below this foreground share of a crop's regions, the background holds the target: keep all pixels
     min_foreground_share: float = 0.12
-    # box rows (fractions of its height from the top) read as the upper body
-    upper_rows: tuple[float, float] = (0.22, 0.46)
-    # box rows read as the lower body (thighs and hips, above the knee-to-foot gap of a stride)
-    lower_rows: tuple[float, float] = (0.60, 0.80)
+    # box rows (fractions of its height from the top) read as the upper and the lower garment, inside
+    # the published torso and leg segments (models.body_norms)
+    upper_rows: tuple[float, float] = UPPER_GARMENT_ROWS
+    lower_rows: tuple[float, float] = LOWER_GARMENT_ROWS
     # central fraction of the box width read for both regions
     column_fraction: float = 0.5
     # boxes shorter than this (pixels) are too small to read clothing colours from

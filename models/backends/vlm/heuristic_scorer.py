@@ -80,6 +80,7 @@ from models.backends.vlm.scene_reading import (
     ground_ab,
 )
 from models.backends.vlm.scoring import AXES, ScoreCounts, ScoreRequest, ScoreResult
+from models.body_norms import LOWER_GARMENT_ROWS, UPPER_GARMENT_ROWS
 from models.colour_naming import TERMS, colour_namer, grey_world_gains
 from models.config import UNKNOWN_SETTINGS, PlainConfig
 from models.facts import canonical_json
@@ -122,9 +123,10 @@ class HeuristicScorerConfig(PlainConfig):
     max_full_frames: int = 2
     # frames spread evenly over the whole video whose per-pixel median is the background
     background_frames: int = 15
-    # box rows (fractions of its height from the top) read as the upper and the lower body
-    upper_rows: tuple[float, float] = (0.22, 0.46)
-    lower_rows: tuple[float, float] = (0.60, 0.80)
+    # box rows (fractions of its height from the top) read as the upper and the lower garment, inside
+    # the published torso and leg segments (models.body_norms)
+    upper_rows: tuple[float, float] = UPPER_GARMENT_ROWS
+    lower_rows: tuple[float, float] = LOWER_GARMENT_ROWS
     # central fraction of the box width read for both regions
     column_fraction: float = 0.5
     # boxes shorter than this (pixels) are too small to read colours from
