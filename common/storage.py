@@ -25,6 +25,7 @@ The contract of :class:`ObjectStore`:
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
 import os
@@ -92,6 +93,7 @@ class ObjectStore:
     def exists(self, key: str) -> bool: ...
     def delete(self, key: str) -> None: ...
     def list(self, prefix: str) -> list[str]: ...
+    def listed(self, prefix: str) -> list[tuple[str, dt.datetime]]: ...
     def local_path(self, key: str, *, sha256: str | None = None,
                    verify: Callable[[Path], str] | None = None) -> Path: ...
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str: ...
@@ -161,10 +163,22 @@ class LocalStore(ObjectStore):
             path.unlink(missing_ok=True)
 
     def list(self, prefix: str) -> list[str]:
+        return [key for key, _ in self.listed(prefix)]
+
+    def listed(self, prefix: str) -> list[tuple[str, dt.datetime]]:
+        """The keys under ``prefix`` with when each was last written (UTC), in key order."""
         base = self.path(prefix)
         if not base.is_dir():
             return []
-        return sorted(str(p.relative_to(self.root).as_posix()) for p in base.rglob("*") if p.is_file())
+        found = []
+        for p in base.rglob("*"):
+            try:
+                if p.is_file():
+                    found.append((p.relative_to(self.root).as_posix(),
+                                  dt.datetime.fromtimestamp(p.stat().st_mtime, dt.UTC)))
+            except FileNotFoundError:                # removed while listed
+                continue
+        return sorted(found)
 
     def local_path(self, key: str, *, sha256: str | None = None,
                    verify: Callable[[Path], str] | None = None) -> Path:
@@ -349,11 +363,16 @@ class BucketStore(ObjectStore):
         self.cache.forget(self.url, clean_key(key))
 
     def list(self, prefix: str) -> list[str]:
+        return [key for key, _ in self.listed(prefix)]
+
+    def listed(self, prefix: str) -> list[tuple[str, dt.datetime]]:
+        """The keys under ``prefix`` with when each was last written (UTC), in key order."""
         base = self.full_key(prefix) + "/"
         strip = len(self.prefix) + 1 if self.prefix else 0
         pages = self._call(prefix, operation="list", fn=lambda: list(self.files.connection.meta.client.get_paginator(
             "list_objects_v2").paginate(Bucket=self.bucket_name, Prefix=base)))
-        return sorted(o["Key"][strip:] for page in pages for o in page.get("Contents", []))
+        return sorted((o["Key"][strip:], o["LastModified"].astimezone(dt.UTC))
+                      for page in pages for o in page.get("Contents", []))
 
     def presigned_url(self, key: str, *, expires_s: int = 3600) -> str:
         return self._call(key, operation="presign", fn=lambda: self.files.connection.meta.client.generate_presigned_url(
