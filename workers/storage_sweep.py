@@ -9,7 +9,9 @@ names a missing object. This sweep finds them under the prefixes whose owners it
 - ``training/<run>/``: a training run's checkpoints and files; an orphan when the run is gone, and a
   checkpoint the run does not name (``checkpoint_key``) is one too (the previous checkpoint, when its
   removal failed);
-- ``search/run-<run>/``: a run's search indexes; orphans when the run is gone.
+- ``search/run-<run>/``: a run's search indexes; orphans when the run is gone;
+- ``releases/<name>/<version>/``: a release's files; an orphan when no ``Release.path`` is that
+  folder (a publication whose row was never written).
 
 Only objects last written more than ``older_than`` ago count: a younger one may belong to a writer
 still between its upload and its row. Videos, frame folders and staged uploads are left alone
@@ -23,11 +25,11 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from annotation.models import RelationSnapshot
+from annotation.models import RelationSnapshot, Release
 from common.storage import ObjectStore, StorageError, store
 from workers.models import TrainingRun
 
-PREFIXES = ("snapshots", "training", "search")
+PREFIXES = ("snapshots", "training", "search", "releases")
 DEFAULT_AGE = dt.timedelta(hours=24)
 _CHECKPOINT = re.compile(r"^training/(\d+)/checkpoint-[^/]+$")
 _RUN = re.compile(r"^(?:training/(\d+)|search/run-(\d+))/")
@@ -49,17 +51,21 @@ def orphan_objects(*, older_than: dt.timedelta = DEFAULT_AGE, objects: ObjectSto
     cutoff = timezone.now() - older_than
     listed = [(key, when) for prefix in PREFIXES for key, when in objects.listed(prefix) if when < cutoff]
     snapshots = set(RelationSnapshot.objects.values_list("path", flat=True))
+    releases = set(Release.objects.values_list("path", flat=True))
     run_ids = {int(m.group(1) or m.group(2)) for key, _ in listed if (m := _RUN.match(key))}
     runs = dict(TrainingRun.objects.filter(pk__in=run_ids).values_list("pk", "checkpoint_key"))
     out = []
     for key, when in listed:
-        reason = _orphan_reason(key, snapshots, runs)
+        reason = _orphan_reason(key, snapshots, runs, releases)
         if reason:
             out.append(Orphan(key, reason, when))
     return out
 
 
-def _orphan_reason(key: str, snapshots: set[str], runs: dict[int, str]) -> str:
+def _orphan_reason(key: str, snapshots: set[str], runs: dict[int, str], releases: set[str]) -> str:
+    if key.startswith("releases/"):
+        folder = "/".join(key.split("/", 3)[:3])
+        return "" if folder in releases else "no release names its folder"
     if key.startswith("snapshots/"):
         folder = key.rsplit("/", 1)[0]
         return "" if folder in snapshots else "no relation snapshot names its folder"

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotation.models import RelationSnapshot
+from annotation.models import RelationSnapshot, Release
 from common import storage
 from workers.models import RunStatus, TrainingRun
 from workers.storage_sweep import orphan_objects, storage_sweep
@@ -37,9 +37,13 @@ def _layout(objects, tmp_path) -> dict:
     gone = run.pk + 1000
     source = tmp_path / "blob"
     source.write_bytes(b"x" * 10)
-    named = ["snapshots/aaaa-1/relations.npz", run.checkpoint_key, f"training/{run.pk}/result.json",
+    Release.objects.create(name="r", version="1.0.0", splits=["train"], path="releases/r/1.0.0",
+                           manifest_sha256="0" * 64, counts={}, config={}, stats={}, changes={},
+                           created_at=timezone.now())
+    named = ["snapshots/aaaa-1/relations.npz", "releases/r/1.0.0/data/relations/train.parquet", run.checkpoint_key, f"training/{run.pk}/result.json",
              f"search/run-{run.pk}/abc/index.faiss"]
     orphans = {"snapshots/bbbb-2/relations.npz": "no relation snapshot names its folder",
+               "releases/r/1.1.0/SHA256SUMS": "no release names its folder",
                f"training/{run.pk}/checkpoint-00000002.pt": f"training run {run.pk} names another checkpoint",
                f"training/{gone}/checkpoint-00000002.pt": f"training run {gone} is gone",
                f"search/run-{gone}/abc/index.faiss": f"training run {gone} is gone"}
@@ -86,6 +90,7 @@ def test_bucket_orphans_are_removed_and_what_records_name_stays(object_storage, 
     done = storage_sweep(delete=True, older_than=dt.timedelta(0))
     assert sorted(done["removed"]) == sorted(layout["orphans"])
     assert sorted(object_storage.list("snapshots")) == ["snapshots/aaaa-1/relations.npz"]
+    assert object_storage.list("releases") == ["releases/r/1.0.0/data/relations/train.parquet"]
     assert all(object_storage.exists(k) for k in layout["named"])
     assert orphan_objects(older_than=dt.timedelta(0)) == []
 
@@ -96,10 +101,10 @@ def test_the_command_lists_then_deletes(settings, tmp_path, capsys):
     layout = _layout(storage.store(), tmp_path)
     call_command("storage_sweep", "--older-than-hours", "0")
     out = capsys.readouterr().out
-    assert "4 objects no record names" in out and "run again with --delete" in out
+    assert "5 objects no record names" in out and "run again with --delete" in out
     assert all(key in out for key in layout["orphans"])
     call_command("storage_sweep", "--older-than-hours", "0", "--delete")
-    assert "removed 4" in capsys.readouterr().out
+    assert "removed 5" in capsys.readouterr().out
     call_command("storage_sweep", "--older-than-hours", "0", "--json")
     assert '"orphans": []' in capsys.readouterr().out
     with pytest.raises(CommandError, match="0 or more"):

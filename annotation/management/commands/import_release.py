@@ -1,9 +1,15 @@
-"""Import a release folder into this (fresh) instance after checking its checksums."""
+"""Import a release folder (or one stored in the platform's store) into this (fresh) instance after
+checking its checksums."""
 from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.releases.services.release_io.check import check_references, verify_checksums
+from annotation.releases.services.release_store import release_fetch_stored
 from annotation.releases.services.releases import release_import
 from common.errors import ApplicationError
 
@@ -14,12 +20,29 @@ class Command(BaseCommand):
             "importing.")
 
     def add_arguments(self, parser):
-        parser.add_argument("path", help="the release folder")
+        parser.add_argument("path", help="the release folder, or with --from-store its key in the store "
+                                         "(e.g. releases/demo/1.0.0)")
+        parser.add_argument("--from-store", action="store_true",
+                            help="PATH is a key in the platform's store (TRAJLAB_STORAGE_URL): fetch it, each object "
+                                 "checked against its stored SHA-256, then check and import it")
         parser.add_argument("--expect-sha256", default=None,
                             help="the published SHA-256 of the release's SHA256SUMS file")
         parser.add_argument("--check-only", action="store_true")
 
-    def handle(self, *args, path, expect_sha256, check_only, **options):
+    def handle(self, *args, path, expect_sha256, check_only, from_store, **options):
+        if not from_store:
+            return self._handle(path, expect_sha256, check_only, options)
+        fetched = Path(tempfile.mkdtemp(prefix="release-fetch-"))
+        try:
+            try:
+                release_fetch_stored(path.strip("/"), fetched / "release")
+            except ApplicationError as exc:
+                raise CommandError(exc.message) from exc
+            return self._handle(str(fetched / "release"), expect_sha256, check_only, options)
+        finally:
+            shutil.rmtree(fetched, ignore_errors=True)
+
+    def _handle(self, path, expect_sha256, check_only, options):
         if check_only:
             problems = verify_checksums(path, expect_manifest_sha256=expect_sha256)
             if not problems:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from annotation.models import Release
 from annotation.releases.services.release_io.archive import tar_length, tar_members, tar_stream
 from annotation.releases.services.release_io.export import CHECKSUMS
+from annotation.releases.services.release_store import release_folder
 from common.errors import ConflictError
 
 
@@ -35,7 +35,7 @@ def _tampered(release: Release, problems: list[str]) -> ConflictError:
 
 def release_archive(*, release: Release) -> ReleaseArchive:
     """The release as a ``.tar`` of its published files under ``<name>-<version>/``."""
-    folder = Path(release.path)
+    folder = release_folder(release)
     files = list(release.files.order_by("path").values_list("path", "size_bytes"))
     problems = []
     for path, size in files:
@@ -54,7 +54,7 @@ def release_archive(*, release: Release) -> ReleaseArchive:
 
 def release_checksums(*, release: Release) -> bytes:
     """The release's ``SHA256SUMS``, after checking that its SHA-256 is the published one."""
-    path = Path(release.path) / CHECKSUMS
+    path = release_folder(release) / CHECKSUMS
     if not path.is_file():
         raise _tampered(release, [f"{CHECKSUMS} is missing"])
     data = path.read_bytes()

@@ -57,7 +57,17 @@ from annotation.releases.services.release_io.importer import import_tables
 from annotation.releases.services.release_io.index_diff import diff_indexes
 from annotation.releases.services.release_io.statistics import construction_config
 from annotation.releases.services.release_io.tables import ReleaseScope
+from annotation.releases.services.release_store import (
+    mark_fetched,
+    release_folder,
+    release_key,
+    release_root,
+    release_store_remove,
+    release_store_upload,
+    stored_problems,
+)
 from common.errors import ApplicationError, ConflictError
+from common.storage import store
 from trajectories.models import Video
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -65,10 +75,6 @@ VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 DEFAULT_LICENSE = "CC-BY-4.0"
 MISSING_LISTED = 200
 MAX_VERSION_PART = 10 ** 6                       # each of MAJOR, MINOR, PATCH at most
-
-
-def release_root() -> Path:
-    return Path(settings.VAR_DIR) / "releases"
 
 
 def _version(text: str, *, bounded: bool = True) -> tuple[int, int, int]:
@@ -168,7 +174,7 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
         raise ConflictError(f"{final} exists although no release row names it; move it away first",
                             code="release_folder_exists")
     if parent is not None:
-        problems = verify_checksums(Path(parent.path), expect_manifest_sha256=parent.manifest_sha256)
+        problems = verify_checksums(release_folder(parent), expect_manifest_sha256=parent.manifest_sha256)
         if problems:
             raise ConflictError(f"the parent release {parent} on disk is not what was published, so no diff "
                                 f"against it can be trusted: {problems[0]}", code="parent_tampered",
@@ -185,22 +191,35 @@ def release_create(*, name: str, version: str, splits: list[str], parent: Releas
                        config=construction_config(scope), unfinished_audits=unfinished)
     reviewer_pseudonyms_assign(people=scope.people())
     staging = release_root() / f".staging-{name}-{version}-{created_at.timestamp():.0f}"
+    # with a bucket, the files are stored before the row names them (release_store)
+    key = release_key(name, version) if store().remote else None
     try:
         written = release_write(staging, meta=meta, scope=scope,
-                                parent_folder=Path(parent.path) if parent is not None else None, progress=progress)
-        with transaction.atomic():
-            release = _seal(meta, written, path=final, origin=Release.Origin.EXPORTED, parent=parent,
-                            created_by=created_by)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            staging.rename(final)
+                                parent_folder=release_folder(parent) if parent is not None else None,
+                                progress=progress)
+        if key:
+            release_store_upload(staging, key=key, paths=[f.path for f in written.files])
+            (progress or (lambda _m: None))(f"stored under {store().name(key)}")
+        try:
+            with transaction.atomic():
+                release = _seal(meta, written, path=key or final, origin=Release.Origin.EXPORTED, parent=parent,
+                                created_by=created_by)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                staging.rename(final)
+        except BaseException:
+            if key:
+                release_store_remove(key)
+            raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     make_read_only(final)
+    if key:
+        mark_fetched(release)
     return release
 
 
-def _seal(meta: ReleaseMeta, written: WrittenRelease, *, path: Path, origin: str, parent: Release | None,
+def _seal(meta: ReleaseMeta, written: WrittenRelease, *, path: Path | str, origin: str, parent: Release | None,
           created_by) -> Release:
     """The release row and its file rows, then sealed (the database refuses changes from then on)."""
     release = Release.objects.create(
@@ -233,11 +252,14 @@ def release_rewrite(*, release: Release, folder: Path, progress: Callable[[str],
 
 
 def release_verify(*, release: Release) -> list[str]:
-    """What differs between the release's folder and what was published (empty: nothing)."""
-    problems = verify_checksums(Path(release.path), expect_manifest_sha256=release.manifest_sha256)
+    """What differs between the release's folder (and, for a stored release, its objects) and what
+    was published (empty: nothing)."""
+    stored = stored_problems(release)
+    folder = release_folder(release)
+    problems = stored + verify_checksums(folder, expect_manifest_sha256=release.manifest_sha256)
     on_disk = {f.path: f.sha256 for f in release.files.all()}
     try:
-        listed = read_checksums(Path(release.path))
+        listed = read_checksums(folder)
     except ValueError:
         return problems
     listed[CHECKSUMS] = release.manifest_sha256
@@ -249,11 +271,11 @@ def release_verify(*, release: Release) -> list[str]:
 def release_diff(*, old: Release, new: Release, limit: int = 100) -> dict:
     """Records added, removed and changed from ``old`` to ``new`` (both folders verified first)."""
     for release in (old, new):
-        problems = verify_checksums(Path(release.path), expect_manifest_sha256=release.manifest_sha256)
+        problems = verify_checksums(release_folder(release), expect_manifest_sha256=release.manifest_sha256)
         if problems:
             raise ConflictError(f"release {release} on disk is not what was published: {problems[0]}",
                                 code="release_tampered", extra={"problems": problems[:50]})
-    diff = diff_indexes(index_path(Path(old.path)), index_path(Path(new.path)), limit=limit)
+    diff = diff_indexes(index_path(release_folder(old)), index_path(release_folder(new)), limit=limit)
     return {"old": {"id": old.pk, "name": old.name, "version": old.version},
             "new": {"id": new.pk, "name": new.name, "version": new.version}, **diff}
 
@@ -291,7 +313,12 @@ def release_import(*, path: str | Path, expect_manifest_sha256: str | None = Non
     final.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, final)
     media_copied: list[Path] = []
+    key = release_key(body["name"], body["version"]) if store().remote else None
+    stored = False
     try:
+        if key:
+            release_store_upload(final, key=key, paths=[*sorted(read_checksums(final)), CHECKSUMS])
+            stored = True
         with transaction.atomic():
             try:
                 import_tables(final, progress=say)
@@ -316,14 +343,18 @@ def release_import(*, path: str | Path, expect_manifest_sha256: str | None = Non
                                config=json.loads((final / "construction.json").read_text(encoding="utf-8")),
                                changes=body.get("changes") or {},
                                unfinished_audits=body.get("unfinished_audits") or [])
-            release = _seal(meta, _written_from_folder(final, body), path=final, origin=Release.Origin.IMPORTED,
-                            parent=parent, created_by=imported_by)
+            release = _seal(meta, _written_from_folder(final, body), path=key or final,
+                            origin=Release.Origin.IMPORTED, parent=parent, created_by=imported_by)
     except BaseException:
         shutil.rmtree(final, ignore_errors=True)
         for target in media_copied:
             target.unlink(missing_ok=True)
+        if stored:
+            release_store_remove(key)
         raise
     make_read_only(final)
+    if key:
+        mark_fetched(release)
     say(f"imported release {release} ({release.manifest_sha256[:12]})")
     return release
 
