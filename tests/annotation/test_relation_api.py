@@ -24,6 +24,7 @@ from annotation.models import (
     Vote,
     WorkItem,
 )
+from common.storage import store
 from tests.annotation.conftest import (
     approve,
     frozen_pool,
@@ -437,8 +438,8 @@ def test_completeness_and_immutable_snapshots(world, annotators, manager_client,
     snap = taken.json()
     assert snap["complete"] is False and len(snap["content_sha256"]) == 64 and snap["name"] == "first look"
     assert snap["pool_versions"] == {str(world.pool_a.video_id): 1, str(world.pool_b.video_id): 1}
-    # the API names the folder relative to the var directory, never an absolute server path
-    assert not snap["path"].startswith("/") and (var_dir / snap["path"] / "snapshot.json").is_file()
+    # the API names the snapshot by its storage key, never an absolute server path
+    assert snap["path"].startswith("snapshots/") and store().exists(f"{snap['path']}/snapshot.json")
     url = f"/api/snapshots/{snap['id']}/"
     detail = client_for(annotators[0]).get(url).json()
     assert detail["n_relations"] == 8 and detail["content_sha256"] == snap["content_sha256"]

@@ -18,7 +18,8 @@ def video_factory(*, split: str = "train", group: str | None = None, width: int 
     group_obj, _ = SplitGroup.objects.get_or_create(name=group or f"group-{n}", defaults={"split": split})
     return Video.objects.create(
         source=Source.objects.get_or_create(name=f"source-{group or n}")[0], split_group=group_obj,
-        name=f"video-{n}", kind="file", path=path, content_sha256=hashlib.sha256(f"v{n}".encode()).hexdigest(),
+        name=f"video-{n}", kind="file", path=path,
+        content_sha256=kw.pop("content_sha256", None) or hashlib.sha256(f"v{n}".encode()).hexdigest(),
         size_bytes=1, fps=fps, frame_count=frame_count, width=width, height=height,
         duration_s=frame_count / fps, codec="mp4v", **kw)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from models.media.video import content_sha256
 from tests.conftest import write_video
 from tests.trajectories.factories import proposal, run_factory, video_factory
 from trajectories import crop_files, selectors
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.django_db
 def stored(media_root, monkeypatch, django_capture_on_commit_callbacks):
     """A run of three trajectories on a real 40-frame video, stored; the tasks it sent."""
     write_video(media_root / "clip.mp4", n_frames=40, size=(160, 120))
-    video = video_factory(path="clip.mp4", width=160, height=120, frame_count=40, fps=10.0)
+    # the file's own hash: a video file is checked against it when read
+    video = video_factory(path="clip.mp4", width=160, height=120, frame_count=40, fps=10.0,
+                          content_sha256=content_sha256(media_root / "clip.mp4"))
     run = run_factory(video=video)
     sent = []
     monkeypatch.setattr(crops.current_app, "send_task", lambda name, args=None, **kw: sent.append((name, args, kw)))

@@ -17,6 +17,7 @@ from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
+from common.storage import StorageError
 from models.media.video import FrameReader, VideoError, crop_box, encode_jpeg
 from trajectories.crop_files import CROP_PAD, CROP_STRIPS, crop_file_write, crop_path, strip_frames
 from trajectories.models import ProposalRun, Trajectory
@@ -49,7 +50,7 @@ def crop_strips_store(*, run: ProposalRun) -> dict:
     try:
         reader = FrameReader(video.abspath, fps=video.fps, frame_count=video.frame_count, seekable=video.seekable,
                              cache_frames=0)
-    except (VideoError, OSError) as exc:
+    except (VideoError, OSError, StorageError) as exc:    # unreadable, missing, or changed behind the platform
         logger.warning("crop strips of run %s: video %s cannot be read: %s", run.pk, video.pk, exc)
         counts["failed"] = sum(len(v) for v in wanted.values())
         return counts
