@@ -5,15 +5,16 @@ initialisation as the reference, the handcrafted descriptor) with the packaged M
 tower, over three seeds, through the experiment service and ordinary training runs, evaluated on the
 test split with paired bootstrap 95 % intervals over queries.
 
-Quick size (default): 8 training and 3 test videos at 192x108, 24 frames; small heads, 40 steps of
-8 groups, 8 Fast observations. Demo size (``TRAJLAB_BENCH_FULL=1``): the default rendered benchmark
+Quick size (default, CI): 8 training and 3 test videos at 192x108, 24 frames; small heads, 40 steps of
+8 groups, 8 Fast observations, one seed, no tower comparison: it shows that every preset runs. Demo size (``TRAJLAB_BENCH_FULL=1``): the default rendered benchmark
 (24 training videos at 320x180, 40 frames; the test split with the three demo scenes) with
 ``models.demo.benchmark.DEMO_TRAIN_CONFIG``'s steps and widths (SCOUT and ActPair at width 128).
 One thread. ``TRAJLAB_BENCH_MODELS`` (comma-separated kinds), ``TRAJLAB_BENCH_VARIANTS`` and
 ``TRAJLAB_BENCH_SEEDS`` run a subset. SCOUT (whose
 predictions live in the frozen text space) over the ImageNet crops at 128 x 64 with the packaged
 MiniLM (the reference of ``scout-towers``) is also compared with the same text architecture at
-random initialisation, with crops at 64 x 32 and with the raw (not unit) crop activations (``TRAJLAB_BENCH_TEXT=0`` leaves this out). Tables and timings go to ``var/bench/pretrained.json`` (``pretrained_towers.json`` when
+random initialisation, with crops at 64 x 32 and with the raw (not unit) crop activations (at the
+full size; ``TRAJLAB_BENCH_TEXT=0`` leaves it out there, ``=1`` adds it at the quick size). Tables and timings go to ``var/bench/pretrained.json`` (``pretrained_towers.json`` when
 ``TRAJLAB_BENCH_MODELS`` is empty);
 run with ``-s``.
 """
@@ -38,10 +39,11 @@ from workers.management.commands.experiment import format_table
 pytestmark = [pytest.mark.benchmark, pytest.mark.django_db]
 
 FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
-TEXT = os.environ.get("TRAJLAB_BENCH_TEXT", "1").strip().lower() not in {"0", "false", "no", "off"}
+TEXT = os.environ.get("TRAJLAB_BENCH_TEXT", "1" if FULL else "0").strip().lower() not in {"0", "false", "no", "off"}
 KINDS = [k.strip() for k in os.environ.get("TRAJLAB_BENCH_MODELS", "vtrajembed,scout,actpair").split(",") if k.strip()]
 REPO = Path(__file__).resolve().parents[2]
-SEEDS = [int(s) for s in os.environ.get("TRAJLAB_BENCH_SEEDS", "0,1,2").split(",")]
+# three seeds at the full size; one at the quick size (CI), which shows that every preset runs
+SEEDS = [int(s) for s in os.environ.get("TRAJLAB_BENCH_SEEDS", "0,1,2" if FULL else "0").split(",")]
 VARIANTS = [v.strip() for v in os.environ.get("TRAJLAB_BENCH_VARIANTS", "").split(",") if v.strip()]
 if FULL:
     BENCH: dict = {"videos": {"train": 24, "dev": 0, "test": 6}}
