@@ -34,6 +34,7 @@ from models.backends.tracking.dnn_bytetrack import dnn_model_available
 from models.backends.vlm import DescribeRequest
 from models.backends.vlm.heuristic import HeuristicDescriber
 from models.media.video import FrameReader
+from tests.benchmarks.bench_tracking import HeadFrames
 
 pytestmark = pytest.mark.benchmark
 
@@ -44,23 +45,6 @@ FULL = os.environ.get("TRAJLAB_BENCH_FULL", "").strip().lower() in {"1", "true",
 TYPES = ("upper_colour", "lower_colour")
 MIN_IOU = 0.3
 NEAR = 3                                         # frames from the anchor a track's box may be taken at
-
-
-class HeadFrames:
-    """The first ``n`` frames of a FrameReader."""
-
-    def __init__(self, source, n: int):
-        self.source, self.frame_count = source, min(int(n), int(source.frame_count))
-        self.fps, self.width, self.height = source.fps, source.width, source.height
-
-    def read(self, index: int) -> np.ndarray:
-        if not 0 <= index < self.frame_count:
-            raise IndexError(index)
-        return self.source.read(index)
-
-    def iter_frames(self, start=0, stop=None, step=1):
-        stop = self.frame_count if stop is None else min(stop, self.frame_count)
-        return self.source.iter_frames(start, stop, step)
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> float:
