@@ -91,19 +91,35 @@ def weed_command(data_dir: Path, config: Path, ports: list[int]) -> list[str]:
 
 
 def wait_ready(server: S3Server, timeout: float = START_TIMEOUT_S) -> None:
-    """Until a signed ListBuckets succeeds (the gateway answers before the filer behind it does)."""
+    """Until a signed ListBuckets succeeds and, on a server this session started, an object can
+    be written and read back: the gateway answers before the filer behind it does, and a fresh or
+    restarted master answers InternalError to writes until its volume server has registered."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
         if server.process is not None and server.process.poll() is not None:
             raise RuntimeError(f"weed server exited with {server.process.returncode}")
         try:
-            server.client().list_buckets()
+            client = server.client()
+            client.list_buckets()
+            if server.process is not None:
+                _write_probe(client)
             return
-        except Exception as exc:  # connection refused, 5xx while the filer starts
+        except Exception as exc:  # connection refused, 5xx while the filer or volumes start
             last = exc
             time.sleep(0.2)
     raise RuntimeError(f"the S3 server at {server.endpoint} did not answer in {timeout:.0f} s: {last}")
+
+
+def _write_probe(client) -> None:
+    """Write, read back and remove one object in a bucket of its own, then remove that bucket."""
+    bucket = "trajlab-ready-probe"
+    if bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+        client.create_bucket(Bucket=bucket)
+    client.put_object(Bucket=bucket, Key="probe", Body=b"ready")
+    assert client.get_object(Bucket=bucket, Key="probe")["Body"].read() == b"ready"
+    client.delete_object(Bucket=bucket, Key="probe")
+    client.delete_bucket(Bucket=bucket)
 
 
 def start_weed(var_dir: Path, *, ports: list[int] | None = None, fresh: bool = True) -> S3Server:
