@@ -35,6 +35,7 @@ import pytest
 import torch
 
 from models.demo.benchmark import DEMO_TRAIN_CONFIG, build_demo_benchmark
+from models.experiments.grid import encoder_overrides, merge
 from tests.workers.factories import register_snapshot
 from workers.execute import evaluation_run_execute, training_run_execute
 from workers.experiments import experiment_create, experiment_pending, experiment_refresh
@@ -72,6 +73,19 @@ MEMBER = dict(DEMO_TRAIN_CONFIG) if FULL else {
     **STEPS, "model": {"d_model": 32, "d_context": 32, "agg_width": 32, "agg_ff": 64, "agg_layers": 1, "embed_dim": 32,
                        "geo_hidden": 16, "heads": 2, "agg_heads": 2, "features": {"n_fast_max": 8}}}
 
+# TRAJLAB_BENCH_ENCODER=mobilenetv2-imagenet (or random-init, handcrafted): every frozen image encoder of
+# every preset and of the fusion member that kind (models.experiments.grid.encoder_overrides); figures to
+# second_stage_<kind>.json. TRAJLAB_BENCH_PRESETS=actpair-rerank,scout-rerank runs only those presets.
+ENCODER = os.environ.get("TRAJLAB_BENCH_ENCODER", "").strip()
+if ENCODER:
+    PRESETS = {name: merge(model, encoder_overrides("actpair" if name.startswith("actpair") else "scout",
+                                                    ENCODER)["model"]) for name, model in PRESETS.items()}
+    MEMBER = merge(MEMBER, encoder_overrides("vtrajembed", ENCODER))
+CHOSEN = [p.strip() for p in os.environ.get("TRAJLAB_BENCH_PRESETS", "").split(",") if p.strip()]
+if CHOSEN:
+    assert set(CHOSEN) <= set(PRESETS), f"TRAJLAB_BENCH_PRESETS: known presets are {', '.join(PRESETS)}"
+    PRESETS = {name: PRESETS[name] for name in CHOSEN}
+
 
 def _run(experiment) -> dict:
     """Train, then evaluate every pipeline, one at a time; seconds of each evaluation by variant."""
@@ -98,10 +112,13 @@ def test_second_stage_presets_over_three_seeds(tmp_path, settings):
     train = register_snapshot(root / "snapshots" / "train")
     test = register_snapshot(root / "snapshots" / "test")
     out = {"mode": "full" if FULL else "quick", "benchmark": BENCH, "seeds": SEEDS, "steps": STEPS, "presets": {}}
-    member = training_run_create(snapshot=train, eval_snapshot=test, model_kind="vtrajembed", config=MEMBER,
-                                 queue=False)
-    assert training_run_execute(run=member).status == "succeeded"
-    extra = {"scout-rerank": {"fuse_runs": [member.pk]}}
+    extra = {}
+    if "scout-rerank" in PRESETS:
+        member = training_run_create(snapshot=train, eval_snapshot=test, model_kind="vtrajembed", config=MEMBER,
+                                     queue=False)
+        assert training_run_execute(run=member).status == "succeeded"
+        extra = {"scout-rerank": {"fuse_runs": [member.pk]}}
+    out["encoder"] = ENCODER or "default"
     for preset, model in PRESETS.items():
         tick = time.perf_counter()
         steps = {k: v for k, v in STEPS.items() if k != "batch_size"} if preset == "scout-batch-sweep" else STEPS
@@ -138,15 +155,17 @@ def test_second_stage_presets_over_three_seeds(tmp_path, settings):
                 assert row["n_seeds"] == len(SEEDS)
                 if not row["reference"]:
                     assert row["low"] <= row["high"]
-    rerank = out["presets"]["actpair-rerank"]["requests"]
-    m = 10
-    pairwise = rerank["pairwise"]["comparator_requests"]
-    out["pivot_promote"] = {"comparisons_per_query": pairwise["per_query_mean"], "all_pairs": m * (m - 1) // 2,
-                            "pointwise_requests_per_query": rerank["pointwise"]["scorer_requests"]["per_query_mean"]}
-    print(f"pivot-promote: {pairwise['per_query_mean']:.1f} comparisons per query (max {pairwise['per_query_max']}) "
-          f"against {m * (m - 1) // 2} for every pair of the top-{m}; pointwise: "
-          f"{rerank['pointwise']['scorer_requests']['per_query_mean']:.0f} requests per query")
-    assert pairwise["per_query_max"] <= m * (m - 1) // 2
+    if "actpair-rerank" in out["presets"]:
+        rerank = out["presets"]["actpair-rerank"]["requests"]
+        m = 10
+        pairwise = rerank["pairwise"]["comparator_requests"]
+        out["pivot_promote"] = {"comparisons_per_query": pairwise["per_query_mean"], "all_pairs": m * (m - 1) // 2,
+                                "pointwise_requests_per_query": rerank["pointwise"]["scorer_requests"]["per_query_mean"]}
+        print(f"pivot-promote: {pairwise['per_query_mean']:.1f} comparisons per query (max {pairwise['per_query_max']}) "
+              f"against {m * (m - 1) // 2} for every pair of the top-{m}; pointwise: "
+              f"{rerank['pointwise']['scorer_requests']['per_query_mean']:.0f} requests per query")
+        assert pairwise["per_query_max"] <= m * (m - 1) // 2
     folder = REPO / "var" / "bench"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "second_stage.json").write_text(json.dumps(out, indent=2) + "\n")
+    name = f"second_stage_{ENCODER}.json" if ENCODER else "second_stage.json"
+    (folder / name).write_text(json.dumps(out, indent=2) + "\n")
