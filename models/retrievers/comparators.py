@@ -6,8 +6,9 @@ were none of a / b / tie, or scores that could not be read; the prior order stan
 
 - :class:`ScorerComparator`, the embedded default: a VLM scorer (``models.backends.vlm.scoring``;
   the heuristic pixel scorer by default) scores each candidate once against the query text, and
-  the candidate with the higher ``attribute_vlm_score`` wins, differences within ``tie_margin``
-  being ties. Its scorer requests (at most one per candidate) are counted apart;
+  the candidate with the higher ``pair_vlm_value`` (½ P(yes) + ½ the decomposed geometric mean
+  / 100) wins, differences within ``tie_margin`` being ties. Its scorer requests (at most one per
+  candidate) are counted apart;
 - :class:`ChatPairJudge` with ``models.retrievers.actpair.pipeline.VLMComparator``: a chat VLM
   (the ``transformers`` or ``openai`` scoring backend's ``generate``) shown both candidates'
   crops and target-marked frames with the paper's comparison prompt, answering A, B or tie;
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from models.backends.vlm.scoring import ScoreCounts, ScoreRequest
-from models.retrievers.rerank import attribute_vlm_score
+from models.retrievers.rerank import pair_vlm_value
 
 PAIR_SYSTEM = ("You compare two tracked pedestrians, candidate A and candidate B, against a search query. "
                "Answer with exactly one word: A, B or tie.")
@@ -54,12 +55,12 @@ class ScorerComparator:
         self._value: dict[int, float] = {}
 
     def value(self, candidate: int) -> float:
-        """The candidate's ``attribute_vlm_score`` (scored on first use)."""
+        """The candidate's ``pair_vlm_value`` (scored on first use)."""
         if candidate not in self._value:
             result = self.scorer.score(self.requests[candidate])
             self.counts.add(result)
             self.invalid += bool(result.invalid)
-            self._value[candidate] = float(attribute_vlm_score(*result.vlm_inputs()))
+            self._value[candidate] = pair_vlm_value(*result.vlm_inputs())
         return self._value[candidate]
 
     def __call__(self, a: int, b: int) -> str:

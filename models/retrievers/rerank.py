@@ -10,8 +10,10 @@ fusion with its top-20 shortlist, and SCOUT's rerank blend with the attribute-de
   (a constant row becomes zeros) and summed (DESIGN 5). ``shortlist`` keeps the top 20.
 - ``rerank_blend``: over the shortlist, each signal is min-max normalised per query and the three
   are mixed with weights 0.2 (fused) / 0.6 (VLM) / 0.2 (ITM). The VLM signal is
-  ``attribute_vlm_score``: ½ holistic P(yes) + ½ the geometric mean of the appearance, action and
-  scene scores (each 0–100), the geometric mean divided by 100 so both halves lie in [0, 1].
+  ``attribute_vlm_score``: ½ the holistic log P(yes) (6.2: "read out as the log-probability of
+  yes") + ½ the geometric mean of the appearance, action and scene scores (each 0–100), each half
+  min-max normalised over the query's shortlist before they are added, since one is a
+  log-probability <= 0 and the other a 0–100 score.
 
 Score arrays are NumPy (torch tensors are accepted and converted); results are float64 NumPy.
 These functions compute only on the scores and comparators they are given. At evaluation and
@@ -138,7 +140,7 @@ def top_positions(row: np.ndarray, k: int) -> np.ndarray:
 class BlendConfig:
     shortlist: int = 20     # candidates per query taken from the fused ranking to the rerankers
     w_fused: float = 0.2    # weight of the min-max normalised fused (CombSUM) score
-    w_vlm: float = 0.6      # weight of the min-max normalised VLM term (attribute_vlm_score)
+    w_vlm: float = 0.6      # weight of the min-max normalised VLM term (attribute_vlm_score, log P(yes))
     w_itm: float = 0.2      # weight of the min-max normalised ITM (ScoutITM) match probability
 
     def __post_init__(self):
@@ -150,25 +152,44 @@ class BlendConfig:
                 raise ValueError(f"{name} must be a finite non-negative number, got {w!r}")
 
 
-def attribute_vlm_score(p_yes, appearance, action, scene) -> np.ndarray:
-    """SCOUT's VLM term: ``½ · P(yes) + ½ · (appearance · action · scene)^(1/3) / 100``.
-
-    ``p_yes`` is the holistic match probability in [0, 1]; the three attribute scores are on
-    0–100 (one VLM call scores all three). Their geometric mean is also on 0–100, so it is divided
-    by 100 to lie in [0, 1] like ``p_yes``: both halves then weigh the same and the term lies in
-    [0, 1]. The geometric mean is conjunctive: a zero on any axis zeroes that half. Arrays of one
-    shape (any), result of that shape."""
-    p, app, act, sce = (_scores(a, name, ndim=None) for a, name in (
-        (p_yes, "p_yes"), (appearance, "appearance"), (action, "action"), (scene, "scene")))
-    if not (p.shape == app.shape == act.shape == sce.shape):
-        raise ValueError("p_yes, appearance, action and scene must have one shape")
-    if ((p < 0) | (p > 1)).any():
-        raise ValueError("p_yes must be probabilities in [0, 1]")
+def vlm_halves(log_p_yes, appearance, action, scene) -> tuple[np.ndarray, np.ndarray]:
+    """The two halves of SCOUT's VLM term, before any normalisation: the holistic log P(yes)
+    (<= 0) and the geometric mean of the appearance, action and scene scores (each 0–100) divided
+    by 100, in [0, 1]. The geometric mean is conjunctive: a zero on any axis zeroes it. Arrays of
+    one shape (any); both results have that shape."""
+    lp, app, act, sce = (_scores(a, name, ndim=None) for a, name in (
+        (log_p_yes, "log_p_yes"), (appearance, "appearance"), (action, "action"), (scene, "scene")))
+    if not (lp.shape == app.shape == act.shape == sce.shape):
+        raise ValueError("log_p_yes, appearance, action and scene must have one shape")
+    if (lp > 0).any():
+        raise ValueError("log_p_yes must be log-probabilities (<= 0), not probabilities or logits")
     for a, name in ((app, "appearance"), (act, "action"), (sce, "scene")):
         if ((a < 0) | (a > 100)).any():
             raise ValueError(f"{name} scores must lie in [0, 100]")
-    geometric = np.cbrt(app * act * sce) / 100.0
-    return 0.5 * p + 0.5 * geometric
+    return lp, np.cbrt(app * act * sce) / 100.0
+
+
+def attribute_vlm_score(log_p_yes, appearance, action, scene) -> np.ndarray:
+    """SCOUT's VLM term over shortlists: ``½ · mm(log P(yes)) + ½ · mm((app · act · sce)^(1/3))``.
+
+    The last axis holds one query's shortlisted candidates (``[M]`` for one query, ``[Q, M]`` for
+    several); ``mm`` is the min-max over that axis (:func:`minmax_rows`: a constant row becomes
+    zeros). The holistic half is the log-probability of "yes", as SCOUT 6.2 reads it out, not
+    P(yes). Normalising each half over the shortlist makes "half and half" hold whatever the
+    spread of either. Result in [0, 1], of the inputs' shape."""
+    lp, geometric = vlm_halves(log_p_yes, appearance, action, scene)
+    if lp.ndim not in (1, 2):
+        raise ValueError(f"the VLM term needs [M] or [Q, M] shortlists, got shape {list(lp.shape)}")
+    rows = (lp.reshape(-1, lp.shape[-1]), geometric.reshape(-1, lp.shape[-1]))           # [Q, M] each
+    return (0.5 * minmax_rows(rows[0]) + 0.5 * minmax_rows(rows[1])).reshape(lp.shape)
+
+
+def pair_vlm_value(log_p_yes: float, appearance: float, action: float, scene: float) -> float:
+    """One candidate's VLM value where no shortlist is scored together (a pairwise comparator
+    sees one candidate at a time): ``½ · P(yes) + ½ · (app · act · sce)^(1/3) / 100``, both
+    halves already on [0, 1]."""
+    lp, geometric = vlm_halves(log_p_yes, appearance, action, scene)
+    return float(0.5 * np.exp(lp) + 0.5 * geometric)
 
 
 def rerank_blend(fused, vlm, itm, config: BlendConfig | None = None) -> np.ndarray:

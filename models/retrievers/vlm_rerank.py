@@ -2,11 +2,12 @@
 
 :func:`vlm_term` scores one query text against a shortlist of trajectory ids with a scorer
 (``models.backends.vlm.scoring``: heuristic, transformers or openai) and returns, per candidate,
-``attribute_vlm_score(p_yes, appearance, action, scene)`` (½ holistic P(yes) + ½ the geometric
-mean of the decomposed scores / 100, ``models.retrievers.rerank``) with the inputs it was computed
-from and the scorer's counts for this call (one request per candidate). A value the scorer could
-not read enters as the neutral value of ``ScoreResult.vlm_inputs`` (P(yes) 0.5, a score of 50)
-and is counted in ``counts.invalid``. :func:`vlm_term_rows` does it for ``[Q, M]`` shortlists and
+``attribute_vlm_score(log_p_yes, appearance, action, scene)`` over the shortlist (½ the holistic
+log P(yes) + ½ the geometric mean of the decomposed scores, each min-max normalised over the
+shortlist, ``models.retrievers.rerank``) with the inputs it was computed from and the scorer's
+counts for this call (one request per candidate). A value the scorer could not read enters as the
+neutral value of ``ScoreResult.vlm_inputs`` (log P(yes) = log 0.5, a score of 50) and is counted
+in ``counts.invalid``. :func:`vlm_term_rows` does it for ``[Q, M]`` shortlists and
 gives the ``vlm`` array ``rerank_blend`` takes.
 
 What is read (DESIGN 4.4): the query text, and for each trajectory its video (path and fps),
@@ -29,7 +30,7 @@ class VLMTerm:
     """The VLM term of one query over its shortlist (candidates in the order given)."""
 
     values: np.ndarray                           # [M] attribute_vlm_score, in [0, 1]
-    p_yes: np.ndarray                            # [M] holistic P(yes) (neutral where unread)
+    log_p_yes: np.ndarray                        # [M] holistic log P(yes) (neutral where unread)
     appearance: np.ndarray                       # [M] 0..100 (neutral where unread)
     action: np.ndarray                           # [M]
     scene: np.ndarray                            # [M]
@@ -62,9 +63,9 @@ def vlm_term(scorer: Scorer, snapshot, query_text: str, trajectory_ids: Sequence
         counts.add(result)
         results.append(result)
     inputs = np.array([r.vlm_inputs() for r in results], np.float64).reshape(-1, 4)   # [M, 4]
-    p, app, act, sce = inputs.T                                                       # [M] each
-    return VLMTerm(values=attribute_vlm_score(p, app, act, sce), p_yes=p, appearance=app, action=act, scene=sce,
-                   results=results, counts=counts)
+    lp, app, act, sce = inputs.T                                                      # [M] each
+    return VLMTerm(values=attribute_vlm_score(lp, app, act, sce), log_p_yes=lp, appearance=app, action=act,
+                   scene=sce, results=results, counts=counts)
 
 
 def vlm_term_rows(scorer: Scorer, snapshot, query_texts: Sequence[str], shortlist_ids

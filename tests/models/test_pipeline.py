@@ -17,7 +17,7 @@ from models.backends.vlm.chat_scoring import ChatScorer, YesNo
 from models.demo.benchmark import DemoBenchmarkConfig, build_split
 from models.retrievers.actpair.pipeline import dual_view_retrieve
 from models.retrievers.pipeline import Gallery, PipelineTools, RetrievalPipeline, run_pipeline
-from models.retrievers.rerank import attribute_vlm_score
+from models.retrievers.rerank import attribute_vlm_score, pair_vlm_value
 from models.retrievers.vlm_rerank import score_requests
 from models.training.evaluation import embed_snapshot, evaluate, evaluate_rows
 from models.training.trainer import build_model
@@ -126,7 +126,7 @@ def test_pairwise_comparator_requests_are_those_of_algorithm_1(world):
     for e, text in enumerate(texts):
         # replay the recorded run: each candidate's VLM value, compared as the comparator does
         candidates = [int(ids[i]) for i in fused[e]]
-        values = {t: float(attribute_vlm_score(*scorer.score(r).vlm_inputs()))
+        values = {t: pair_vlm_value(*scorer.score(r).vlm_inputs())
                   for t, r in zip(candidates, score_requests(snapshot, text, candidates), strict=True)}
 
         def compare(a, b, values=values):
@@ -170,8 +170,8 @@ def test_a_pointwise_reranker_over_m_candidates_makes_m_requests(world):
     fresh = build_scorer("heuristic", {})
     for e, text in enumerate(texts):
         head = np.argsort(-first[e], kind="stable")[:4]
-        values = [attribute_vlm_score(*fresh.score(r).vlm_inputs())
-                  for r in score_requests(snapshot, text, ids[head].tolist())]
+        inputs = np.array([fresh.score(r).vlm_inputs() for r in score_requests(snapshot, text, ids[head].tolist())])
+        values = attribute_vlm_score(*inputs.T)                      # over the shortlist, log P(yes)
         assert result.shortlists[e].tolist() == head[np.argsort(-np.array(values), kind="stable")].tolist()
 
 

@@ -16,6 +16,7 @@ from models.retrievers.rerank import (
     combsum,
     fuse_and_rerank,
     minmax_rows,
+    pair_vlm_value,
     pivot_promote,
     rerank_blend,
     shortlist,
@@ -194,15 +195,33 @@ def test_shortlist_equals_the_first_k_of_a_stable_sort_on_random_rows():
 
 # -- rerank blend ---------------------------------------------------------------------------------
 def test_attribute_vlm_score_by_hand():
-    got = attribute_vlm_score(np.array([0.9, 0.2, 1.0]), np.array([80.0, 100.0, 0.0]),
-                              np.array([10.0, 100.0, 90.0]), np.array([100.0, 100.0, 90.0]))
-    assert np.allclose(got, [0.45 + 0.5 * math.cbrt(80 * 10 * 100) / 100, 0.1 + 0.5, 0.5])
-    with pytest.raises(ValueError, match="probabilities"):
-        attribute_vlm_score(1.5, 50.0, 50.0, 50.0)
+    # log P(yes) of 0.9, 0.2 and 1.0; each half min-max normalised over the shortlist, then halved
+    log_p = np.log([0.9, 0.2, 1.0])
+    got = attribute_vlm_score(log_p, np.array([80.0, 100.0, 0.0]), np.array([10.0, 100.0, 90.0]),
+                              np.array([100.0, 100.0, 90.0]))
+    holistic = (log_p - math.log(0.2)) / (0.0 - math.log(0.2))             # [0.9346, 0, 1]
+    geometric = np.array([math.cbrt(80 * 10 * 100), 100.0, 0.0]) / 100      # [0.4309, 1, 0]
+    assert np.allclose(got, 0.5 * holistic + 0.5 * geometric)
+    assert np.allclose(got, [0.5 * 0.93459 + 0.5 * 0.43089, 0.5, 0.5], atol=1e-4)
+    # on the log scale, not the probability scale: P(yes) would give the first 0.5 * 0.875 + ...
+    assert not np.isclose(got[0], 0.5 * (0.9 - 0.2) / 0.8 + 0.5 * geometric[0])
+    rows = attribute_vlm_score(np.stack([log_p, log_p[::-1]]), *(np.full((2, 3), 50.0),) * 3)
+    assert np.allclose(rows, [0.5 * holistic, 0.5 * holistic[::-1]])      # per query, constant half: zeros
+    with pytest.raises(ValueError, match="log-probabilities"):
+        attribute_vlm_score(np.array([0.5, 0.9]), np.full(2, 50.0), np.full(2, 50.0), np.full(2, 50.0))
     with pytest.raises(ValueError, match=r"\[0, 100\]"):
-        attribute_vlm_score(0.5, 50.0, 150.0, 50.0)
+        attribute_vlm_score(np.log([0.5]), np.array([50.0]), np.array([150.0]), np.array([50.0]))
     with pytest.raises(ValueError, match="one shape"):
         attribute_vlm_score(np.zeros(2), np.zeros(3), np.zeros(3), np.zeros(3))
+    with pytest.raises(ValueError, match="shortlists"):
+        attribute_vlm_score(-0.1, 50.0, 50.0, 50.0)
+
+
+def test_pair_vlm_value_by_hand():
+    assert pair_vlm_value(math.log(0.9), 80.0, 10.0, 100.0) == pytest.approx(
+        0.45 + 0.5 * math.cbrt(80 * 10 * 100) / 100)
+    with pytest.raises(ValueError, match="log-probabilities"):
+        pair_vlm_value(0.3, 50.0, 50.0, 50.0)
 
 
 def test_rerank_blend_by_hand():
@@ -229,7 +248,7 @@ def test_fuse_and_rerank_promotes_what_the_rerankers_prefer():
 
     def rerank_scores(ids):
         hit = (ids == truth[:, None]).astype(float)               # [Q, M]
-        vlm = attribute_vlm_score(0.3 + 0.6 * hit, 50 + 40 * hit, 60 + 0 * hit, 70 + 0 * hit)
+        vlm = attribute_vlm_score(np.log(0.3 + 0.6 * hit), 50 + 40 * hit, 60 + 0 * hit, 70 + 0 * hit)
         return vlm, 0.5 + 0.1 * hit
 
     ids, scores = fuse_and_rerank(lists, rerank_scores)

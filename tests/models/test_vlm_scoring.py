@@ -30,7 +30,7 @@ from models.backends.vlm.scoring import (
     yes_no_from_top_logprobs,
 )
 from models.demo.describe_eval import truth_track
-from models.retrievers.rerank import attribute_vlm_score, rerank_blend
+from models.retrievers.rerank import attribute_vlm_score, minmax_rows, rerank_blend
 from models.retrievers.vlm_rerank import score_requests, vlm_term, vlm_term_rows
 from models.training.snapshot import (
     Relation,
@@ -184,8 +184,13 @@ def test_requests_are_counted_and_the_term_feeds_the_blend(rendered_small):
     assert blended[0].argmax() == 1 and blended[1].argmax() == 2
     term = vlm_term(scorer, snapshot, queries[0], [10])
     assert term.counts.requests == 1 and scorer.counts.requests == 7
-    assert term.values[0] == pytest.approx(0.5 * term.p_yes[0]
-                                           + 0.5 * np.cbrt(term.appearance[0] * term.action[0] * term.scene[0]) / 100)
+    assert term.values[0] == 0.0                         # one candidate: both halves are constant rows
+    three = vlm_term(build_scorer("heuristic", {}), snapshot, queries[0], [10, 11, 12])
+    assert np.allclose(three.log_p_yes, [r.log_p_yes for r in three.results])       # the log, not P(yes)
+    assert np.allclose(three.values, attribute_vlm_score(three.log_p_yes, three.appearance, three.action, three.scene))
+    holistic = minmax_rows(three.log_p_yes[None, :])[0]
+    geometric = minmax_rows(np.cbrt(three.appearance * three.action * three.scene)[None, :])[0]
+    assert np.allclose(three.values, 0.5 * holistic + 0.5 * geometric)
     with pytest.raises(KeyError, match="not a track"):
         vlm_term(scorer, snapshot, queries[0], [99])
     with pytest.raises(ValueError, match=r"\[Q, M\]"):
@@ -255,7 +260,8 @@ def test_a_result_without_a_value_reads_as_neutral():
                          invalid=["holistic: x", "scores: y"], raw_texts=["x", "y"], calls=2, crop_frames=[0],
                          full_frames=[], prompt_version="score-v1", prompt_sha256="0" * 64, backend="openai",
                          model="m")
-    assert result.p_yes is None and result.vlm_inputs() == (NEUTRAL_P_YES, NEUTRAL_SCORE, 30.0, NEUTRAL_SCORE)
+    assert result.p_yes is None and result.vlm_inputs() == (math.log(NEUTRAL_P_YES), NEUTRAL_SCORE, 30.0,
+                                                            NEUTRAL_SCORE)
     with pytest.raises(ValueError, match="log-probability"):
         dataclasses.replace(result, log_p_yes=0.5, holistic_source="logprob")
     with pytest.raises(ValueError, match="together"):

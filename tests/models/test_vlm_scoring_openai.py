@@ -81,7 +81,7 @@ def test_garbage_answers_are_counted_invalid_not_raised(rendered_small):
     assert first.log_p_yes is None and first.holistic_source is None
     assert first.appearance is first.action is first.scene is None
     assert [r.split(":")[0] for r in first.invalid] == ["holistic", "scores"]
-    assert first.vlm_inputs() == (0.5, 50.0, 50.0, 50.0)
+    assert first.vlm_inputs() == (math.log(0.5), 50.0, 50.0, 50.0)
     assert second.action == 40.0 and [r.split(":")[0] for r in second.invalid] == ["holistic", "appearance", "scene"]
     assert scorer.counts.requests == 2 and scorer.counts.invalid_results == 2
     assert scorer.counts.invalid == {"holistic": 2, "scores": 1, "appearance": 1, "scene": 1}
@@ -116,5 +116,5 @@ def test_a_non_finite_log_probability_is_counted_invalid_not_read_as_certain(ren
     result = scorer.score(request_for(rendered_small))
     assert result.log_p_yes is None and result.holistic_source is None
     assert any("non-finite" in reason for reason in result.invalid), result.invalid
-    assert result.vlm_inputs()[0] == 0.5  # the neutral P(yes), not 1
+    assert result.vlm_inputs()[0] == math.log(0.5)  # the neutral log P(yes), not log 1
     assert (result.appearance, result.action, result.scene) == (90.0, 75.0, 100.0)

@@ -21,9 +21,10 @@ description, fact, predicate, vote or relation label can reach it). It returns a
   SHA-256 of its settings), the model calls made, the frames used, the backend and the model.
 
 :meth:`ScoreResult.vlm_inputs` gives what ``models.retrievers.rerank.attribute_vlm_score`` takes,
-a value that could not be read replaced by a neutral one (:data:`NEUTRAL_P_YES` = 0.5,
-:data:`NEUTRAL_SCORE` = 50). Every scorer keeps :class:`ScoreCounts`: requests (pairs scored),
-model calls, results with an invalid mark, invalid marks per value and holistic sources.
+the holistic log P(yes) and the three scores, a value that could not be read replaced by a
+neutral one (:data:`NEUTRAL_LOG_P_YES` = log 0.5, :data:`NEUTRAL_SCORE` = 50; it stays counted
+invalid). Every scorer keeps :class:`ScoreCounts`: requests (pairs scored), model calls, results
+with an invalid mark, invalid marks per value and holistic sources.
 :func:`build_scorer` builds a backend of :data:`SCORERS` from plain settings (unknown keys and
 bad values raise ``ValueError``), like ``build_describer``.
 """
@@ -50,6 +51,7 @@ HOLISTIC_SOURCES = ("logprob", "answer", "heuristic")
 ANSWER_P_YES = {"yes": 0.99, "no": 0.01}
 # What the reranker reads for a value that could not be read.
 NEUTRAL_P_YES = 0.5
+NEUTRAL_LOG_P_YES = math.log(NEUTRAL_P_YES)
 NEUTRAL_SCORE = 50.0
 
 
@@ -121,10 +123,9 @@ class ScoreResult:
         return None if self.log_p_yes is None else math.exp(self.log_p_yes)
 
     def vlm_inputs(self) -> tuple[float, float, float, float]:
-        """``(p_yes, appearance, action, scene)`` for ``attribute_vlm_score``, a missing value
-        replaced by :data:`NEUTRAL_P_YES` / :data:`NEUTRAL_SCORE`."""
-        p = self.p_yes
-        return (NEUTRAL_P_YES if p is None else p,
+        """``(log_p_yes, appearance, action, scene)`` for ``attribute_vlm_score``, a missing value
+        replaced by :data:`NEUTRAL_LOG_P_YES` / :data:`NEUTRAL_SCORE`."""
+        return (NEUTRAL_LOG_P_YES if self.log_p_yes is None else float(self.log_p_yes),
                 *(NEUTRAL_SCORE if getattr(self, a) is None else float(getattr(self, a)) for a in AXES))
 
     def to_dict(self) -> dict:
