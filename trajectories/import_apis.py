@@ -1,4 +1,4 @@
-"""REST API of imported tracks and tubes and of tube-match reports (issue 14, items 1 and 2).
+"""REST API of imported tracks and tubes, of tube-match reports and of the clean-truth tubes they keep.
 
 A track import is checked in the request and stored by a job (``trajectories.services.imports``):
 ``POST /api/track-imports/`` answers 202 with the import and its queued run (poll
@@ -22,7 +22,8 @@ from common.pagination import Page, paginate
 from common.params import flag_field, int_param
 from common.roles import IsManager, IsStaffMember
 from common.schema import ERROR, PlainChoiceField
-from trajectories.models import ProposalRun, TrackImport, TubeMatchReport, Video
+from trajectories.models import CleanTruthTube, ProposalRun, TrackImport, TubeMatchReport, Video
+from trajectories.selectors import clean_truth_tube_list
 from trajectories.services.imports import track_import_create
 from trajectories.services.track_files import track_file_check
 from trajectories.services.tube_matching import tube_match_report_create
@@ -252,3 +253,37 @@ class TubeMatchReportDetailApi(APIView):
                    summary="One tube-match report")
     def get(self, request, report_id: int):
         return Response(TubeMatchReportOutputSerializer(get_object_or_404(TubeMatchReport, pk=report_id)).data)
+
+
+class CleanTruthTubeOutputSerializer(serializers.ModelSerializer):
+    tube_track_id = serializers.IntegerField(source="tube.track_id", help_text="the tube's id in its file")
+    first_frame = serializers.IntegerField(source="tube.first_frame", help_text="the tube's first annotated frame")
+    last_frame = serializers.IntegerField(source="tube.last_frame", help_text="the tube's last annotated frame")
+    frames = serializers.SerializerMethodField(help_text="the tube's annotated frame indices")
+    boxes = serializers.SerializerMethodField(help_text="the tube's boxes [x1, y1, x2, y2], original pixels")
+
+    class Meta:
+        model = CleanTruthTube
+        fields = ["id", "report", "video", "tube", "tube_track_id", "trajectory", "caption", "max_iou", "coverage",
+                  "mean_iou", "first_frame", "last_frame", "frames", "boxes", "created_at"]
+
+    def get_frames(self, obj) -> list[int]:
+        return obj.tube.frames_array().tolist()
+
+    def get_boxes(self, obj) -> list[list[float]]:
+        return obj.tube.boxes_array().round(2).tolist()
+
+
+class CleanTruthTubeListApi(APIView):
+    permission_classes = [IsStaffMember]
+    pagination_class = Page
+
+    @extend_schema(parameters=[OpenApiParameter("video", int), OpenApiParameter("report", int),
+                               OpenApiParameter("trajectory", int, description="the matched proposal")],
+                   responses=CleanTruthTubeOutputSerializer(many=True),
+                   summary="List annotated tubes kept as clean ground truth beside the proposals they matched "
+                           "(seed D.1; made by tube-match reports, read-only)")
+    def get(self, request):
+        qs = clean_truth_tube_list(video_id=int_param(request, "video"), report_id=int_param(request, "report"),
+                                   trajectory_id=int_param(request, "trajectory"))
+        return paginate(qs, CleanTruthTubeOutputSerializer, request, self)

@@ -347,3 +347,36 @@ class TubeMatchReport(models.Model):
             models.UniqueConstraint(fields=["tubes_run", "proposals_run"], name="tube_match_report_once_per_runs"),
             models.CheckConstraint(condition=~Q(tubes_run=F("proposals_run")), name="tube_match_report_two_runs"),
         ]
+
+
+class CleanTruthTube(models.Model):
+    """An annotated tube kept as the clean ground truth beside a proposal it matched (seed D.1).
+
+    The tube's own observations (its trajectory in the tubes run, limited to the annotated event)
+    are the clean record; the proposal keeps its full tracker extent. One row per identity-checked
+    raw positive of a :class:`TubeMatchReport`, with the pair's overlap figures; the rows follow
+    their report (replaced with it when the matching is computed again), and neither trajectory is
+    ever changed by them.
+    """
+
+    report = models.ForeignKey(TubeMatchReport, on_delete=models.CASCADE, related_name="clean_truth")
+    video = models.ForeignKey(Video, on_delete=models.PROTECT, related_name="+")
+    tube = models.ForeignKey(Trajectory, on_delete=models.PROTECT, related_name="clean_truth_links",
+                             help_text="the annotated tube (a trajectory of the report's tubes run)")
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="clean_truth",
+                                   help_text="the matched proposal (an identity-checked raw positive)")
+    caption = models.TextField(blank=True, help_text="the source's caption of the tube, if any")
+    max_iou = models.FloatField(help_text="maxIoU_b(r) over the tube's annotated frames")
+    coverage = models.FloatField(help_text="C_tau(r): share of annotated frames with IoU >= tau")
+    mean_iou = models.FloatField(help_text="meanIoU_b(r) over the tube's annotated frames")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["report_id", "tube_id", "trajectory_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["report", "tube", "trajectory"], name="clean_truth_once_per_pair"),
+            models.CheckConstraint(condition=~Q(tube=F("trajectory")), name="clean_truth_two_trajectories"),
+            models.CheckConstraint(condition=Q(coverage__gte=0) & Q(coverage__lte=1) & Q(mean_iou__gte=0)
+                                   & Q(mean_iou__lte=1) & Q(max_iou__gt=0) & Q(max_iou__lte=1),
+                                   name="clean_truth_overlap_in_range"),
+        ]

@@ -21,6 +21,7 @@ from trajectories.crop_files import (
     strip_frames,
 )
 from trajectories.models import (
+    CleanTruthTube,
     DuplicateCandidate,
     ProposalConfig,
     ProposalRun,
@@ -77,6 +78,17 @@ def video_pool_read(*, video_id: int, run_id: int | None = None) -> list[Traject
     qs = Trajectory.objects.filter(video_id=video_id)
     qs = qs.filter(run_id=run_id) if run_id is not None else qs.filter(run__status=ProposalRun.Status.SUCCEEDED)
     return list(qs.order_by("run_id", "track_id"))
+
+
+def clean_truth_tube_list(*, video_id: int | None = None, report_id: int | None = None,
+                          trajectory_id: int | None = None) -> QuerySet[CleanTruthTube]:
+    """Clean-truth tubes with their tube's observations, optionally of one video, report or matched
+    proposal."""
+    qs = CleanTruthTube.objects.select_related("tube")
+    for field, value in (("video_id", video_id), ("report_id", report_id), ("trajectory_id", trajectory_id)):
+        if value is not None:
+            qs = qs.filter(**{field: value})
+    return qs
 
 
 def duplicate_candidate_list(*, video_id: int | None = None) -> QuerySet[DuplicateCandidate]:

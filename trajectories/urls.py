@@ -27,4 +27,5 @@ urlpatterns = [
     path("tube-match-reports/", import_apis.TubeMatchReportListApi.as_view(), name="tube-match-report-list"),
     path("tube-match-reports/<int:report_id>/", import_apis.TubeMatchReportDetailApi.as_view(),
          name="tube-match-report-detail"),
+    path("clean-truth-tubes/", import_apis.CleanTruthTubeListApi.as_view(), name="clean-truth-tube-list"),
 ]

@@ -4,6 +4,10 @@ video's imported annotated tubes and store the per-video report (``TubeMatchRepo
 The maths is ``models.curation.tube_matching``; here the runs are checked, loaded and the report
 stored. Proposal pairs already proposed for duplicate review are passed as possible same-identity
 fragments, so such a fragment of a positive is never proposed as a low-overlap negative.
+
+Each identity-checked raw positive keeps its tube beside it as a :class:`CleanTruthTube`: the
+annotated tube is the clean ground truth (its event-limited boxes), the proposal the matched raw
+record (its full extent), as D.1 keeps both.
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from django.db import transaction
 
 from common.errors import ApplicationError, ConflictError
 from models.curation.tube_matching import Track, TubeMatchConfig, match_tubes
-from trajectories.models import DuplicateCandidate, ProposalRun, Trajectory, TubeMatchReport
+from trajectories.models import CleanTruthTube, DuplicateCandidate, ProposalRun, Trajectory, TubeMatchReport
 
 
 def _tracks(run: ProposalRun) -> list[tuple[Trajectory, Track]]:
@@ -27,7 +31,8 @@ def tube_match_report_create(*, tubes_run: ProposalRun, proposals_run: ProposalR
     Refused: a ``tubes_run`` that is not an import of annotated tubes (409 ``not_tubes``), a
     ``proposals_run`` that is one (409 ``tubes_as_proposals``), runs of different videos (400
     ``different_videos``), an unfinished run (409 ``run_not_finished``), bad settings (400
-    ``invalid_match_settings``). Locks the report row of the pair of runs while replacing it.
+    ``invalid_match_settings``). Locks the report row of the pair of runs while replacing it and
+    its clean-truth tubes (one per identity-checked raw positive).
     """
     if not tubes_run.annotated_tubes:
         raise ConflictError(f"run {tubes_run.pk} is not an import of annotated tubes", code="not_tubes")
@@ -60,7 +65,21 @@ def tube_match_report_create(*, tubes_run: ProposalRun, proposals_run: ProposalR
             tubes_run=tubes_run, proposals_run=proposals_run,
             defaults=dict(video_id=tubes_run.video_id, config=settings.as_dict(), counts=result.counts(),
                           report=body, created_by=created_by))
+        _clean_truth_store(report)
     return report
+
+
+def _clean_truth_store(report: TubeMatchReport) -> None:
+    """Replace the report's clean-truth tubes with one per (tube, raw positive) of its body."""
+    overlap = {(p["tube"], p["trajectory"]): p for p in report.report["pairs"]}
+    rows = []
+    for link in raw_positives(report):
+        pair = overlap[(link["tube"], link["trajectory"])]
+        rows.append(CleanTruthTube(report=report, video_id=report.video_id, tube_id=link["tube"],
+                                   trajectory_id=link["trajectory"], caption=link["caption"],
+                                   max_iou=pair["max_iou"], coverage=pair["coverage"], mean_iou=pair["mean_iou"]))
+    CleanTruthTube.objects.filter(report=report).delete()
+    CleanTruthTube.objects.bulk_create(rows)
 
 
 def raw_positives(report: TubeMatchReport) -> list[dict]:

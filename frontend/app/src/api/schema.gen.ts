@@ -216,6 +216,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/clean-truth-tubes/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List annotated tubes kept as clean ground truth beside the proposals they matched (seed D.1; made by tube-match reports, read-only) */
+        get: operations["clean_truth_tubes_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/completeness/": {
         parameters: {
             query?: never;
@@ -2111,6 +2128,44 @@ export interface components {
             /** @description why it failed; empty when ok */
             error: string;
         };
+        CleanTruthTubeOutput: {
+            readonly id: number;
+            report: number;
+            video: number;
+            /** @description the annotated tube (a trajectory of the report's tubes run) */
+            tube: number;
+            /** @description the tube's id in its file */
+            tube_track_id: number;
+            /** @description the matched proposal (an identity-checked raw positive) */
+            trajectory: number;
+            /** @description the source's caption of the tube, if any */
+            caption?: string;
+            /**
+             * Format: double
+             * @description maxIoU_b(r) over the tube's annotated frames
+             */
+            max_iou: number;
+            /**
+             * Format: double
+             * @description C_tau(r): share of annotated frames with IoU >= tau
+             */
+            coverage: number;
+            /**
+             * Format: double
+             * @description meanIoU_b(r) over the tube's annotated frames
+             */
+            mean_iou: number;
+            /** @description the tube's first annotated frame */
+            first_frame: number;
+            /** @description the tube's last annotated frame */
+            last_frame: number;
+            /** @description the tube's annotated frame indices */
+            readonly frames: number[];
+            /** @description the tube's boxes [x1, y1, x2, y2], original pixels */
+            readonly boxes: number[][];
+            /** Format: date-time */
+            readonly created_at: string;
+        };
         CompletenessOutput: {
             split: string;
             /** @description admitted queries of the split's benchmark videos */
@@ -2750,6 +2805,21 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["AuditSampleOutput"][];
+        };
+        PaginatedCleanTruthTubeOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["CleanTruthTubeOutput"][];
         };
         PaginatedCrossPairOutputList: {
             /** @example 123 */
@@ -5621,6 +5691,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BackendListOutput"];
+                };
+            };
+            /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The API token has expired (token_expired): get a new one with POST /api/auth/token/ */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not signed in, or the user's roles do not allow it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    clean_truth_tubes_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                report?: number;
+                /** @description the matched proposal */
+                trajectory?: number;
+                video?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCleanTruthTubeOutputList"];
                 };
             };
             /** @description Invalid input: a body or query parameter out of its type, range or choices; text with a NUL, a lone surrogate or bytes that are not UTF-8 anywhere in the request (invalid_text); an integer past int64 (out_of_range) or an id in the path past it (invalid_id). extra.field names the field */
