@@ -15,7 +15,13 @@ from django.db import transaction
 
 from common.errors import ApplicationError, ConflictError
 from models.curation.tube_matching import Track, TubeMatchConfig, match_tubes
-from trajectories.models import CleanTruthTube, DuplicateCandidate, ProposalRun, Trajectory, TubeMatchReport
+from trajectories.models import (
+    CleanTruthTube,
+    DuplicateCandidate,
+    ProposalRun,
+    Trajectory,
+    TubeMatchReport,
+)
 
 
 def _tracks(run: ProposalRun) -> list[tuple[Trajectory, Track]]:
