@@ -87,18 +87,20 @@ ACTPAIR_RERANK = Preset(
 # request names in ``fuse_runs`` (the other fusion members), then the top-20 reranked by the VLM
 # term, by ScoutITM, and by the blend of both with the fused score (the weights of
 # models.retrievers.rerank.BlendConfig, 0.2 / 0.6 / 0.2; a term left out keeps the others' ratio).
-# Without fuse_runs there is nothing to fuse: the "combsum" variant is left out and the rerankers
-# sit on the SCOUT model alone (the table's "pipelines" says what each variant ran).
+# Without fuse_runs there is nothing to fuse: the "combsum" and "rrf" variants are left out and the
+# rerankers sit on the SCOUT model alone (the table's "pipelines" says what each variant ran). "rrf"
+# is the rank-only control for CombSUM (§7.1, §7.3: reciprocal rank fusion, k = 60).
 COMBSUM = {"fusion": "combsum"}
 SCOUT_RERANK = Preset(
     name="scout-rerank", model_kind="scout", reference="first_stage",
     description="SCOUT's fusion and reranking on one training: the model alone, CombSUM with the fuse_runs "
-                "members, + VLM term, + ScoutITM (trained on mined negatives), the full blend (0.2 / 0.6 / 0.2) "
-                "over the top-20",
+                "members (and RRF, k = 60, as the rank-only control), + VLM term, + ScoutITM (trained on mined "
+                "negatives), the full blend (0.2 / 0.6 / 0.2) over the top-20",
     base={"model": {"itm": {"enabled": True}}}, pipeline={"shortlist": 20}, fusion_variants=(
-        "combsum", "vlm", "itm", "full_blend"),
+        "combsum", "rrf", "vlm", "itm", "full_blend"),
     variants={"first_stage": {},
               "combsum": {"pipeline": COMBSUM},
+              "rrf": {"pipeline": {"fusion": "rrf", "rrf_k": 60}},
               "vlm": {"pipeline": {**COMBSUM, "reranker": "pointwise",
                                    "weights": {"first_stage": 0.25, "vlm": 0.75, "itm": 0.0}}},
               "itm": {"pipeline": {**COMBSUM, "reranker": "pointwise",

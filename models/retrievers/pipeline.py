@@ -11,8 +11,9 @@ trajectory embeddings for a list of query texts:
    (``models.retrievers.actpair.rewrite``: the text and the model's canonical action and scene
    vocabularies only). ``fuse_runs`` adds the dense list of other trained runs (the caller loads
    them);
-2. **fusion**: ``"none"`` (one list), ``"combsum"`` (``models.retrievers.rerank.combsum``) or
-   ``"dual_view"`` (ActPair Eq. 7 over ``["dense", "rewrite"]``: the union of each view's top
+2. **fusion**: ``"none"`` (one list), ``"combsum"`` (``models.retrievers.rerank.combsum``),
+   ``"rrf"`` (reciprocal rank fusion with ``rrf_k``, ``models.retrievers.rerank.rrf``: SCOUT's
+   rank-only control for CombSUM) or ``"dual_view"`` (ActPair Eq. 7 over ``["dense", "rewrite"]``: the union of each view's top
    ``top_k``, the mean of both scores; trajectories outside the union rank below it);
 3. **shortlist**: the first ``shortlist`` (M) trajectories per query, ties to the lower index;
 4. **reranker** over the shortlist: ``"none"``; ``"pairwise"``: pivot-promote
@@ -56,13 +57,13 @@ from models.retrievers.actpair.rewrite import rewrite_queries
 from models.retrievers.comparators import ChatPairJudge, DescriptionComparator, ScorerComparator
 from models.retrievers.decorrelation import pairwise_decorrelation
 from models.retrievers.described import describe_tracks, description_text
-from models.retrievers.rerank import combsum, minmax_rows, pivot_promote, shortlist
+from models.retrievers.rerank import combsum, minmax_rows, pivot_promote, rrf, shortlist
 from models.retrievers.vlm_rerank import score_requests, vlm_term
 from models.text import INT64_MAX
 from models.training.index import cosines
 
 RETRIEVERS = ("dense", "rewrite")
-FUSIONS = ("none", "combsum", "dual_view")
+FUSIONS = ("none", "combsum", "dual_view", "rrf")
 RERANKERS = ("none", "pairwise", "pointwise")
 COMPARATORS = ("scorer", "vlm", "description")
 CHAT_SCORERS = ("transformers", "openai")
@@ -124,7 +125,8 @@ class RetrievalPipeline(PlainConfig):
 
     retrievers: tuple[str, ...] = ("dense",)     # first-stage score lists of the model: "dense", "rewrite"
     fuse_runs: tuple[int, ...] = ()              # other training runs whose dense lists join the first stage
-    fusion: str = "none"                         # "none" | "combsum" | "dual_view"
+    fusion: str = "none"                         # "none" | "combsum" | "dual_view" | "rrf"
+    rrf_k: float = 60                            # rrf: the constant k of 1 / (k + rank) (Cormack et al.: 60)
     top_k: int = 100                             # dual_view: candidates kept per view (K)
     shortlist: int = 10                          # candidates per query to the reranker (M)
     rewrite: Backend = field(default_factory=lambda: Backend("template"))  # language backend of "rewrite"
@@ -147,9 +149,12 @@ class RetrievalPipeline(PlainConfig):
         _known("fusion", self.fusion, FUSIONS)
         n = len(self.retrievers) + len(self.fuse_runs)
         if self.fusion == "none" and n != 1:
-            raise ValueError(f"{n} first-stage score lists need a fusion (combsum or dual_view)")
-        if self.fusion == "combsum" and n < 2:
-            raise ValueError("combsum fuses at least two first-stage score lists")
+            raise ValueError(f"{n} first-stage score lists need a fusion (combsum, rrf or dual_view)")
+        if self.fusion in ("combsum", "rrf") and n < 2:
+            raise ValueError(f"{self.fusion} fuses at least two first-stage score lists")
+        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int | float) or not (
+                np.isfinite(self.rrf_k) and self.rrf_k > 0):
+            raise ValueError(f"rrf_k must be a finite number > 0 (RRF's k; 60 by default), got {self.rrf_k!r}")
         if self.fusion == "dual_view" and (tuple(self.retrievers) != ("dense", "rewrite") or self.fuse_runs):
             raise ValueError('dual_view fuses the retrievers ["dense", "rewrite"] of one model, nothing else')
         for name in ("top_k", "shortlist"):
@@ -161,6 +166,14 @@ class RetrievalPipeline(PlainConfig):
         _known("rewrite backend", self.rewrite.backend, LLM_BACKENDS)
         _known("reranker", self.reranker, RERANKERS)
         _known("scoring backend", self.scorer.backend, SCORER_BACKENDS)
+
+    def as_dict(self) -> dict:
+        """Every field as plain data, ``rrf_k`` only with the ``"rrf"`` fusion: a pipeline that does
+        not read it keeps the record (and the hash) it had before the field existed."""
+        record = super().as_dict()
+        if self.fusion != "rrf":
+            del record["rrf_k"]
+        return record
 
     def sha256(self) -> str:
         """SHA-256 of the pipeline's canonical JSON (what stored runs are keyed by)."""
@@ -316,6 +329,8 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
         ranked = lists[0].copy()                                                           # [E, T]
     elif p.fusion == "combsum":
         ranked = combsum(lists)                                                            # [E, T]
+    elif p.fusion == "rrf":
+        ranked = rrf(lists, p.rrf_k)                                                       # [E, T]
     else:
         union, fused = dual_view_union(torch.from_numpy(lists[0]), torch.from_numpy(lists[1]), p.top_k)
         union, ranked = union.numpy(), fused.numpy().astype(np.float64)                    # [E, T] each

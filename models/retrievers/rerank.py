@@ -8,6 +8,8 @@ fusion with its top-20 shortlist, and SCOUT's rerank blend with the attribute-de
   are counted, since each one is a multimodal model call.
 - ``combsum(score_lists)``: per query, every retriever's scores are min-max normalised to [0, 1]
   (a constant row becomes zeros) and summed (DESIGN 5). ``shortlist`` keeps the top 20.
+- ``rrf(score_lists, k=60)``: reciprocal rank fusion (Cormack et al., 2009), the rank-only control
+  SCOUT sets CombSUM against (7.1, 7.3): per query ``Σ_lists 1 / (k + rank)``, ranks from 1.
 - ``rerank_blend``: over the shortlist, each signal is min-max normalised per query and the three
   are mixed with weights 0.2 (fused) / 0.6 (VLM) / 0.2 (ITM). The VLM signal is
   ``attribute_vlm_score``: ½ the holistic log P(yes) (6.2: "read out as the log-probability of
@@ -88,16 +90,39 @@ def minmax_rows(scores) -> np.ndarray:
 def combsum(score_lists: Sequence) -> np.ndarray:
     """CombSUM fusion: each ``[Q, N]`` score array (one per retriever, over the same gallery in the
     same column order) min-max normalised per query, then summed. Returns ``[Q, N]``."""
+    return np.sum([minmax_rows(s) for s in _score_lists(score_lists, "combsum")], axis=0)   # [Q, N]
+
+
+def rrf(score_lists: Sequence, k: float = 60) -> np.ndarray:
+    """Reciprocal rank fusion (Cormack, Clarke and Büttcher, 2009): per query, each ``[Q, N]``
+    score list ranks the gallery (rank 1 = best; ties to the lower index, as :func:`shortlist`),
+    and an item's fused score is ``Σ_lists 1 / (k + rank)``. Only ranks count, not score
+    magnitudes: the control SCOUT sets CombSUM against. ``k`` > 0 (60 in the original paper)
+    damps the weight of the very top ranks. Returns ``[Q, N]``."""
+    if isinstance(k, bool) or not isinstance(k, int | float) or not (np.isfinite(k) and k > 0):
+        raise ValueError(f"rrf needs k > 0 (a finite number; 60 in Cormack et al.), got {k!r}")
+    fused = None
+    for s in _score_lists(score_lists, "rrf"):
+        order = np.argsort(-s, axis=1, kind="stable")                                 # [Q, N]
+        ranks = np.empty_like(order)
+        np.put_along_axis(ranks, order, np.arange(1, s.shape[1] + 1)[None, :].repeat(len(s), 0), axis=1)
+        term = 1.0 / (k + ranks)                                                      # [Q, N]
+        fused = term if fused is None else fused + term
+    return fused                                                                      # [Q, N]
+
+
+def _score_lists(score_lists: Sequence, fusion: str) -> list[np.ndarray]:
+    """The ``[Q, N]`` score lists of a fusion as float64 arrays of one shape (a stacked
+    ``[L, Q, N]`` array is ``L`` lists); none, or shapes that differ, are a ``ValueError``."""
     if isinstance(score_lists, np.ndarray) or hasattr(score_lists, "detach"):
-        score_lists = list(score_lists)       # a stacked [L, Q, N] array is L score lists
+        score_lists = list(score_lists)
     if len(score_lists) == 0:
-        raise ValueError("combsum needs at least one score list")
-    normalised = [minmax_rows(_scores(s, f"score_lists[{i}]")) for i, s in enumerate(score_lists)]
-    shape = normalised[0].shape
-    for i, n in enumerate(normalised):
-        if n.shape != shape:
-            raise ValueError(f"score_lists[{i}] has shape {list(n.shape)}, expected {list(shape)}")
-    return np.sum(normalised, axis=0)                                             # [Q, N]
+        raise ValueError(f"{fusion} needs at least one score list")
+    arrays = [_scores(s, f"score_lists[{i}]") for i, s in enumerate(score_lists)]
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise ValueError(f"score_lists[{i}] has shape {list(a.shape)}, expected {list(arrays[0].shape)}")
+    return arrays
 
 
 def shortlist(scores, k: int = 20) -> np.ndarray:

@@ -138,7 +138,7 @@ def test_the_scout_preset_fuses_only_when_given_runs_to_fuse_with():
     assert list(alone.variants) == ["first_stage", "vlm", "itm", "full_blend"]
     assert all("fusion" not in p and "fuse_runs" not in p for *_, p in alone.cells())
     fused = spec_from_request({"preset": "scout-rerank", "fuse_runs": [7, 9]})
-    assert list(fused.variants) == ["first_stage", "combsum", "vlm", "itm", "full_blend"]
+    assert list(fused.variants) == ["first_stage", "combsum", "rrf", "vlm", "itm", "full_blend"]
     pipelines = {v: p for v, _, _, p in fused.cells()}
     assert pipelines["first_stage"] == {"shortlist": 20}
     assert pipelines["combsum"] == {"shortlist": 20, "fusion": "combsum", "fuse_runs": [7, 9]}
