@@ -316,6 +316,11 @@ def _prepare(item, rater, label, is_adjudication, n_categories, labels, decided,
         keep = decided[item]                                          # [V]
         item, arrays = item[keep], {k: v[keep] for k, v in arrays.items()}
     time = arrays.get("time_spent")
+    if time is not None and time.size:
+        # One order for the same votes, whatever order they came in: float sums of times depend on
+        # the order they are added in, and a report (a release's statistics) must not.
+        order = np.lexsort((time, arrays["rater"], item))             # [V]
+        item, time, arrays = item[order], time[order], {k: v[order] for k, v in arrays.items()}
     return (names, n_categories, n_items, item, arrays["rater"], arrays["label"],
             arrays["is_adjudication"], time)
 

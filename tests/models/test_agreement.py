@@ -513,3 +513,19 @@ def test_report_with_a_panel_of_five():
     assert set(fast["vote_distributions"]["patterns"]) == {"5-0", "4-1", "3-2", "3-1-1", "2-2-1"}
     counts = count_matrix(item, label, n_items, 3)
     assert fast["fleiss_kappa"] == pytest.approx(statsmodels_fleiss_kappa(counts, method="fleiss"))
+
+
+def test_the_report_does_not_depend_on_the_order_the_votes_come_in():
+    """The same votes in another order give the same report, float for float (a release written
+    twice from the same records has the same statistics, whatever order the database returns)."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    item, rater = np.repeat(np.arange(n // 3), 3), rng.integers(0, 40, n)
+    label, adj = rng.integers(0, 3, n), rng.random(n) < 0.05
+    time = np.where(rng.random(n) < 0.1, np.nan, rng.random(n) * 37.3 + 0.001)
+    first = agreement_report(item, rater, label, adj, 3, USABILITY, time_spent=time)
+    for _ in range(3):
+        order = rng.permutation(n)
+        again = agreement_report(item[order], rater[order], label[order], adj[order], 3, USABILITY,
+                                 time_spent=time[order])
+        assert repr(again) == repr(first)
