@@ -26,7 +26,15 @@ trajectory embeddings for a list of query texts:
 
 The final scores ``[E, T]`` are the fused scores with the shortlist's values handed out again in
 the reranked order, so sorting them gives the pipeline's ranking and the scores outside the
-shortlist are untouched. The report counts, per query, comparator requests, scorer requests
+shortlist are untouched. They rank each query's gallery and are **not** comparable across queries
+(CombSUM and the reranker's blend min-max normalise per query, dual-view drops what lies outside a
+query's own union). ``comparable`` holds what a ranking *of queries* reads (Traj2T ranks every
+query for a trajectory, so one query's scores must be on the scale of another's): the first stage
+fused on one scale for all queries (``"none"``: the cosines; ``"combsum"``: each list min-max
+normalised over the whole matrix, ``models.retrievers.rerank.minmax_all``, then summed; ``"rrf"``:
+each list's ranks of the queries per trajectory, fused as RRF does; ``"dual_view"``: Eq. 7's mean
+of both views' cosines, without the per-query union). A reranker orders one query's shortlist and
+gives no cross-query scale, so it does not reach them. The report counts, per query, comparator requests, scorer requests
 and invalid answers (an answer that is not a decision, a score that could not be read: counted,
 never raised), and the rewrite requests; with several first-stage lists it also summarises their
 per-query Spearman decorrelation (``models.retrievers.decorrelation``: what makes fusing them pay).
@@ -57,7 +65,7 @@ from models.retrievers.actpair.rewrite import rewrite_queries
 from models.retrievers.comparators import ChatPairJudge, DescriptionComparator, ScorerComparator
 from models.retrievers.decorrelation import pairwise_decorrelation
 from models.retrievers.described import describe_tracks, description_text
-from models.retrievers.rerank import combsum, minmax_rows, pivot_promote, rrf, shortlist
+from models.retrievers.rerank import combsum, minmax_all, minmax_rows, pivot_promote, rrf, shortlist
 from models.retrievers.vlm_rerank import score_requests, vlm_term
 from models.text import INT64_MAX
 from models.training.index import cosines
@@ -237,6 +245,7 @@ class PipelineResult:
     report: dict                                 # the pipeline, requests and invalid answers per query
     rewrites: list[str] | None = None            # [E] the rewritten view, when a retriever used it
     descriptions: list[dict[int, str]] = field(default_factory=list)  # [E] description comparator's texts
+    comparable: np.ndarray | None = None         # [E, T] first stage on one scale for all queries (Traj2T)
 
 
 def encode_texts(model, texts: Sequence[str]) -> np.ndarray:
@@ -269,6 +278,20 @@ def gallery_scores(gallery: Gallery, texts: Sequence[str]) -> np.ndarray:
 def _vocabulary_names(model, attribute: str) -> list[str]:
     vocabulary = getattr(model, attribute, None)
     return list(vocabulary.canonical) if vocabulary is not None else []
+
+
+def comparable_scores(fusion: str, lists: Sequence[np.ndarray], rrf_k: float = 60) -> np.ndarray:
+    """The first-stage ``lists`` (each ``[E, T]`` cosines) fused on one scale for every query (module
+    docstring): no per-query normalisation, so a ranking of queries for a trajectory compares like
+    with like."""
+    _known("fusion", fusion, FUSIONS)
+    if fusion == "none":
+        return np.asarray(lists[0], np.float64).copy()                                     # [E, T]
+    if fusion == "combsum":
+        return np.sum([minmax_all(s) for s in lists], axis=0)                              # [E, T]
+    if fusion == "rrf":         # each list's ranks of the queries per trajectory, fused as RRF does
+        return rrf([np.asarray(s).T for s in lists], rrf_k).T                             # [E, T]
+    return (np.asarray(lists[0], np.float64) + np.asarray(lists[1], np.float64)) / 2       # [E, T]
 
 
 def _reassign(row: np.ndarray, head: np.ndarray, order: list[int]) -> None:
@@ -400,7 +423,7 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
                    "scorer_counts": counts.to_dict(), "shortlist": m}
     report["timing_s"] = {k: round(v, 4) for k, v in timing.items()}
     return PipelineResult(scores=final, shortlists=out_heads, report=report, rewrites=rewrites,
-                          descriptions=descriptions)
+                          descriptions=descriptions, comparable=comparable_scores(p.fusion, lists, p.rrf_k))
 
 
 def _itm_term(gallery: Gallery, view, tools: PipelineTools, text: str, candidates: list[int]) -> np.ndarray:

@@ -7,7 +7,9 @@ fusion with its top-20 shortlist, and SCOUT's rerank blend with the attribute-de
   pivot, then the others (answer ``"a"`` or ``"tie"``) in their prior order. The comparator calls
   are counted, since each one is a multimodal model call.
 - ``combsum(score_lists)``: per query, every retriever's scores are min-max normalised to [0, 1]
-  (a constant row becomes zeros) and summed (DESIGN 5). ``shortlist`` keeps the top 20.
+  (a constant row becomes zeros) and summed (DESIGN 5). ``shortlist`` keeps the top 20. Per-query
+  scales rank each query's gallery; ``minmax_all`` (one map for the whole array) is what keeps
+  scores of different queries comparable, as trajectory→text ranking needs.
 - ``rrf(score_lists, k=60)``: reciprocal rank fusion (Cormack et al., 2009), the rank-only control
   SCOUT sets CombSUM against (7.1, 7.3): per query ``Σ_lists 1 / (k + rank)``, ranks from 1.
 - ``rerank_blend``: over the shortlist, each signal is min-max normalised per query and the three
@@ -85,6 +87,17 @@ def minmax_rows(scores) -> np.ndarray:
     lo = s.min(axis=1, keepdims=True)                                             # [Q, 1]
     span = s.max(axis=1, keepdims=True) - lo                                      # [Q, 1]
     return np.divide(s - lo, span, out=np.zeros_like(s), where=span > 0)          # [Q, N]
+
+
+def minmax_all(scores) -> np.ndarray:
+    """One ``(x - min) / (max - min)`` over the whole array (a constant array becomes zeros): the
+    same affine map for every row, so values of different rows stay comparable. ``[Q, N]`` →
+    ``[Q, N]``."""
+    s = _scores(scores, "scores")
+    if s.size == 0:
+        return s.copy()
+    lo, span = s.min(), s.max() - s.min()
+    return (s - lo) / span if span > 0 else np.zeros_like(s)                      # [Q, N]
 
 
 def combsum(score_lists: Sequence) -> np.ndarray:

@@ -78,7 +78,8 @@ def evaluate(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cache_di
     ``mean_e 1/|pool(V_e)|`` of DESIGN 4.3, T2Traj's ``random_R@1``). The scores are
     :func:`score_snapshot`'s; the labels are read only to rank them into figures. With a
     ``pipeline`` the scores are its final scores and its report (requests per query, invalid
-    answers) comes back under ``"pipeline"``."""
+    answers) comes back under ``"pipeline"``; Traj2T, which ranks queries against each other, then
+    reads the pipeline's ``comparable`` scores (its final ones are scaled per query)."""
     return evaluate_rows(model, snapshot, cache_dir=cache_dir, pipeline=pipeline)[0]
 
 
@@ -89,23 +90,24 @@ def evaluate_rows(model: torch.nn.Module, snapshot: RelationSnapshotData, *, cac
     report = None
     if pipeline is not None:
         result = snapshot_pipeline(model, snapshot, pipeline, cache_dir=cache_dir)
-        sim, report = result.scores, result.report
+        sim, columns, report = result.scores, result.comparable, result.report
     else:
-        sim = score_snapshot(model, snapshot, cache_dir=cache_dir)              # [E, T]
-    metrics = _protocols(sim, snapshot) | {"random": random_baseline(snapshot)}
+        sim = columns = score_snapshot(model, snapshot, cache_dir=cache_dir)    # [E, T]
+    metrics = _protocols(sim, snapshot, columns) | {"random": random_baseline(snapshot)}
     if report is not None:
         metrics["pipeline"] = report
-    return metrics, snapshot_rows(sim, snapshot)
+    return metrics, snapshot_rows(sim, snapshot, traj2t_sim=columns)
 
 
-def snapshot_rows(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
+def snapshot_rows(sim: np.ndarray, snapshot: RelationSnapshotData, *, traj2t_sim: np.ndarray | None = None) -> dict:
     """``models.training.metrics.protocol_rows`` of ``sim`` ``[E, T]`` with each row named by its id:
     ``"id"`` holds query ids (T2Traj, OCVR) or trajectory ids (Traj2T) in place of row indices,
-    so runs of two models on the same snapshot pair row by row whatever their order."""
+    so runs of two models on the same snapshot pair row by row whatever their order. Traj2T ranks
+    ``traj2t_sim`` when given (a pipeline's scores comparable across queries)."""
     relation, _, _ = snapshot.matrix(include_pseudo=False)                          # [E, T]
     track_video = np.asarray([t.video_id for t in snapshot.tracks], np.int64)      # [T]
     query_video = np.asarray([q.video_id for q in snapshot.queries], np.int64)     # [E]
-    rows = protocol_rows(sim, relation, track_video, query_video)
+    rows = protocol_rows(sim, relation, track_video, query_video, traj2t_sim=traj2t_sim)
     names = {"t2traj": [q.id for q in snapshot.queries], "traj2t": [t.id for t in snapshot.tracks],
              "ocvr": [q.id for q in snapshot.queries]}
     return {task: {"id": [int(names[task][i]) for i in values.pop("row")], **values}
@@ -116,12 +118,14 @@ def _model_device(model: torch.nn.Module) -> torch.device:
     return next(iter(model.parameters())).device
 
 
-def _protocols(sim: np.ndarray, snapshot: RelationSnapshotData) -> dict:
+def _protocols(sim: np.ndarray, snapshot: RelationSnapshotData, columns: np.ndarray) -> dict:
+    """T2Traj and OCVR rank each query's row of ``sim``; Traj2T ranks queries for a trajectory, so it
+    reads ``columns``, scores on one scale for every query (DESIGN 4.3)."""
     relation, _, _ = snapshot.matrix(include_pseudo=False)                          # [E, T]
     track_video = np.asarray([t.video_id for t in snapshot.tracks], np.int64)      # [T]
     query_video = np.asarray([q.video_id for q in snapshot.queries], np.int64)     # [E]
     return {"t2traj": evaluate_t2traj(sim, relation, track_video, query_video),
-            "traj2t": evaluate_traj2t(sim, relation, track_video, query_video),
+            "traj2t": evaluate_traj2t(columns, relation, track_video, query_video),
             "ocvr": evaluate_ocvr(sim, relation, track_video, query_video)}
 
 

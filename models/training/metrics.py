@@ -23,7 +23,11 @@ the gallery: the union of the frozen pools) and ``query_video`` ``[E]`` (video i
 written for):
 
 - ``evaluate_t2traj``: each query ranks the frozen pool of its own video.
-- ``evaluate_traj2t``: each trajectory ranks all queries.
+- ``evaluate_traj2t``: each trajectory ranks all queries. This ranks scores *across* queries, so
+  they must be on one scale for every query: never normalise them per query (softmax over a
+  query's gallery, z-score or min-max of its row) before this protocol; a per-query scale makes
+  the query with the smallest spread win every trajectory (``models.retrievers.pipeline``'s
+  ``comparable`` scores are what a pipeline hands it).
 - ``evaluate_ocvr``: each query ranks all videos by ``max_{r ∈ pool(V)} s(e, r)``. A video is
   **relevant** to a query when at least one of its pool trajectories is labelled 1; it is
   **irrelevant** only when *every* trajectory of its pool is labelled 0 (a confirmed mismatch);
@@ -264,15 +268,22 @@ def stratum_of(pool_size: np.ndarray) -> list[str]:
 ROW_METRICS = ("R@1", "R@3", "R@5", "R@10", "AP", "AP@10")
 
 
-def protocol_rows(sim, relation, track_video, query_video) -> dict[str, dict]:
+def protocol_rows(sim, relation, track_video, query_video, *, traj2t_sim=None) -> dict[str, dict]:
     """Per protocol, the values of every *scored* ranking row (a row with a relevant item):
     ``{"t2traj" | "traj2t" | "ocvr": {"row": [i, ...], "stratum": [...], "R@1": [...], ...,
     "AP": [...], "AP@10": [...]}}``. ``row`` indexes the queries (T2Traj, OCVR) or the
     trajectories (Traj2T) of ``sim``; ``stratum`` is the row's pool-size stratum. The means of these
     values (× 100) are the protocols' figures, so two systems evaluated on the same snapshot can be
-    compared row by row (:func:`paired_bootstrap`)."""
+    compared row by row (:func:`paired_bootstrap`). Traj2T ranks ``traj2t_sim`` when given (scores
+    comparable across queries, where ``sim`` was normalised per query), else ``sim``."""
     s, r, tv, qv = _check_protocol(sim, relation, track_video, query_video)
-    parts = {"t2traj": _t2traj_rows(s, r, tv, qv), "traj2t": _traj2t_rows(s, r, tv),
+    st = s
+    if traj2t_sim is not None:
+        if np.shape(_as_numpy(traj2t_sim, "traj2t_sim")) != s.shape:
+            raise ValueError(f"traj2t_sim must have the shape of sim {list(s.shape)}, "
+                             f"got {list(np.shape(_as_numpy(traj2t_sim, 'traj2t_sim')))}")
+        st = _check_matrix_pair(traj2t_sim, r, ("traj2t_sim", "relation"))[0]
+    parts = {"t2traj": _t2traj_rows(s, r, tv, qv), "traj2t": _traj2t_rows(st, r, tv),
              "ocvr": _ocvr_rows(s, r, tv, qv)[:2]}
     out = {}
     for task, (per_query, pool) in parts.items():

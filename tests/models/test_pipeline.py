@@ -265,15 +265,18 @@ def test_evaluation_ranks_the_pipeline_scores_and_reports_its_requests(world):
     assert figures["t2traj"]["n_queries"] > 0 and set(figures) >= {"t2traj", "traj2t", "ocvr", "random"}
     # the figures rank the pipeline's final scores, not the plain dense ones
     from models.training.evaluation import snapshot_pipeline, snapshot_rows
-    from models.training.metrics import evaluate_t2traj
+    from models.training.metrics import evaluate_t2traj, evaluate_traj2t
 
-    scores = snapshot_pipeline(model, snapshot, PAPER, cache_dir=cache).scores
+    result = snapshot_pipeline(model, snapshot, PAPER, cache_dir=cache)
+    scores = result.scores
     relation, _, _ = snapshot.matrix(include_pseudo=False)
-    expected = evaluate_t2traj(scores, relation, np.asarray([t.video_id for t in snapshot.tracks]),
-                               np.asarray([q.video_id for q in snapshot.queries]))
+    videos = (np.asarray([t.video_id for t in snapshot.tracks]), np.asarray([q.video_id for q in snapshot.queries]))
+    expected = evaluate_t2traj(scores, relation, *videos)
     assert figures["t2traj"] == expected
+    # Traj2T ranks queries against each other: the pipeline's scores on one scale for all queries
+    assert figures["traj2t"] == evaluate_traj2t(result.comparable, relation, *videos)
     _, rows = evaluate_rows(model, snapshot, cache_dir=cache, pipeline=PAPER)
-    assert rows == snapshot_rows(scores, snapshot)
+    assert rows == snapshot_rows(scores, snapshot, traj2t_sim=result.comparable)
     with pytest.raises(ValueError, match="fuses runs"):
         evaluate(model, snapshot, cache_dir=cache, pipeline={"fuse_runs": [5], "fusion": "combsum"})
 
