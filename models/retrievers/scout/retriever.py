@@ -22,7 +22,7 @@ from models.retrievers.scout.data import (
     record_rows,
 )
 from models.retrievers.scout.itm import ScoutITM, ScoutITMConfig
-from models.retrievers.scout.itm_training import ScoutITMTraining, mined_pairs, train_itm
+from models.retrievers.scout.itm_training import ScoutITMTraining, train_itm, training_pairs
 from models.retrievers.scout.model import ScoutConfig, ScoutPredictor
 from models.training.losses import info_nce
 
@@ -183,10 +183,11 @@ class ScoutRetriever(nn.Module):
         return self.score(q, v).float().cpu()                                           # [Q, P]
 
     def after_training(self, data: ObservationData, snapshot, ctx) -> dict:
-        """The trainer's post-training stage: with ``itm.enabled``, mine hard negatives with the trained
-        first stage over the training snapshot (every query against every stored trajectory; the
-        verified relations say which are mismatches) and train ScoutITM on them
-        (:mod:`models.retrievers.scout.itm_training`). Runs once: ``itm_trained`` is in the checkpoint."""
+        """The trainer's post-training stage: with ``itm.enabled``, draw identity-hard negatives (other
+        trajectories of the query's video) and mine hard negatives with the trained first stage over
+        the training snapshot (every query against every stored trajectory; the verified relations
+        say which are mismatches), and train ScoutITM on them (:mod:`models.retrievers.scout.itm_training`).
+        Runs once: ``itm_trained`` is in the checkpoint."""
         if self.itm is None:
             return {"itm": "disabled"}
         if bool(self.itm_trained):
@@ -194,10 +195,13 @@ class ScoutRetriever(nn.Module):
         matrix, qids, tids = snapshot.matrix(include_pseudo=False)                      # [Q, T] verified labels
         records = [(t, 0) for t in tids]
         scores = self.first_stage_scores(data, qids, records)                           # [Q, T]
-        pairs = mined_pairs(scores, torch.from_numpy(matrix.astype(np.int64)), self.itm_training.n_negatives)
+        seed = int(torch.randint(0, 2**31 - 1, (1,)))     # from the run's RNG stream (restored on resume)
+        query_video = torch.as_tensor([q.video_id for q in snapshot.queries], dtype=torch.long)     # [Q], qids order
+        track_video = torch.as_tensor([t.video_id for t in snapshot.tracks], dtype=torch.long)      # [T], tids order
+        pairs = training_pairs(scores, torch.from_numpy(matrix.astype(np.int64)), query_video, track_video,
+                               self.itm_training, seed=seed)
         rows = record_rows(data, records)
         q_rows = query_rows(data, qids)
-        seed = int(torch.randint(0, 2**31 - 1, (1,)))     # from the run's RNG stream (restored on resume)
         report = train_itm(self.itm, data.tokens[rows], data.mask[rows], torch.from_numpy(data.text.tokens[q_rows]),
                            torch.from_numpy(data.text.mask[q_rows]), pairs, self.itm_training, seed=seed)
         self.itm_trained.fill_(True)

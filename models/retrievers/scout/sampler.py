@@ -1,5 +1,6 @@
 """Class-balanced batches for SCOUT's in-batch InfoNCE (the batch size is the main knob, and
-balancing normal/anomalous classes adds 1.6 points in the paper).
+balancing normal/anomalous classes adds 1.6 points in the paper), and ScoutITM's training batches
+that keep every kind of pair (positives, mined and identity-hard negatives) in each batch.
 """
 from __future__ import annotations
 
@@ -81,3 +82,45 @@ class ClassBalancedBatchSampler(torch.utils.data.Sampler[list[int]]):
                 del queue[:share]
             order = rng.permutation(len(batch))
             yield [batch[j] for j in order]
+
+
+# -- ScoutITM's training batches ------------------------------------------------------------------
+class KindMixedPairBatches:
+    """Batches of ScoutITM training-pair indices in which every kind of pair keeps its share.
+
+    ``kinds [P]`` tags each pair (e.g. 0 positive, 1 mined negative, 2 identity-hard negative).
+    Each batch gives every kind ``batch_size · n_kind / P`` seats, rounded by largest remainder,
+    and at least one seat to every kind present (taken from the kind with the most seats), so a
+    small kind is never missing from a batch by chance. Within a kind, pairs are drawn uniformly
+    with replacement; the batch is then shuffled. In expectation this is the uniform draw over
+    all pairs; the order depends only on ``seed``."""
+
+    def __init__(self, kinds: Sequence[int] | np.ndarray | torch.Tensor, batch_size: int, seed: int = 0):
+        kinds = np.asarray(kinds.cpu() if isinstance(kinds, torch.Tensor) else kinds)
+        if kinds.ndim != 1 or len(kinds) == 0:
+            raise ValueError("kinds must be a non-empty 1-D sequence of pair kinds")
+        self.kinds, inverse = np.unique(kinds, return_inverse=True)
+        if not isinstance(batch_size, int) or batch_size < len(self.kinds):
+            raise ValueError(f"batch_size must be an integer >= the {len(self.kinds)} kinds of pairs, got {batch_size!r}")
+        self.members = [np.flatnonzero(inverse == k) for k in range(len(self.kinds))]
+        self.seats = self._seats(np.array([len(m) for m in self.members]), batch_size)   # [K]
+        self.batch_size = batch_size
+        self.gen = torch.Generator().manual_seed(int(seed))
+
+    @staticmethod
+    def _seats(counts: np.ndarray, batch_size: int) -> np.ndarray:
+        share = batch_size * counts / counts.sum()                                        # [K]
+        seats = np.floor(share).astype(np.int64)
+        by_remainder = np.argsort(-(share - seats), kind="stable")
+        seats[by_remainder[: batch_size - seats.sum()]] += 1
+        for k in np.flatnonzero(seats == 0):
+            seats[np.argmax(seats)] -= 1
+            seats[k] = 1
+        return seats
+
+    def batch(self) -> torch.Tensor:
+        """The next batch of pair indices ``[batch_size]``."""
+        picks = [torch.as_tensor(m)[torch.randint(len(m), (int(s),), generator=self.gen)]
+                 for m, s in zip(self.members, self.seats)]
+        out = torch.cat(picks)                                                            # [b]
+        return out[torch.randperm(len(out), generator=self.gen)]
