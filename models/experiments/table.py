@@ -10,10 +10,17 @@ pool-size stratum that occurs), one row per variant with, in percent:
 - ``values``: the figure of each seed (the mean of its rows × 100), ``mean`` and ``std`` over seeds
   (sample standard deviation; 0 with one seed);
 - for every variant but the reference, over the seeds both finished (``paired_seeds``): ``delta``
-  = mean(variant) − mean(reference) (negative: a drop), and the paired bootstrap interval
-  ``low``..``high`` and ``p_value`` of that difference over queries
-  (``models.training.metrics.paired_bootstrap``): each query's value averaged over those seeds
-  of each variant, then paired by query id (only ids both variants scored).
+  = mean(variant) − mean(reference) (negative: a drop), and two 95 % intervals of that
+  difference (:data:`INTERVALS`, the table's legend, says which field is which):
+
+  - ``low``..``high``, ``p_value``: the paired bootstrap over queries
+    (``models.training.metrics.paired_bootstrap``): each query's value averaged over those seeds
+    of each variant, then paired by query id (only ids both variants scored). Seeds are averaged
+    away first, so it cannot see training noise;
+  - ``hier_low``..``hier_high``, ``hier_p_value``: the hierarchical bootstrap over seeds, then
+    queries (``models.training.metrics.hierarchical_bootstrap``), paired by seed and query id
+    (only ids every paired seed of both variants scored). It needs at least 2 paired seeds; with
+    fewer it is ``None`` and ``hier_note`` says why.
 
 :func:`table_csv` flattens it, one line per (task, metric, stratum, variant).
 """
@@ -26,13 +33,21 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from models.training.metrics import STRATA, paired_bootstrap
+from models.training.metrics import STRATA, hierarchical_bootstrap, paired_bootstrap
 
 TASKS = ("t2traj", "traj2t", "ocvr")
 METRICS = {"R@1": "R@1", "R@3": "R@3", "mAP": "AP"}      # table metric -> per-row value
 STRATUM_ORDER = ["all", *(label for label, _, _ in STRATA)]
 CSV_COLUMNS = ("task", "metric", "stratum", "variant", "reference", "n_seeds", "mean", "std", "values", "delta",
-               "low", "high", "p_value", "paired_seeds", "n_queries")
+               "query_low", "query_high", "query_p_value", "paired_seeds", "n_queries", "hier_low", "hier_high",
+               "hier_p_value", "hier_note")
+INTERVALS = {
+    "low/high/p_value": "paired bootstrap over queries (each query's value averaged over the paired seeds): "
+                        "query sampling only; CSV query_low/query_high/query_p_value",
+    "hier_low/hier_high/hier_p_value": "hierarchical bootstrap over seeds, then queries, paired by seed and query: "
+                                       "training noise and query sampling; needs at least 2 paired seeds",
+}
+MIN_HIER_SEEDS = 2
 
 
 def _seed_figures(rows: Mapping, metric: str, stratum: str) -> tuple[float, dict[int, float]]:
@@ -81,7 +96,7 @@ def experiment_table(cells: Sequence[Mapping], *, variants: Sequence[str], refer
                                "rows": _rows(by_variant, task, metric, stratum, reference,
                                              n_resamples, confidence, seed)})
     return {"reference": reference, "variants": list(variants), "confidence": confidence,
-            "n_resamples": n_resamples, "tables": tables}
+            "n_resamples": n_resamples, "intervals": INTERVALS, "tables": tables}
 
 
 def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence, seed) -> list[dict]:
@@ -97,7 +112,8 @@ def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence,
         row = {"variant": variant, "reference": variant == reference, "n_seeds": len(values), "seeds": list(seeds),
                "values": values, "mean": mean, "std": std, "delta": None, "low": None, "high": None,
                "p_value": None, "paired_seeds": None,
-               "n_queries": len(_per_query_mean([by_id for _, by_id in seeds.values()]))}
+               "n_queries": len(_per_query_mean([by_id for _, by_id in seeds.values()])),
+               "hier_low": None, "hier_high": None, "hier_p_value": None, "hier_note": None}
         if variant != reference:
             paired = sorted(set(seeds) & set(ref))                 # seeds both variants finished
             a_q = _per_query_mean([ref[s][1] for s in paired])
@@ -110,8 +126,25 @@ def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence,
                 boot = paired_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
                 delta = _spread([seeds[s][0] for s in paired])[0] - _spread([ref[s][0] for s in paired])[0]
                 row.update(delta=delta, low=100.0 * boot["low"], high=100.0 * boot["high"], p_value=boot["p_value"])
+            row.update(_hierarchical([ref[s][1] for s in paired], [seeds[s][1] for s in paired],
+                                     n_resamples, confidence, seed))
         out.append(row)
     return out
+
+
+def _hierarchical(ref: list[dict[int, float]], var: list[dict[int, float]], n_resamples: int, confidence: float,
+                  seed: int) -> dict:
+    """The ``hier_*`` fields of a row from the paired seeds' values by id (reference, variant; the
+    same seed at each position), in percent, or ``hier_note`` saying why there is no interval."""
+    if len(ref) < MIN_HIER_SEEDS:
+        return {"hier_note": f"needs at least {MIN_HIER_SEEDS} paired seeds, has {len(ref)}: no seed-level interval"}
+    common = sorted(set.intersection(*(set(v) for v in [*ref, *var])))
+    if not common:
+        return {"hier_note": "no query scored by every paired seed of both variants"}
+    a = np.asarray([[r[i] for i in common] for r in ref])                                    # [S, Q]
+    b = np.asarray([[v[i] for i in common] for v in var])                                    # [S, Q]
+    boot = hierarchical_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return {"hier_low": 100.0 * boot["low"], "hier_high": 100.0 * boot["high"], "hier_p_value": boot["p_value"]}
 
 
 def table_csv(table: Mapping) -> str:
@@ -129,7 +162,9 @@ def table_csv(table: Mapping) -> str:
                              "yes" if row["reference"] else "", row["n_seeds"], number(row["mean"]),
                              number(row["std"]), " ".join(number(v) for v in row["values"]), number(row["delta"]),
                              number(row["low"]), number(row["high"]), number(row["p_value"]),
-                             "" if row["paired_seeds"] is None else row["paired_seeds"], row["n_queries"]])
+                             "" if row["paired_seeds"] is None else row["paired_seeds"], row["n_queries"],
+                             number(row.get("hier_low")), number(row.get("hier_high")),
+                             number(row.get("hier_p_value")), row.get("hier_note") or ""])
     return buffer.getvalue()
 
 

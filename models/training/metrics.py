@@ -325,3 +325,73 @@ def paired_bootstrap(a, b, n_resamples: int = 10000, confidence: float = 0.95, s
     low, high = np.quantile(means, [tail, 1.0 - tail])
     p = 2.0 * min(float((means <= 0).mean()), float((means >= 0).mean()))
     return {"delta": float(d.mean()), "low": float(low), "high": float(high), "p_value": min(1.0, p), "n": int(n)}
+
+
+def hierarchical_bootstrap(a, b, n_resamples: int = 10000, confidence: float = 0.95, seed: int = 0) -> dict:
+    """Paired two-level bootstrap of ``mean(b - a)`` over seeds, then queries (DESIGN 4.5).
+
+    ``a``, ``b``: per-seed, per-query values ``[S, Q]`` of the reference and the variant; row ``s``
+    of both is the same seed and column ``q`` the same query, so the difference ``d = b - a`` stays
+    paired. Each resample draws ``S`` seeds with replacement, then ``Q`` queries with replacement,
+    and takes the mean of ``d`` over the drawn seeds × drawn queries. The queries are drawn once per
+    resample for all its seeds: every seed scored the same test queries, so a query's difficulty is
+    shared by the seeds (drawing them anew per seed would treat them as different queries and
+    average that share away). Seed-to-seed spread of the difference (training noise) thus widens
+    the interval, which the query-only :func:`paired_bootstrap` of seed-averaged values cannot see.
+
+    Vectorised: a resample's draws become weights, ``w_s`` ``[S]`` and ``w_q`` ``[Q]`` (draw counts
+    over ``S`` and ``Q``), and its mean over every drawn (seed, query) is ``w_s · d · w_q``. Returns ``delta`` = mean(d), ``low`` / ``high``
+    (percentile interval at ``confidence``), ``p_value`` (as :func:`paired_bootstrap`), ``n_seeds``
+    and ``n``. Fewer than 2 seeds is a ``ValueError``: with one seed there is no seed spread to
+    resample, and the interval would silently be the query-only one."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.ndim != 2 or x.shape != y.shape:
+        raise ValueError(f"a and b must be 2-D [seeds, queries] of the same shape, got {list(x.shape)} and "
+                         f"{list(y.shape)}")
+    if x.shape[0] < 2:
+        raise ValueError(f"the hierarchical interval resamples seeds: it needs at least 2 seeds, got {x.shape[0]}")
+    if x.shape[1] == 0:
+        raise ValueError("a and b have no queries to compare")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("a and b must be finite (no NaN or infinity)")
+    if not isinstance(n_resamples, int) or n_resamples < 1 or not 0.0 < confidence < 1.0:
+        raise ValueError("n_resamples must be a positive integer and confidence in (0, 1)")
+    d = y - x                                                                     # [S, Q]
+    n_seeds, n = d.shape
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)                                                 # [R]
+    chunk = max(1, CHUNK_ELEMENTS // (n_seeds + n))
+    for start in range(0, n_resamples, chunk):
+        r = min(n_resamples, start + chunk) - start
+        seeds = rng.integers(0, n_seeds, size=(r, n_seeds))                       # [r, S]
+        queries = rng.integers(0, n, size=(r, n))                                 # [r, Q]
+        w_s = _draw_counts(seeds, n_seeds) / n_seeds                              # [r, S]
+        w_q = _draw_counts(queries, n) / n                                        # [r, Q]
+        means[start:start + r] = np.einsum("rq,rq->r", w_s @ d, w_q)              # [r]
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    p = 2.0 * min(float((means <= 0).mean()), float((means >= 0).mean()))
+    return {"delta": float(d.mean()), "low": float(low), "high": float(high), "p_value": min(1.0, p),
+            "n_seeds": int(n_seeds), "n": int(n)}
+
+
+def _draw_counts(draws: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` indices was drawn in each row of ``draws`` ``[r, k]`` → ``[r, n]``."""
+    r = draws.shape[0]
+    return np.bincount((draws + n * np.arange(r)[:, None]).ravel(), minlength=r * n).reshape(r, n)
+
+
+def hierarchical_bootstrap_loop(a, b, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict:
+    """The plain-loop reading of :func:`hierarchical_bootstrap` (the test oracle): the same draws
+    (seed indices ``[R, S]``, then query indices ``[R, Q]``, as one chunk of the fast version
+    draws them), and per resample the mean of the differences over every drawn (seed, query)."""
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, d.shape[0], size=(n_resamples, d.shape[0]))
+    queries = rng.integers(0, d.shape[1], size=(n_resamples, d.shape[1]))
+    means = []
+    for r in range(n_resamples):
+        means.append(float(np.mean([d[s, q] for s in seeds[r] for q in queries[r]])))
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return {"delta": float(d.mean()), "low": float(low), "high": float(high)}
