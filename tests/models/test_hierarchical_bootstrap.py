@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 
 from models.experiments.table import CSV_COLUMNS, INTERVALS, experiment_table, table_csv
-from models.training.metrics import hierarchical_bootstrap, hierarchical_bootstrap_loop, paired_bootstrap
+from models.training.metrics import (
+    hierarchical_bootstrap,
+    hierarchical_bootstrap_loop,
+    paired_bootstrap,
+)
 
 
 @pytest.mark.parametrize("shape", [(2, 1), (3, 7), (5, 30)])
