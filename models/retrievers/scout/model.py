@@ -13,8 +13,11 @@ Both encoders stay frozen; only the predictor is trained.
   reads the projected tokens followed by ``K`` learnable prompt tokens → the ``K`` prompt outputs
   *concatenated* (each prompt keeps its own slot; mean-pooling them collapses) → linear → L2, the
   predicted caption embedding ``ŷ``. The paper's body is a 24-layer decoder initialised from
-  Qwen3.5-0.8B; here it is a pre-norm transformer of the configured depth, randomly initialised,
-  with decoder-style causal attention by default (the prompts come last, so they read every token).
+  Qwen3.5-0.8B: with ``lm_path`` the body is a local Hugging Face model's transformer stack, its
+  weights loaded and trained (:class:`models.retrievers.scout.lm_body.PretrainedBody`; its width,
+  depth and heads are the model's). Without it, a pre-norm transformer of the configured depth,
+  randomly initialised, with decoder-style causal attention by default (the prompts come last, so
+  they read every token).
 - **Objective.** Symmetric in-batch InfoNCE at ``τ = 0.07`` (``models.training.losses.info_nce``). The
   per-forward batch ``B`` is the main knob (16 → 128 adds 9.4 points in the paper), and batches
   are class-balanced (:class:`ClassBalancedBatchSampler`, +1.6 points for normal/anomalous).
@@ -33,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.config import UNKNOWN_NAMED_KEYS, PlainConfig
+from models.retrievers.scout.lm_body import PretrainedBody
 from models.training.losses import info_nce
 
 
@@ -68,6 +72,9 @@ class ScoutConfig(PlainConfig):
     total_steps: int = 6000          # training steps
     batch_size: int = 128            # per-forward batch B (16 -> 128: +9.4 mAP@10, the largest single gain)
     gather_negatives: bool = False   # score all processes' pairs together (the paper: no significant gain)
+    # local Hugging Face model folder (causal LM or encoder) whose transformer stack initialises the
+    # body (the paper: Qwen3.5-0.8B); "" = a random body of d_model / n_layers / n_heads / ff_mult
+    lm_path: str = ""
 
     def __post_init__(self) -> None:
         self.betas = tuple(float(b) for b in self.betas)
@@ -85,6 +92,8 @@ class ScoutConfig(PlainConfig):
             raise ValueError(f"warmup_steps must be in 0..total_steps ({self.total_steps}), got {self.warmup_steps}")
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
+        if not isinstance(self.lm_path, str):
+            raise ValueError(f"lm_path must be a folder path (a string), got {self.lm_path!r}")
 
 
 # -- shared pieces --------------------------------------------------------------------------------
@@ -144,15 +153,19 @@ class ScoutPredictor(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        self.input_proj = nn.Linear(c.d_in, c.d_model)
-        self.positions = nn.Parameter(torch.randn(c.max_tokens, c.d_model) * 0.02)   # [T, D]
-        self.prompts = nn.Parameter(torch.randn(c.n_prompts, c.d_model) * 0.02)      # [K, D]
-        self.body = _body(c.d_model, c.n_layers, c.n_heads, c.ff_mult, c.dropout)
-        self.norm = nn.LayerNorm(c.d_model)
-        self.readout = nn.Linear(c.n_prompts * c.d_model, c.d_text)
+        pretrained = PretrainedBody(c.lm_path) if c.lm_path else None
+        self.width = pretrained.width if pretrained is not None else c.d_model     # D
+        self.input_proj = nn.Linear(c.d_in, self.width)
+        self.positions = nn.Parameter(torch.randn(c.max_tokens, self.width) * 0.02)  # [T, D]
+        self.prompts = nn.Parameter(torch.randn(c.n_prompts, self.width) * 0.02)     # [K, D]
+        # built after the parameters above, as before, so a seed initialises a random body as it did
+        self.body = pretrained if pretrained is not None else _body(c.d_model, c.n_layers, c.n_heads, c.ff_mult,
+                                                                       c.dropout)
+        self.norm = nn.LayerNorm(self.width)
+        self.readout = nn.Linear(c.n_prompts * self.width, c.d_text)
 
     def prompt_outputs(self, tokens: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The body's outputs at the K prompt positions ``[B, K, d_model]`` (after the final norm)."""
+        """The body's outputs at the K prompt positions ``[B, K, D]`` (after the final norm)."""
         c = self.config
         mask = _check_tokens(tokens, mask, c.d_in, c.max_tokens, "visual tokens")
         b, n = mask.shape
@@ -160,11 +173,14 @@ class ScoutPredictor(nn.Module):
         prompts = self.prompts.unsqueeze(0).expand(b, -1, -1)                # [B, K, D]
         seq = torch.cat([x, prompts], dim=1)                                 # [B, n+K, D]
         pad = torch.cat([~mask, mask.new_zeros(b, c.n_prompts)], dim=1)      # [B, n+K] True = ignore
-        attn = None
-        if c.causal:
-            s = n + c.n_prompts
-            attn = torch.ones(s, s, dtype=torch.bool, device=seq.device).triu(1)   # [S, S]
-        h = self.body(seq, mask=attn, src_key_padding_mask=pad)              # [B, n+K, D]
+        if c.lm_path:
+            h = self.body(seq, ~pad)                                         # [B, n+K, D]
+        else:
+            attn = None
+            if c.causal:
+                s = n + c.n_prompts
+                attn = torch.ones(s, s, dtype=torch.bool, device=seq.device).triu(1)   # [S, S]
+            h = self.body(seq, mask=attn, src_key_padding_mask=pad)          # [B, n+K, D]
         return self.norm(h[:, n:])                                           # [B, K, D]
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
