@@ -94,8 +94,8 @@ COMBSUM = {"fusion": "combsum"}
 SCOUT_RERANK = Preset(
     name="scout-rerank", model_kind="scout", reference="first_stage",
     description="SCOUT's fusion and reranking on one training: the model alone, CombSUM with the fuse_runs "
-                "members (and RRF, k = 60, as the rank-only control), + VLM term, + ScoutITM (trained on mined "
-                "negatives), the full blend (0.2 / 0.6 / 0.2) over the top-20",
+                "members (and RRF, k = 60, as the rank-only control), + VLM term, + ScoutITM (trained on "
+                "identity-hard and mined negatives), the full blend (0.2 / 0.6 / 0.2) over the top-20",
     base={"model": {"itm": {"enabled": True}}}, pipeline={"shortlist": 20}, fusion_variants=(
         "combsum", "rrf", "vlm", "itm", "full_blend"),
     variants={"first_stage": {},
