@@ -85,7 +85,7 @@ def test_identity_negatives_reach_a_training_batch_from_the_same_video(tmp_path)
 
     snapshot = build_split(DemoBenchmarkConfig(videos={"train": 2}), "train", tmp_path,
                            {"video": 1, "track": 1, "query": 1})
-    matrix, qids, tids = snapshot.matrix(include_pseudo=False)
+    matrix, _, _ = snapshot.matrix(include_pseudo=False)
     relevance = torch.from_numpy(matrix.astype(np.int64))
     query_video = torch.tensor([q.video_id for q in snapshot.queries])
     track_video = torch.tensor([t.video_id for t in snapshot.tracks])
