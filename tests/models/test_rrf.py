@@ -9,7 +9,7 @@ import torch
 from scipy.stats import rankdata
 
 from models.experiments.grid import spec_from_request
-from models.retrievers.pipeline import Gallery, RetrievalPipeline, run_pipeline
+from models.retrievers.pipeline import Gallery, RetrievalPipeline, comparable_scores, run_pipeline
 from models.retrievers.rerank import combsum, rrf
 
 # one query, four items; list B ties items 1 and 2 (the lower index ranks first)
@@ -79,6 +79,9 @@ def test_the_pipeline_fuses_with_rrf_and_refuses_a_bad_k():
     assert np.array_equal(result.shortlists, np.argsort(-rrf(lists, k=10), axis=1, kind="stable")[:, :4])
     default = run_pipeline({**p, "rrf_k": 60}, galleries, None, texts)
     assert np.allclose(default.scores, rrf(lists))
+    # the scale Traj2T ranks queries on: each list's ranks of the queries for a trajectory
+    comparable = comparable_scores("rrf", lists, 10)
+    assert np.allclose(comparable, rrf([s.T for s in lists], k=10).T)
     for k in (0, -3, float("nan")):
         with pytest.raises(ValueError, match="rrf_k must be a finite number > 0"):
             RetrievalPipeline.from_dict({**p, "rrf_k": k})
