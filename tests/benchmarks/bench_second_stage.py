@@ -10,8 +10,9 @@ three seeds, evaluated on the test split with paired bootstrap 95 % intervals ov
   in-batch negatives only;
 - ``scout-rerank`` (SCOUT §6.2, §7.1-7.2): the SCOUT model alone, CombSUM with a second fusion
   member (a VTrajEmbed run trained here on the same snapshot, with the members' per-query
-  Spearman decorrelation), then the fused top-20 + the VLM term, + ScoutITM trained on mined
-  negatives, and the full blend.
+  Spearman decorrelation) and RRF over the same two (k = 60, the rank-only control), then the
+  fused top-20 + the VLM term, + ScoutITM trained on identity-hard and mined negatives, and the
+  full blend.
 
 The embedded backends do the work (the template rewriter, the heuristic pixel scorer). Also timed
 in the same run: the pairwise reranker against the pointwise one per query (requests and
