@@ -45,7 +45,7 @@ ALLOW_INCOMPLETE_HELP = "evaluate on an incomplete dev/test snapshot anyway; the
 
 
 class TrainingRunOutputSerializer(ManagerPathsSerializer):
-    manager_only = ("out_dir",)
+    manager_only = ("out_dir", "checkpoint_key")
     status = serializers.CharField(help_text=f"One of: {RUN_STATUSES}.")
     job = JobSummaryOutputSerializer(allow_null=True)
     progress = serializers.SerializerMethodField(help_text="steps done / steps in all")
@@ -56,7 +56,7 @@ class TrainingRunOutputSerializer(ManagerPathsSerializer):
         model = TrainingRun
         fields = ["id", "snapshot", "eval_snapshot", "model_kind", "config", "launch", "status", "progress",
                   "steps_total", "steps_done", "resumes", "cancel_requested", "result", "metrics", "eval_stamps",
-                  "evaluation",
+                  "evaluation", "checkpoint_key", "checkpoint_step", "checkpoint_sha256",
                   "error", "out_dir", "job", "created_by", "created_at", "started_at", "finished_at", "updated_at"]
 
     def get_progress(self, run: TrainingRun) -> float:

@@ -175,3 +175,15 @@ def test_search_over_the_api(snapshots, staff, trained_dirs, var_dir):
     from rest_framework.test import APIClient
 
     assert APIClient().post("/api/search/", body, format="json").status_code in (401, 403)
+
+
+def test_the_run_names_its_stored_checkpoint_to_managers(snapshots, staff):
+    run = finished_run(snapshots, "training/1")
+    TrainingRun.objects.filter(pk=run.pk).update(checkpoint_key="training/1/checkpoint-00000008.pt",
+                                                 checkpoint_step=8, checkpoint_sha256="ab" * 32)
+    seen = staff["manager"].get(f"/api/training-runs/{run.pk}/").json()
+    assert (seen["checkpoint_key"], seen["checkpoint_step"], seen["checkpoint_sha256"]) == (
+        "training/1/checkpoint-00000008.pt", 8, "ab" * 32)
+    # others see the step and checksum of what was stored, not where
+    listed = staff["auditor"].get("/api/training-runs/").json()["results"][0]
+    assert (listed["checkpoint_key"], listed["checkpoint_step"], listed["checkpoint_sha256"]) == ("", 8, "ab" * 32)

@@ -4405,6 +4405,15 @@ export interface components {
             readonly eval_stamps: string[];
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
+            /** @description storage key of the last checkpoint stored whole; '' none yet */
+            checkpoint_key?: string;
+            /**
+             * Format: int64
+             * @description the step it was saved at
+             */
+            checkpoint_step?: number | null;
+            /** @description SHA-256 of that checkpoint */
+            checkpoint_sha256?: string;
             error?: string;
             /** @description storage key of the run's folder (checkpoints, steps.jsonl, result.json); runs of older versions hold a local folder */
             out_dir?: string;
@@ -4480,6 +4489,15 @@ export interface components {
             readonly eval_stamps: string[];
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
+            /** @description storage key of the last checkpoint stored whole; '' none yet */
+            checkpoint_key?: string;
+            /**
+             * Format: int64
+             * @description the step it was saved at
+             */
+            checkpoint_step?: number | null;
+            /** @description SHA-256 of that checkpoint */
+            checkpoint_sha256?: string;
             error?: string;
             /** @description storage key of the run's folder (checkpoints, steps.jsonl, result.json); runs of older versions hold a local folder */
             out_dir?: string;
