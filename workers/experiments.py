@@ -92,9 +92,9 @@ def experiment_validate(request: dict) -> tuple[ExperimentSpec, list[tuple[str, 
     """The grid of a request and its cells, each config complete and checked, or a 400."""
     try:
         spec = spec_from_request(request)
+        cells = spec.cells()                                         # values relative to the base resolved here
     except ValueError as exc:
         raise ApplicationError(str(exc), code="invalid_experiment") from None
-    cells = spec.cells()
     for variant, _, config, pipeline in cells:
         try:
             training_config_validate(model_kind=spec.model_kind, config=config)

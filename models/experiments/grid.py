@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from models.config import PlainConfig
+from models.experiments.relative import OF_BASE, resolve_relative
 
 MAX_CELLS = 512                                  # training runs one experiment may queue
 MAX_SEEDS = 64
@@ -45,12 +46,12 @@ class Preset:
 TABLE3 = Preset(
     name="vtrajembed-table3", model_kind="vtrajembed", reference="full",
     description="VTrajEmbed ablations (paper Table 3): full model, without the Slow branch, without the Fast "
-                "branch, 16 Fast observations instead of 32, without L_bi, without L_group",
+                "branch, half the Fast observations (32 → 16 at the paper's base), without L_bi, without L_group",
     variants={
         "full": {},
         "without_slow": {"model": {"use_slow": False}},
         "without_fast": {"model": {"use_fast": False}},
-        "obs16": {"model": {"features": {"n_fast_max": 16}}},
+        "obs16": {"model": {"features": {"n_fast_max": {OF_BASE: 0.5}}}},   # half the base's: 32 → 16
         "without_lbi": {"model": {"lambda_bi": 0.0}},
         "without_lgroup": {"model": {"lambda_g": 0.0}},
     })
@@ -222,12 +223,14 @@ class ExperimentSpec(PlainConfig):
     def cells(self) -> list[tuple[str, int, dict, dict]]:
         """``(variant, seed, training config, pipeline)`` of every cell, variants in declared order,
         then seeds. A variant's ``"pipeline"`` key is merged into the base pipeline; the rest of
-        its overrides into the base training config."""
+        its overrides into the base training config, where values relative to the base
+        (``models.experiments.relative``) become numbers."""
         out = []
         for name, overrides in self.variants.items():
             training = {k: v for k, v in overrides.items() if k != "pipeline"}
             pipeline = merge(self.pipeline, overrides.get("pipeline") or {})
-            out += [(name, seed, merge(merge(self.base, training), {"seed": seed}), pipeline) for seed in self.seeds]
+            config = resolve_relative(merge(self.base, training), self.base, self.model_kind)
+            out += [(name, seed, merge(config, {"seed": seed}), pipeline) for seed in self.seeds]
         return out
 
 

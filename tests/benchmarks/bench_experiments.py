@@ -9,10 +9,10 @@ that reuse the shared feature cache, and the paired bootstrap (vectorised resamp
 obvious Python loop over resamples on the table's own per-query values.
 
 Quick size (default, CI): 8 training and 3 test videos at 192x108, 24 frames; a VTrajEmbed of
-width 32 with 8 Fast observations (16 in the ``obs16`` variant), 30 steps of 8 groups.
+width 32 with 8 Fast observations (4 in the ``obs16`` variant: half the base's), 30 steps of 8 groups.
 Full size (``TRAJLAB_BENCH_FULL=1``): the default demo benchmark (24 training videos at 320x180,
 40 frames, test split with the three demo scenes) and ``models.demo.benchmark.DEMO_TRAIN_CONFIG``
-(300 steps of 16 groups, width 128, 32 Fast observations). One thread. Figures, the table and the
+(the demo budget: 300 steps of 16 groups, width 128, 32 Fast observations, 16 in ``obs16``). One thread. Figures, the table and the
 timings go to ``var/bench/experiments.json`` (and the table's CSV next to it); run with ``-s``.
 """
 from __future__ import annotations

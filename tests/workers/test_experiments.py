@@ -48,7 +48,7 @@ def test_the_table3_preset_over_three_seeds(snapshots, var_dir):
     assert "trajlab_commit" in experiment.code_version and "torch" in experiment.code_version
     cells = {(r.variant, r.config["seed"]): r.config for r in experiment.runs.all()}
     assert cells[("without_fast", 1)]["model"]["use_fast"] is False
-    assert cells[("obs16", 0)]["model"]["features"]["n_fast_max"] == 16
+    assert cells[("obs16", 0)]["model"]["features"]["n_fast_max"] == 4         # half the base's 8
     assert cells[("without_lbi", 2)]["model"]["lambda_bi"] == 0.0 and "lambda_bi" not in cells[("full", 2)]["model"]
     experiment = _run_all(experiment)
     assert experiment.status == "succeeded" and experiment.cells_done == 18 and experiment.finished_at
