@@ -28,8 +28,14 @@ def rerank_stages(pipeline: dict | None) -> list[tuple[str, str, dict]]:
     """``(stage, backend name, settings)`` of each reranking stage of a stored pipeline."""
     p = pipeline or {}
     if p.get("reranker") == "pointwise":
-        scorer = p.get("scorer") or {}
-        return [("pointwise scorer", str(scorer.get("backend", "")), dict(scorer.get("settings") or {}))]
+        scorer, weights, c = p.get("scorer") or {}, p.get("weights") or {}, p.get("comparator") or {}
+        stages = []
+        if weights.get("vlm", 1.0) > 0:          # a zero weight asks nothing of the scorer
+            stages.append(("pointwise scorer", str(scorer.get("backend", "")), dict(scorer.get("settings") or {})))
+        if weights.get("absolute", 0.0) > 0:     # one absolute score from the comparator's model
+            stages.append((f"pointwise {c.get('kind', 'scorer')} model", str(c.get("backend", "")),
+                           dict(c.get("settings") or {})))
+        return stages
     if p.get("reranker") == "pairwise":
         c = p.get("comparator") or {}
         return [(f"pairwise {c.get('kind', 'scorer')} comparator", str(c.get("backend", "")),

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from models.config import PlainConfig
+from models.retrievers.comparators import POINTWISE_DERIVED
 from models.experiments.relative import OF_BASE, resolve_relative
 
 MAX_CELLS = 512                                  # training runs one experiment may queue
@@ -40,6 +41,7 @@ class Preset:
     base: dict = field(default_factory=dict)
     pipeline: dict = field(default_factory=dict)
     fusion_variants: tuple[str, ...] = ()        # variants that fuse with the request's fuse_runs (CombSUM)
+    pairwise_comparison: bool = False            # pairwise against pointwise: a comparator of pointwise scores is refused
 
 
 # The VTrajEmbed paper's Table 3 (seed 002, §4.4): the full model and five ablations.
@@ -74,15 +76,24 @@ ACTPAIR_VIEWS = Preset(
                 "(top-100 per view, union, mean of both scores)",
     variants={"original": {}, "rewritten": {"pipeline": {"retrievers": ["rewrite"]}},
               "dual_view": {"pipeline": DUAL_VIEW}})
-# ActPair (seed 003, Table 5): reranking the dual-view top-10 pairwise (pivot-promote) against
-# pointwise (one VLM score per candidate), with the requests each makes per query.
+# ActPair (seed 003, Table 5): the dual-view top-10 without reranking, reranked pointwise (one absolute
+# score per candidate) and pairwise (pivot-promote, Algorithm 1), both from the same model: on a CPU
+# the trained Bradley–Terry pairwise head over the frozen embeddings and its pointwise twin, trained
+# together after the dual encoder (models.retrievers.actpair.pairwise_head); with a chat VLM
+# ({"comparator": {"kind": "vlm", "backend": ...}}) the paper's comparison and a one-call 0-100
+# score. The reference is the pointwise arm: the table's pairwise row is the paper's
+# "Pairwise - Pointwise" with its interval. Requests per query are reported for each.
 ACTPAIR_RERANK = Preset(
-    name="actpair-rerank", model_kind="actpair", reference="dual_view",
-    description="ActPair's second stage over the dual-view top-10: none, pairwise comparisons with pivot-promote "
-                "(Algorithm 1), pointwise VLM scores; requests per query reported",
-    pipeline=DUAL_VIEW,
-    variants={"dual_view": {}, "pairwise": {"pipeline": {"reranker": "pairwise"}},
-              "pointwise": {"pipeline": {"reranker": "pointwise", "weights": {"first_stage": 0.0, "vlm": 1.0}}}})
+    name="actpair-rerank", model_kind="actpair", reference="pointwise",
+    description="ActPair's second stage over the dual-view top-10 (paper Table 5): none, pointwise (one absolute "
+                "score per candidate) and pairwise comparisons with pivot-promote (Algorithm 1), from the same "
+                "model (a trained Bradley-Terry pairwise head over frozen features and its pointwise twin, or a "
+                "chat VLM); requests per query reported",
+    base={"model": {"pairwise": {"enabled": True}}},
+    pipeline={**DUAL_VIEW, "comparator": {"kind": "pairwise-head"}}, pairwise_comparison=True,
+    variants={"dual_view": {}, "pointwise": {"pipeline": {"reranker": "pointwise", "weights": {
+                  "first_stage": 0.0, "vlm": 0.0, "itm": 0.0, "absolute": 1.0}}},
+              "pairwise": {"pipeline": {"reranker": "pairwise"}}})
 
 # SCOUT's second stage (seed 000, §6.2, §7.1-7.2): CombSUM of the SCOUT model with the runs the
 # request names in ``fuse_runs`` (the other fusion members), then the top-20 reranked by the VLM
@@ -279,10 +290,28 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
     else:
         raise ValueError("experiment: variants must be a list of preset variant names or an object")
     chosen = _with_fusion(preset, chosen, fuse_runs or [])
-    return ExperimentSpec.from_dict({"model_kind": preset.model_kind, "reference": preset.reference,
+    spec = ExperimentSpec.from_dict({"model_kind": preset.model_kind, "reference": preset.reference,
                                      **data, "base": merge(preset.base, data.get("base") or {}),
                                      "pipeline": merge(preset.pipeline, data.get("pipeline") or {}),
                                      "variants": chosen})
+    if preset.pairwise_comparison:
+        refuse_pointwise_comparators(spec)
+    return spec
+
+
+def refuse_pointwise_comparators(spec: ExperimentSpec) -> None:
+    """A pairwise-against-pointwise grid (ActPair Table 5) refuses a pairwise variant whose
+    comparator decides a pair by comparing two per-candidate scores
+    (``models.retrievers.comparators.POINTWISE_DERIVED``): pivot-promote over it promotes the
+    pointwise argmax to the top, so the comparison would measure nothing at R@1 (DESIGN 4.5)."""
+    for name, _, _, pipeline in spec.cells():
+        kind = (pipeline.get("comparator") or {}).get("kind", "scorer")
+        if pipeline.get("reranker") == "pairwise" and kind in POINTWISE_DERIVED:
+            raise ValueError(f"experiment: variant {name!r} compares pairs with the {kind!r} comparator, which "
+                             "decides a pair by comparing two pointwise scores: pivot-promote over it puts the "
+                             "pointwise ranking's first candidate first, so pairwise - pointwise R@1 would be 0 by "
+                             "construction. Use a comparator "
+                             "that sees both candidates at once: 'pairwise-head' (the trained pairwise head) or 'vlm'")
 
 
 def _with_fusion(preset: Preset, variants: dict, fuse_runs: list) -> dict:

@@ -169,7 +169,8 @@ def table_csv(table: Mapping) -> str:
 
 
 # -- second-stage requests ---------------------------------------------------------------------------
-REQUEST_KINDS = ("comparator_requests", "scorer_requests", "invalid_answers")
+# model_requests: what ActPair's Table 5 calls requests per query (comparisons plus scores asked)
+REQUEST_KINDS = ("comparator_requests", "scorer_requests", "invalid_answers", "model_requests")
 
 
 def request_counts(report: Mapping) -> dict:

@@ -14,16 +14,27 @@ were none of a / b / tie, or scores that could not be read; the prior order stan
   crops and target-marked frames with the paper's comparison prompt, answering A, B or tie;
 - :class:`DescriptionComparator`: the query text and each candidate's description by a
   describer backend (its reading of the candidate's own frames and boxes) in a frozen text
-  space; the closer description wins (search's reranker before pipelines existed).
+  space; the closer description wins (search's reranker before pipelines existed);
+- :class:`PairwiseHeadComparator`: ActPair's trained Bradley–Terry pairwise head
+  (``models.retrievers.actpair.pairwise_head``) over the query embedding and both candidates'
+  embeddings at once, the CPU stand-in for the paper's VLM comparator.
+
+:class:`ScorerComparator` and :class:`DescriptionComparator` decide a pair by comparing two
+per-candidate values (``POINTWISE_DERIVED``): pivot-promote over them puts the best pointwise
+value first (R@1 is the pointwise sort's), so they cannot stand for pairwise comparison in a
+pairwise-versus-pointwise table.
+:class:`PairwiseHeadComparator` and the VLM comparator see both candidates together.
 
 What reaches them is a :class:`models.backends.vlm.scoring.ScoreRequest` per candidate (the
 query text, the video, frames and boxes) or a describer's output: never an approved record.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import numpy as np
+import torch
 
 from models.backends.vlm.scoring import ScoreCounts, ScoreRequest
 from models.retrievers.rerank import pair_vlm_value
@@ -31,6 +42,10 @@ from models.retrievers.rerank import pair_vlm_value
 PAIR_SYSTEM = ("You compare two tracked pedestrians, candidate A and candidate B, against a search query. "
                "Answer with exactly one word: A, B or tie.")
 PAIR_MAX_NEW_TOKENS = 8
+POINT_SYSTEM = ("You judge one tracked pedestrian against a search query. "
+                "Answer with exactly one integer from 0 to 100.")
+NEUTRAL_POINT = 50.0                             # a pointwise answer that is not a 0-100 integer
+POINTWISE_DERIVED = ("scorer", "description")   # comparator kinds whose decisions compare per-candidate values
 
 
 def _decide(sa: float, sb: float, margin: float) -> str:
@@ -92,6 +107,40 @@ class ChatPairJudge:
         return str(self.chat.generate(messages, max_new_tokens=PAIR_MAX_NEW_TOKENS))
 
 
+class ChatPointJudge:
+    """Table 5's pointwise baseline on a chat VLM: one chat per candidate with its images and
+    ``models.retrievers.actpair.pipeline.point_prompt`` (the comparator's criteria), answered by
+    one integer 0–100 (one model request per candidate; an answer that is not one counts in
+    ``invalid`` and scores :data:`NEUTRAL_POINT`)."""
+
+    def __init__(self, chat_judge: ChatPairJudge):
+        self.judge = chat_judge
+        self.calls = 0
+        self.invalid = 0
+
+    def scores(self, query_text: str, candidates: list[int]) -> np.ndarray:
+        from models.retrievers.actpair.pipeline import point_prompt
+
+        out = []
+        for t in candidates:
+            content = [*self.judge.images(t), {"type": "text", "text": point_prompt(query_text)}]
+            messages = [{"role": "system", "content": [{"type": "text", "text": POINT_SYSTEM}]},
+                        {"role": "user", "content": content}]
+            self.calls += 1
+            out.append(parse_point(self.judge.chat.generate(messages, max_new_tokens=PAIR_MAX_NEW_TOKENS)))
+        self.invalid += sum(v is None for v in out)
+        return np.array([NEUTRAL_POINT if v is None else v for v in out], np.float64)         # [M]
+
+
+def parse_point(answer) -> float | None:
+    """The 0–100 integer of a pointwise answer (``"87"``, ``"Score: 40."``); None when the answer
+    holds no single number in 0..100."""
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", str(answer))
+    if len(numbers) != 1 or not 0 <= float(numbers[0]) <= 100:
+        return None
+    return float(numbers[0])
+
+
 class DescriptionComparator:
     """The closer description wins: cosine of the query text and each candidate's description
     (``descriptions``: candidate id -> the describer's text, ``""`` where it failed, which scores
@@ -111,3 +160,53 @@ class DescriptionComparator:
     def __call__(self, a: int, b: int) -> str:
         self.calls += 1
         return _decide(self.closeness[a], self.closeness[b], self.tie_margin)
+
+
+class PairwiseHeadComparator:
+    """``compare(a, b)`` by a trained :class:`models.retrievers.actpair.pairwise_head.PairwiseHead`:
+    ``"a"`` when ``P(a ≻ b | q) > ½ + tie_margin``, ``"b"`` below ``½ - tie_margin``, else
+    ``"tie"``. ``query`` is the query text's unit embedding ``[d]`` and ``vectors`` maps each
+    candidate id to its unit trajectory embedding ``[d]`` (the model's own, model-side only)."""
+
+    def __init__(self, head, query: np.ndarray, vectors: Mapping[int, np.ndarray], *, tie_margin: float = 0.0):
+        if not callable(getattr(head, "pair_logits", None)):
+            raise ValueError("the pairwise-head comparator needs a trained PairwiseHead")
+        if not (isinstance(tie_margin, int | float) and 0 <= tie_margin < 0.5):
+            raise ValueError(f"tie_margin must be in [0, 0.5), got {tie_margin!r}")
+        self.head, self.tie_margin = head, float(tie_margin)
+        device = next(head.parameters()).device
+        self.query = torch.as_tensor(np.asarray(query, np.float32), device=device)[None, :]       # [1, d]
+        self.vectors = {int(t): torch.as_tensor(np.asarray(v, np.float32), device=device)[None, :]
+                        for t, v in vectors.items()}
+        self.calls = 0
+        self.invalid = 0
+
+    def probability(self, a: int, b: int) -> float:
+        """``P(a ≻ b | q)`` from the head (eval mode)."""
+        was_training = self.head.training
+        self.head.eval()
+        with torch.inference_mode():
+            logit = self.head.pair_logits(self.query, self.vectors[int(a)], self.vectors[int(b)])
+        self.head.train(was_training)
+        return float(torch.sigmoid(logit.float())[0])
+
+    def __call__(self, a: int, b: int) -> str:
+        self.calls += 1
+        p = self.probability(a, b)
+        if abs(p - 0.5) <= self.tie_margin:
+            return "tie"
+        return "a" if p > 0.5 else "b"
+
+
+def head_point_scores(head, query: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """The pointwise twin's absolute score ``[M]`` of each candidate row of ``vectors [M, d]``
+    alone against the query embedding ``[d]``: one request per candidate."""
+    device = next(head.parameters()).device
+    v = torch.as_tensor(np.asarray(vectors, np.float32), device=device)                           # [M, d]
+    q = torch.as_tensor(np.asarray(query, np.float32), device=device)[None, :].expand_as(v)       # [M, d]
+    was_training = head.training
+    head.eval()
+    with torch.inference_mode():
+        scores = head.point_scores(q, v)
+    head.train(was_training)
+    return scores.float().cpu().numpy().astype(np.float64)                                         # [M]

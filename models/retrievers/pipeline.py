@@ -18,11 +18,15 @@ trajectory embeddings for a list of query texts:
 3. **shortlist**: the first ``shortlist`` (M) trajectories per query, ties to the lower index;
 4. **reranker** over the shortlist: ``"none"``; ``"pairwise"``: pivot-promote
    (``models.retrievers.rerank.pivot_promote``, Algorithm 1) with the ``comparator``
-   (``models.retrievers.comparators``); ``"pointwise"``: a VLM ``scorer`` scores each of the M
-   candidates once (``models.retrievers.vlm_rerank.vlm_term``) and the order is
-   ``weights.first_stage · minmax(fused) + weights.vlm · minmax(vlm) + weights.itm · minmax(itm)``
-   (weights sum to 1; ``itm``: SCOUT's ScoutITM match probability, a SCOUT model trained with
-   ``itm.enabled``; a zero weight asks nothing of its signal).
+   (``models.retrievers.comparators``; ``"pairwise-head"``: the model's trained Bradley–Terry
+   pairwise head, ``"vlm"``: a chat VLM shown both candidates); ``"pointwise"``: a VLM ``scorer``
+   scores each of the M candidates once (``models.retrievers.vlm_rerank.vlm_term``) and the order is
+   ``weights.first_stage · minmax(fused) + weights.vlm · minmax(vlm) + weights.itm · minmax(itm)
+   + weights.absolute · minmax(absolute)`` (weights sum to 1; ``itm``: SCOUT's ScoutITM match
+   probability, a SCOUT model trained with ``itm.enabled``; ``absolute``: one absolute score per
+   candidate from the comparator's own model, ActPair Table 5's pointwise baseline: the pairwise
+   head's pointwise twin, or the chat VLM's one-call 0–100 score; a zero weight asks nothing of its
+   signal).
 
 The final scores ``[E, T]`` are the fused scores with the shortlist's values handed out again in
 the reranked order, so sorting them gives the pipeline's ranking and the scores outside the
@@ -36,7 +40,8 @@ each list's ranks of the queries per trajectory, fused as RRF does; ``"dual_view
 of both views' cosines, without the per-query union). A reranker orders one query's shortlist and
 gives no cross-query scale, so it does not reach them. The report counts, per query, comparator requests, scorer requests
 and invalid answers (an answer that is not a decision, a score that could not be read: counted,
-never raised), and the rewrite requests; with several first-stage lists it also summarises their
+never raised), the ``model_requests`` (Table 5's requests per query: comparisons, scorer requests
+and absolute scores together), and the rewrite requests; with several first-stage lists it also summarises their
 per-query Spearman decorrelation (``models.retrievers.decorrelation``: what makes fusing them pay).
 
 Every stage reads model-side inputs only (DESIGN 4.4): the query texts, the embeddings, the
@@ -62,7 +67,14 @@ from models.config import PlainConfig
 from models.facts import canonical_json
 from models.retrievers.actpair.pipeline import VLMComparator, dual_view_union
 from models.retrievers.actpair.rewrite import rewrite_queries
-from models.retrievers.comparators import ChatPairJudge, DescriptionComparator, ScorerComparator
+from models.retrievers.comparators import (
+    ChatPairJudge,
+    ChatPointJudge,
+    DescriptionComparator,
+    PairwiseHeadComparator,
+    ScorerComparator,
+    head_point_scores,
+)
 from models.retrievers.decorrelation import pairwise_decorrelation
 from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.rerank import combsum, minmax_all, minmax_rows, pivot_promote, rrf, shortlist
@@ -73,7 +85,7 @@ from models.training.index import cosines
 RETRIEVERS = ("dense", "rewrite")
 FUSIONS = ("none", "combsum", "dual_view", "rrf")
 RERANKERS = ("none", "pairwise", "pointwise")
-COMPARATORS = ("scorer", "vlm", "description")
+COMPARATORS = ("scorer", "vlm", "description", "pairwise-head")
 CHAT_SCORERS = ("transformers", "openai")
 MAX_SHORTLIST = 100
 
@@ -95,14 +107,17 @@ class Backend(PlainConfig):
 class ComparatorConfig(PlainConfig):
     """The pairwise comparator of pivot-promote (``models.retrievers.comparators``)."""
 
-    kind: str = "scorer"                         # "scorer" | "vlm" | "description"
-    backend: str = "heuristic"                   # scorer: a scoring backend; vlm: transformers | openai; description: a describer
+    kind: str = "scorer"                         # "scorer" | "vlm" | "description" | "pairwise-head"
+    backend: str = "heuristic"                   # scorer: a scoring backend; vlm: transformers | openai; description: a describer; pairwise-head: "model"
     settings: dict = field(default_factory=dict)  # that backend's settings
-    tie_margin: float = 0.0                      # scorer / description: differences within it are ties
+    tie_margin: float = 0.0                      # scorer / description: differences within it are ties; pairwise-head: |P - ½| within it
 
     def __post_init__(self) -> None:
         _known("comparator", self.kind, COMPARATORS)
-        known = {"scorer": SCORER_BACKENDS, "vlm": CHAT_SCORERS, "description": DESCRIBER_BACKENDS}[self.kind]
+        if self.kind == "pairwise-head" and self.backend == "heuristic":
+            self.backend = "model"               # the head is the trained model's own: no backend to name
+        known = {"scorer": SCORER_BACKENDS, "vlm": CHAT_SCORERS, "description": DESCRIBER_BACKENDS,
+                 "pairwise-head": ("model",)}[self.kind]
         _known(f"{self.kind} comparator backend", self.backend, known)
         if isinstance(self.tie_margin, bool) or not isinstance(self.tie_margin, int | float) or not (
                 np.isfinite(self.tie_margin) and self.tie_margin >= 0):
@@ -116,9 +131,10 @@ class BlendWeights(PlainConfig):
     first_stage: float = 0.0                     # the fused first-stage score
     vlm: float = 1.0                             # the VLM term (attribute_vlm_score); 0: no VLM requests
     itm: float = 0.0                             # SCOUT's ScoutITM match probability (a SCOUT model trained with itm)
+    absolute: float = 0.0                        # one absolute score per candidate from the comparator's model (Table 5)
 
     def __post_init__(self) -> None:
-        values = (self.first_stage, self.vlm, self.itm)
+        values = (self.first_stage, self.vlm, self.itm, self.absolute)
         if not all(isinstance(w, int | float) and not isinstance(w, bool) and np.isfinite(w) and w >= 0
                    for w in values):
             raise ValueError(f"weights must be finite numbers >= 0, got {self.as_dict()}")
@@ -369,7 +385,7 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
     tick = time.perf_counter()
     final = ranked.copy()
     out_heads = heads.copy()
-    comparator_requests, scorer_requests, invalid = [], [], []
+    comparator_requests, scorer_requests, invalid, model_requests = [], [], [], []
     descriptions: list[dict[int, str]] = []
     counts = ScoreCounts()
     if p.reranker != "none" and m > 0:
@@ -393,16 +409,26 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
                     counts = counts.merged(term.counts)
                     blend = blend + p.weights.vlm * minmax_rows(term.values[None, :])[0]
                     asked, bad = term.counts.requests, term.counts.invalid_results
+                requests = asked
                 if p.weights.itm > 0:
                     itm = _itm_term(main, view, tools, text, candidates)                   # [M]
                     blend = blend + p.weights.itm * minmax_rows(itm[None, :])[0]
+                    requests += len(candidates)
+                if p.weights.absolute > 0:
+                    values, made, unread = _absolute_term(p.comparator, main, tools, view, text, head, candidates)
+                    blend = blend + p.weights.absolute * minmax_rows(values[None, :])[0]
+                    requests, bad = requests + made, bad + unread
                 order = [int(head[i]) for i in np.argsort(-blend, kind="stable")]
                 comparator_requests.append(0)
                 scorer_requests.append(asked)
                 invalid.append(bad)
+                model_requests.append(requests)
             else:
-                compare, compared = _comparator(p.comparator, tools, view, text, candidates, backend)
-                backend = getattr(compare, "backend", backend)
+                if p.comparator.kind == "pairwise-head":
+                    compare, compared = _head_comparator(p.comparator, main, text, head, candidates), {}
+                else:
+                    compare, compared = _comparator(p.comparator, tools, view, text, candidates, backend)
+                    backend = getattr(compare, "backend", backend)
                 reranked, calls = pivot_promote(candidates, compare)
                 position_of = dict(zip(candidates, head.tolist(), strict=True))
                 order = [int(position_of[t]) for t in reranked]
@@ -412,6 +438,7 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
                     counts = counts.merged(own)
                 scorer_requests.append(own.requests if own is not None else 0)
                 invalid.append(int(compare.invalid))
+                model_requests.append(int(calls) + scorer_requests[-1])
                 descriptions.append(compared)
             _reassign(final[e], head, order)
             out_heads[e] = order
@@ -420,6 +447,7 @@ def run_pipeline(pipeline: RetrievalPipeline | dict | None, galleries: Sequence[
         report |= {"comparator_requests": {"per_query": comparator_requests, "total": sum(comparator_requests)},
                    "scorer_requests": {"per_query": scorer_requests, "total": sum(scorer_requests)},
                    "invalid_answers": {"per_query": invalid, "total": sum(invalid)},
+                   "model_requests": {"per_query": model_requests, "total": sum(model_requests)},
                    "scorer_counts": counts.to_dict(), "shortlist": m}
     report["timing_s"] = {k: round(v, 4) for k, v in timing.items()}
     return PipelineResult(scores=final, shortlists=out_heads, report=report, rewrites=rewrites,
@@ -436,6 +464,44 @@ def _itm_term(gallery: Gallery, view, tools: PipelineTools, text: str, candidate
     if gallery.data is None:
         gallery.data = model.prepare(view, None, cache_dir=tools.cache_dir)
     return model.itm_text_scores(gallery.data, [text], [[(t, 0) for t in candidates]])[0].numpy().astype(np.float64)
+
+
+def _trained_head(model):
+    """The model's trained pairwise head (``ValueError`` for a model without one)."""
+    if not callable(getattr(model, "trained_pairwise_head", None)):
+        raise ValueError(f"the pairwise-head comparator needs an ActPair model trained with pairwise.enabled, "
+                         f"not {type(model).__name__}")
+    return model.trained_pairwise_head()
+
+
+def _head_comparator(config: ComparatorConfig, gallery: Gallery, text: str, positions: np.ndarray,
+                     candidates: list[int]) -> PairwiseHeadComparator:
+    """The pairwise head of the gallery's model over the query text's embedding and the
+    candidates' gallery embeddings (``positions`` in the gallery, ``candidates`` their ids)."""
+    head = _trained_head(gallery.model)
+    vectors = np.asarray(gallery.vectors, np.float32)[np.asarray(positions, np.int64)]        # [M, d]
+    return PairwiseHeadComparator(head, encode_texts(gallery.model, [text])[0], dict(zip(candidates, vectors, strict=True)),
+                                  tie_margin=config.tie_margin)
+
+
+def _absolute_term(config: ComparatorConfig, gallery: Gallery, tools: PipelineTools, view, text: str,
+                   positions: np.ndarray, candidates: list[int]) -> tuple[np.ndarray, int, int]:
+    """One absolute score per candidate from the comparator's own model (Table 5's pointwise
+    baseline): ``(values [M], requests, unreadable answers)``. ``pairwise-head``: the head's
+    pointwise twin; ``vlm``: the chat VLM's one-call 0–100 score."""
+    if config.kind == "pairwise-head":
+        vectors = np.asarray(gallery.vectors, np.float32)[np.asarray(positions, np.int64)]    # [M, d]
+        values = head_point_scores(_trained_head(gallery.model), encode_texts(gallery.model, [text])[0], vectors)
+        return values, len(candidates), 0
+    if config.kind != "vlm":
+        raise ValueError(f"the absolute weight scores with the comparator's own model: comparator pairwise-head or "
+                         f"vlm, not {config.kind!r} (its decisions already are pointwise scores)")
+    if tools.comparator_backend is None:
+        tools.comparator_backend = build_scorer(config.backend, config.settings)
+    requests = dict(zip(candidates, score_requests(view, text, candidates), strict=True))
+    judge = ChatPointJudge(ChatPairJudge(tools.comparator_backend, requests))
+    values = judge.scores(text, candidates)
+    return values, judge.calls, judge.invalid
 
 
 def _comparator(config: ComparatorConfig, tools: PipelineTools, view, text: str, candidates: list[int], backend):

@@ -150,7 +150,9 @@ def test_the_scout_preset_fuses_only_when_given_runs_to_fuse_with():
 def test_pipeline_variants_split_from_training_overrides():
     spec = spec_from_request({"preset": "actpair-rerank", "seeds": [0, 1]})
     cells = {(v, s): (c, p) for v, s, c, p in spec.cells()}
-    assert cells[("pairwise", 1)][0] == cells[("pointwise", 1)][0] == {"seed": 1}
+    # one training (with the pairwise head) per seed, shared by the three pipelines
+    assert cells[("pairwise", 1)][0] == cells[("pointwise", 1)][0] == cells[("dual_view", 1)][0] == {
+        "model": {"pairwise": {"enabled": True}}, "seed": 1}
     assert cells[("pairwise", 0)][1]["reranker"] == "pairwise" and cells[("pairwise", 0)][1]["fusion"] == "dual_view"
     assert cells[("dual_view", 0)][1] == PRESETS["actpair-rerank"].pipeline
 

@@ -206,7 +206,8 @@ def test_vlm_answers_that_are_no_decision_or_no_score_are_counted_not_raised(wor
     invalid = sum(1 for i in range(calls) if i % 3 == 1)           # every second of three answers
     assert result.report["invalid_answers"]["total"] == invalid > 0
     prompt = judge.asked[0][1]["content"][-1]["text"]
-    assert prompt.startswith(f"Query: {texts[0]}") and "A, B or tie" in prompt
+    assert prompt.startswith(f"Query: {texts[0]}") and "A, B, or tie" in prompt
+    assert "better supported by the query" in prompt and "spatial relationships" in prompt
     # pointwise: an answer that is not yes/no and a score that is not JSON are invalid marks
     scorer = _FakeChatVLM(["no scores here"])
     p = {"reranker": "pointwise", "shortlist": 3, "top_k": 3, "scorer": {"backend": "openai"}}

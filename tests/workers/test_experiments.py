@@ -158,37 +158,44 @@ ACTPAIR = {"steps": 2, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "devi
 
 def test_pipeline_variants_share_their_training_and_count_their_requests(snapshots, var_dir, capsys, queued_tasks,  # noqa: F811
                                                                           django_capture_on_commit_callbacks):
-    """ActPair's reranking preset: one training per seed, three pipelines evaluated on it; the
-    pointwise reranker asks one score per shortlisted candidate, the pairwise one what Algorithm 1
-    needs (at most M(M-1)/2 comparisons of a shortlist of M)."""
+    """ActPair's reranking preset (Table 5): one training per seed (the dual encoder, then its
+    pairwise head), three pipelines evaluated on it; the pointwise reranker asks one absolute score
+    per shortlisted candidate, the pairwise one what Algorithm 1 needs (at most M(M-1)/2
+    comparisons of a shortlist of M), and the table reports both as requests per query."""
     with django_capture_on_commit_callbacks(execute=True):
         call_command("experiment", "--snapshot", str(snapshots["train"].pk), "--eval-snapshot",
                      str(snapshots["dev"].pk), "--preset", "actpair-rerank", "--seeds", "0", "--config",
                      json.dumps(ACTPAIR), "--resamples", "200")
-    assert "succeeded: 3/3 cells" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "succeeded: 3/3 cells" in out
     assert queued_tasks == []                                      # an inline experiment sends nothing
     experiment = Experiment.objects.get()
     assert experiment.runs.count() == 1                            # the three variants share their training
+    run = experiment.runs.get()
+    assert run.result["after_training"]["pairwise_head"]["pairs"] > 0
     cells = {c.variant: c for c in experiment.cells.select_related("evaluation")}
-    assert {c.training_run_id for c in cells.values()} == {experiment.runs.get().pk}
+    assert {c.training_run_id for c in cells.values()} == {run.pk}
     # the reference too runs through the pipeline executor (one code path for every variant)
     assert cells["dual_view"].evaluation.pipeline_sha256 and cells["dual_view"].evaluation.pipeline["reranker"] == "none"
     assert cells["pairwise"].evaluation.pipeline["reranker"] == "pairwise"
+    assert cells["pairwise"].evaluation.pipeline["comparator"]["kind"] == "pairwise-head"
     assert cells["dual_view"].evaluation.pipeline["fusion"] == "dual_view"
     requests = experiment.result["requests"]
     pointwise = cells["pointwise"].evaluation.metrics["pipeline"]
     m = pointwise["shortlist"]
     assert m == min(10, len(RelationSnapshotData.load(snapshots["dev"].path).tracks))
-    assert pointwise["scorer_requests"]["per_query"] == [m] * pointwise["queries"]        # exactly M each
-    assert requests["pointwise"]["scorer_requests"] == {"per_query_mean": m, "per_query_max": m,
-                                                        "total": m * pointwise["queries"]}
-    assert requests["pointwise"]["comparator_requests"]["total"] == 0
+    assert pointwise["model_requests"]["per_query"] == [m] * pointwise["queries"]        # exactly M each
+    assert requests["pointwise"]["model_requests"] == {"per_query_mean": m, "per_query_max": m,
+                                                       "total": m * pointwise["queries"]}
+    assert requests["pointwise"]["comparator_requests"]["total"] == requests["pointwise"]["scorer_requests"]["total"] == 0
     pairwise = requests["pairwise"]["comparator_requests"]
     assert 0 < pairwise["per_query_mean"] and pairwise["per_query_max"] <= m * (m - 1) // 2
-    assert requests["dual_view"]["comparator_requests"]["total"] == requests["dual_view"]["scorer_requests"]["total"] == 0
+    assert requests["pairwise"]["model_requests"] == pairwise
+    assert requests["dual_view"]["model_requests"]["total"] == 0
+    assert f"pointwise {m:.2f}" in out and f"pairwise {pairwise['per_query_mean']:.2f}" in out
     rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
-    assert rows["dual_view"]["reference"] and rows["pairwise"]["low"] is not None
-    assert rows["pointwise"]["n_seeds"] == 1
+    assert rows["pointwise"]["reference"] and rows["pairwise"]["low"] is not None
+    assert rows["dual_view"]["n_seeds"] == 1
 
 
 def test_the_command_runs_a_grid_and_refuses_bad_input(snapshots, var_dir, tmp_path, capsys):

@@ -158,14 +158,29 @@ COMPARISON_CRITERIA = ("the primary action", "the target person", "clothing", "o
                        "secondary people", "scene and background", "spatial relationships")
 
 
+def _criteria() -> str:
+    return ", ".join(COMPARISON_CRITERIA[:-1]) + " and " + COMPARISON_CRITERIA[-1]
+
+
 def comparison_prompt(query_text: str) -> str:
-    """The pairwise instruction of Sec. 3.5 for a VLM shown candidate A and candidate B."""
+    """The pairwise instruction of Sec. 3.5 for a VLM shown candidate A and candidate B together:
+    the original query, the fixed criteria, contradictions and missing details, one decision in
+    {A, B, tie}."""
     return (f"Query: {query_text.strip()}\n"
-            "Two candidates are shown: A and B. Compare them against the query on "
-            + ", ".join(COMPARISON_CRITERIA)
-            + ", and on any explicit contradiction or missing detail relative to the query. "
-            "Which candidate does the query describe better? Answer with exactly one word: "
-            "A, B or tie.")
+            "Candidate A and candidate B are shown above. Compare the two candidates against the query along "
+            f"{_criteria()}, together with any explicit contradiction or missing detail relative to the query. "
+            "Which candidate is better supported by the query? Answer with exactly one word: A, B, or tie when "
+            "neither is.")
+
+
+def point_prompt(query_text: str) -> str:
+    """The pointwise instruction of Table 5's baseline for a VLM shown one candidate: the same
+    criteria, one absolute score from 0 to 100 in one answer."""
+    return (f"Query: {query_text.strip()}\n"
+            "One candidate is shown above. Judge it against the query along "
+            f"{_criteria()}, together with any explicit contradiction or missing detail relative to the query. "
+            "How well is the candidate supported by the query? Answer with exactly one integer from 0 (contradicted) "
+            "to 100 (fully supported).")
 
 
 def parse_decision(answer: str) -> str | None:

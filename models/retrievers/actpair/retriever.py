@@ -21,6 +21,12 @@ from models.backends.llm import build_llm
 from models.config import UNKNOWN_NAMED_KEYS, PlainConfig
 from models.query_reading import read_query
 from models.retrievers.actpair.model import ActPair, ActPairConfig, action_loss
+from models.retrievers.actpair.pairwise_head import (
+    PairwiseHead,
+    PairwiseHeadConfig,
+    preference_pairs,
+    train_pairwise_head,
+)
 from models.retrievers.actpair.pipeline import DualViewResult, dual_view_retrieve
 from models.retrievers.actpair.rewrite import RewriteReport, rewrite_queries, text_action_tag
 from models.retrievers.actpair.vocabulary import TagVocabulary, build_vocabulary, first_event_tag
@@ -37,6 +43,7 @@ class ActPairRetrieverConfig(PlainConfig):
     """ActPair as a ``models.training.trainer`` retriever: frozen encoders, features, towers, vocabulary."""
 
     unknown_keys_message = UNKNOWN_NAMED_KEYS
+    DEFAULTS_VERSION = 1                         # bump when a default here, in a nested config or in optimizer_defaults changes (runs record it)
 
     appearance: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default)
     text: dict = field(default_factory=dict, metadata={"config": TextEncoderConfig})  # TextEncoderConfig of the text tokens (MiniLM)
@@ -50,6 +57,7 @@ class ActPairRetrieverConfig(PlainConfig):
     vocabulary: dict | None = None
     # the canonical scene vocabulary (of the query texts' scene words), built and kept likewise
     scene_vocabulary: dict | None = None
+    pairwise: dict = field(default_factory=dict, metadata={"config": PairwiseHeadConfig})  # pairwise head (off)
 
     def __post_init__(self) -> None:
         derived = sorted({"d_visual", "d_text", "max_visual_tokens", "max_text_tokens"} & set(self.model))
@@ -95,6 +103,11 @@ class ActPairRetriever(nn.Module):
         if self.vocabulary is not None and len(self.vocabulary.canonical) > self.model.config.n_actions:
             raise ValueError(f"the vocabulary has {len(self.vocabulary.canonical)} actions, the head "
                              f"{self.model.config.n_actions}")
+        self.pairwise_config = PairwiseHeadConfig.from_dict(cfg.pairwise)
+        self.pairwise_head: PairwiseHead | None = None
+        if self.pairwise_config.enabled:
+            self.pairwise_head = PairwiseHead(self.model.config.d_embed, self.pairwise_config)
+            self.register_buffer("pairwise_trained", torch.zeros((), dtype=torch.bool))
 
     def config_dict(self) -> dict:
         return self.config.to_dict()
@@ -223,6 +236,46 @@ class ActPairRetriever(nn.Module):
         """Batching for ``models.training.trainer.train`` (a TrainConfig ``batching`` key wins): groups without
         noisy-GT variants, since only each group's clean target is read."""
         return {"batching": {"noisy_gt": False}}
+
+    def no_weight_decay(self) -> set[str]:
+        """The pairwise head stays as built during the contrastive steps (it gets no gradient there)
+        until :meth:`after_training` trains it."""
+        head = self.pairwise_head
+        return {f"pairwise_head.{n}" for n, _ in head.named_parameters()} if head is not None else set()
+
+    # -- the pairwise head: trained after the dual encoder (models.retrievers.actpair.pairwise_head) --
+    def after_training(self, data, snapshot, ctx) -> dict:
+        """The trainer's post-training stage: with ``pairwise.enabled``, the frozen dual encoder
+        embeds every training query and stored trajectory, the verified positives of each query
+        are paired with its hardest verified negatives, and the pairwise head and its pointwise
+        twin are trained on them with the Bradley–Terry loss. Runs once: ``pairwise_trained`` is
+        in the checkpoint."""
+        if self.pairwise_head is None:
+            return {"pairwise_head": "disabled"}
+        if bool(self.pairwise_trained):
+            return {"pairwise_head": "trained before this resume"}
+        matrix, qids, tids = snapshot.matrix(include_pseudo=False)                     # [Q, T] verified labels
+        records = [(t, 0) for t in tids]
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            queries = self.encode_queries(data, qids).float().cpu()                    # [Q, d]
+            items = torch.cat([self.encode_tracks(data, records[s: s + 256]) for s in range(0, len(records), 256)])
+        self.model.train(was_training)
+        items = items.float().cpu()                                                     # [T, d]
+        pairs = preference_pairs((queries @ items.T).numpy(), matrix, self.pairwise_config.n_negatives)
+        seed = int(torch.randint(0, 2**31 - 1, (1,)))     # from the run's RNG stream (restored on resume)
+        report = train_pairwise_head(self.pairwise_head, queries, items, pairs, self.pairwise_config, seed=seed)
+        self.pairwise_trained.fill_(True)
+        return {"pairwise_head": report}
+
+    def trained_pairwise_head(self) -> PairwiseHead:
+        """The pairwise head, once trained (``ValueError`` naming what is missing otherwise)."""
+        if self.pairwise_head is None:
+            raise ValueError("this ActPair model has no pairwise head (train it with model.pairwise.enabled)")
+        if not bool(self.pairwise_trained):
+            raise ValueError("this ActPair model's pairwise head was never trained")
+        return self.pairwise_head
 
     # -- inference: rewrite and dual-view retrieval ------------------------------------------
     def rewrite_report(self, texts: Sequence[str], llm=None) -> RewriteReport:

@@ -58,6 +58,11 @@ def format_table(result: dict, *, stratum: str = "all", metrics=("R@1", "R@3", "
                     text += f" ({row['delta']:+.1f} [{row['low']:+.1f}, {row['high']:+.1f}])"
                 cells.append(text)
             lines.append(f"  {variant:16s} " + "   ".join(cells))
+    requests = {v: r["model_requests"]["per_query_mean"] for v, r in (result.get("requests") or {}).items()
+                if "model_requests" in r}
+    if requests:
+        lines.append("requests per query (comparisons and scores asked of the reranking model): "
+                     + ", ".join(f"{v} {requests[v]:.2f}" for v in result.get("variants", []) if v in requests))
     return "\n".join(lines)
 
 
