@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from models.config import PlainConfig
-from models.retrievers.comparators import POINTWISE_DERIVED
 from models.experiments.relative import OF_BASE, resolve_relative
+from models.retrievers.comparators import POINTWISE_DERIVED
 
 MAX_CELLS = 512                                  # training runs one experiment may queue
 MAX_SEEDS = 64
