@@ -62,9 +62,14 @@ the paper's choice; ``pruning = None`` compares the Slow encoder's own global fe
 
 The ROI projector is trained with the rest (it is in ``state_dict`` and the optimizer). The paper's
 is ObjEmbed's pretrained object projector, kept frozen; those weights do not load offline, and a
-frozen projector at random initialisation would only scramble the bins, so here it is learned. ``training_loss`` reports the mean number of Slow
-frames kept per record of the batch (``slow_retained_mean``) and :meth:`VTrajEmbed.summarize` the
-distribution over a prepared snapshot's records, as C.2 asks.
+frozen projector at random initialisation would only scramble the bins, so here it is learned.
+At the paper's widths a region row is large (``3 × 1024 × 49`` floats for three SigLIP2-Large
+taps), and the prepared features hold one per Fast observation; a frozen per-bin channel map
+(``fast.roi_projector``) narrows it.
+
+``training_loss`` reports the mean number of Slow frames kept per record of the batch
+(``slow_retained_mean``) and :meth:`VTrajEmbed.summarize` the distribution over a prepared
+snapshot's records, as C.2 asks.
 """
 from __future__ import annotations
 
