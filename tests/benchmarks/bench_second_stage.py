@@ -3,9 +3,10 @@ three seeds, evaluated on the test split with paired bootstrap 95 % intervals ov
 
 - ``actpair-views`` (ActPair Table 3): the original query, its template rewrite (the query text and
   the canonical action and scene vocabularies only), and dual-view fusion, on the same weights;
-- ``actpair-rerank`` (ActPair Table 5): the dual-view top-10 without reranking, with the pairwise
-  comparator under pivot-promote (Algorithm 1), and with a pointwise VLM score per candidate, with
-  the requests each makes per query;
+- ``actpair-rerank`` (ActPair Table 5): the dual-view top-10 without reranking, with one absolute
+  score per candidate (the pointwise twin of the pairwise head, the reference) and with the trained
+  Bradley–Terry pairwise head under pivot-promote (Algorithm 1), with the requests each makes per
+  query;
 - ``scout-batch-sweep`` (SCOUT §5): the per-forward batch B = 32, 64 and 128 (the default), with
   in-batch negatives only;
 - ``scout-rerank`` (SCOUT §6.2, §7.1-7.2): the SCOUT model alone, CombSUM with a second fusion
@@ -160,11 +161,12 @@ def test_second_stage_presets_over_three_seeds(tmp_path, settings):
         rerank = out["presets"]["actpair-rerank"]["requests"]
         m = 10
         pairwise = rerank["pairwise"]["comparator_requests"]
+        pointwise = rerank["pointwise"]["model_requests"]["per_query_mean"]
         out["pivot_promote"] = {"comparisons_per_query": pairwise["per_query_mean"], "all_pairs": m * (m - 1) // 2,
-                                "pointwise_requests_per_query": rerank["pointwise"]["scorer_requests"]["per_query_mean"]}
-        print(f"pivot-promote: {pairwise['per_query_mean']:.1f} comparisons per query (max {pairwise['per_query_max']}) "
-              f"against {m * (m - 1) // 2} for every pair of the top-{m}; pointwise: "
-              f"{rerank['pointwise']['scorer_requests']['per_query_mean']:.0f} requests per query")
+                                "pointwise_requests_per_query": pointwise}
+        print(f"pivot-promote: {pairwise['per_query_mean']:.2f} comparisons per query (max "
+              f"{pairwise['per_query_max']}) against {m * (m - 1) // 2} for every pair of the top-{m}; pointwise: "
+              f"{pointwise:.2f} requests per query")
         assert pairwise["per_query_max"] <= m * (m - 1) // 2
     folder = REPO / "var" / "bench"
     folder.mkdir(parents=True, exist_ok=True)
