@@ -257,8 +257,9 @@ class SearchApi(APIView):
                                           required=False, default=list,
                                           help_text="other succeeded runs fused with CombSUM")
         rerank = flag_field(required=False, default=False,
-                            help_text="pivot-promote the top 10 by the similarity of the describer's descriptions "
-                                      "(read from the trajectories' pixels) to the text.")
+                            help_text="pivot-promote the top 10 with the run's trained pairwise head (an ActPair run "
+                                      "trained with pairwise.enabled), otherwise by the similarity of the describer's "
+                                      "descriptions (read from the trajectories' pixels) to the text.")
         pipeline = serializers.JSONField(required=False, default=None, allow_null=True,
                                          help_text=PIPELINE_HELP + " Instead of fuse_with and rerank.")
         mode = PlainChoiceField(choices=MODES, required=False, default="retrieval",

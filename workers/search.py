@@ -31,10 +31,13 @@ IVF index's above (the report's ``first_stage`` says which answered):
 ``pipeline`` gives the pipeline as JSON; without it the older arguments build one
 (:func:`search_pipeline`): ``fuse_with`` fuses other succeeded runs scored on the same snapshot
 with CombSUM (``models.retrievers.rerank.combsum``); ``rerank`` pivot-promotes the first
-``RERANK_DEPTH`` (10) trajectories (ActPair Algorithm 1) with the comparator that prefers the
-candidate whose describer description is closer to the query in the frozen MiniLM text space
-(differences within ``RERANK_TIE_MARGIN`` are ties). The response carries the pipeline, its
-report (comparator and scorer requests, invalid answers, rewrite requests) and the number of
+``RERANK_DEPTH`` (10) trajectories (ActPair Algorithm 1) with the run's trained pairwise head
+where it has one (an ActPair run trained with ``pairwise.enabled``: the comparator of ActPair's
+Table 5), else with the comparator that prefers the candidate whose describer description is
+closer to the query in the frozen MiniLM text space (differences within ``RERANK_TIE_MARGIN``
+are ties; it compares two per-candidate values). Every reranking, the catalogue's included, is
+``run_pipeline``'s: search and evaluation share one reranker. The response carries the pipeline,
+its report (comparator and scorer requests, invalid answers, rewrite requests) and the number of
 comparator calls.
 
 **Modes** (DESIGN 4.4, no answer key in the inputs). ``mode="retrieval"``, the default, reads
@@ -45,8 +48,9 @@ motion), computed on demand and kept in memory per snapshot content hash. Nothin
 app approved (descriptions, facts, predicates, votes, relation labels) reaches it, so its
 rankings are what an evaluation of the same pipeline would measure. ``mode="catalogue"`` is the
 browse-the-catalogue search for people: the head is always reranked, by each trajectory's
-approved description (``D_r^H``) where it has one (the describer's elsewhere); each hit says
-which it compared. It reads the answer key: evaluation and experiments never call it.
+approved description (``D_r^H``) where it has one (the describer's elsewhere), through the same
+executor with the description comparator fed those texts; each hit says which it compared. It
+reads the answer key: evaluation and experiments never call it.
 
 Results carry the trajectory id, its video id and the score (cosine, or the fused CombSUM score),
 with per-stage timings in milliseconds.
@@ -71,7 +75,7 @@ from models.backends.vlm import build_describer, build_scorer
 from models.retrievers.described import describe_tracks, description_text
 from models.retrievers.pipeline import Gallery, PipelineTools, RetrievalPipeline, run_pipeline
 from models.retrievers.pipeline import encode_texts as pipeline_encode_texts
-from models.retrievers.rerank import pivot_promote, top_positions
+from models.retrievers.rerank import top_positions
 from models.training.evaluation import embed_snapshot
 from models.training.index import (
     FORMAT,
@@ -312,22 +316,42 @@ def _plain(p: RetrievalPipeline) -> bool:
     return tuple(p.retrievers) == ("dense",) and p.fusion == "none" and not p.fuse_runs and p.reranker == "none"
 
 
-def search_pipeline(*, fuse_with: list[TrainingRun], rerank: bool) -> dict:
+DESCRIPTION_COMPARATOR = {"kind": "description", "backend": SEARCH_DESCRIBER[0], "settings": SEARCH_DESCRIBER[1],
+                          "tie_margin": RERANK_TIE_MARGIN}
+
+
+def has_pairwise_head(run: TrainingRun) -> bool:
+    """Whether the run trained ActPair's pairwise head (``model.pairwise.enabled``)."""
+    model = (run.config or {}).get("model") or {}
+    return run.model_kind == "actpair" and bool((model.get("pairwise") or {}).get("enabled"))
+
+
+def search_pipeline(*, fuse_with: list[TrainingRun], rerank: bool, pairwise_head: bool = False) -> dict:
     """The pipeline of the ``fuse_with`` / ``rerank`` arguments: CombSUM over the runs, and
-    pivot-promote over the first :data:`RERANK_DEPTH` with the describer-description comparator
-    (:data:`SEARCH_DESCRIBER`, ties within :data:`RERANK_TIE_MARGIN`)."""
+    pivot-promote over the first :data:`RERANK_DEPTH` with the run's pairwise head
+    (``pairwise_head``) or else the describer-description comparator (:data:`SEARCH_DESCRIBER`,
+    ties within :data:`RERANK_TIE_MARGIN`)."""
     return {"fuse_runs": [r.pk for r in fuse_with], "fusion": "combsum" if fuse_with else "none",
             "shortlist": RERANK_DEPTH, "top_k": max(RERANK_DEPTH, 100),
             "reranker": "pairwise" if rerank else "none",
-            "comparator": {"kind": "description", "backend": SEARCH_DESCRIBER[0], "settings": SEARCH_DESCRIBER[1],
-                           "tie_margin": RERANK_TIE_MARGIN}}
+            "comparator": {"kind": "pairwise-head"} if pairwise_head else DESCRIPTION_COMPARATOR}
 
 
-def _pipeline(pipeline: dict | None, fuse_with: list[TrainingRun], rerank: bool) -> tuple[RetrievalPipeline, dict]:
+def _pipeline(pipeline: dict | None, run: TrainingRun, fuse_with: list[TrainingRun], rerank: bool
+              ) -> tuple[RetrievalPipeline, dict]:
     """The pipeline to run and its record (``workers.pipelines``)."""
     if pipeline is not None and (fuse_with or rerank):
         raise ApplicationError("give either a pipeline or fuse_with / rerank, not both", code="invalid_pipeline")
-    return pipeline_resolve(pipeline if pipeline is not None else search_pipeline(fuse_with=fuse_with, rerank=rerank))
+    if pipeline is None:
+        pipeline = search_pipeline(fuse_with=fuse_with, rerank=rerank, pairwise_head=rerank and has_pairwise_head(run))
+    return pipeline_resolve(pipeline)
+
+
+def catalogue_pipeline(p: RetrievalPipeline) -> RetrievalPipeline:
+    """The catalogue mode's pipeline: ``p``'s first stage, then pivot-promote over the first
+    :data:`RERANK_DEPTH` with the description comparator (fed the catalogue's texts)."""
+    return RetrievalPipeline.from_dict({**p.as_dict(), "reranker": "pairwise", "shortlist": min(RERANK_DEPTH, p.top_k),
+                                        "comparator": DESCRIPTION_COMPARATOR})
 
 
 def _fused_runs(p: RetrievalPipeline, run: TrainingRun, given: list[TrainingRun]) -> list[TrainingRun]:
@@ -351,9 +375,10 @@ def _pipeline_tools(p: RetrievalPipeline, snapshot) -> PipelineTools:
         tools.text_encoder = _text_encoder()
         if (c.backend, c.settings) == SEARCH_DESCRIBER:
             tools.descriptions = lambda ids: model_descriptions(snapshot, ids)
-    elif p.reranker == "pairwise":
+    elif c.kind != "pairwise-head" and (p.reranker == "pairwise" or (p.reranker == "pointwise"
+                                                                      and p.weights.absolute > 0)):
         tools.comparator_backend = _cached("scorer", c.backend, c.settings, build_scorer)
-    if p.reranker == "pointwise":
+    if p.reranker == "pointwise" and p.weights.vlm > 0:
         tools.scorer = _cached("scorer", p.scorer.backend, p.scorer.settings, build_scorer)
     return tools
 
@@ -386,7 +411,7 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
         raise ApplicationError(f"at most {MAX_FUSED} runs can be fused", code="invalid_fuse_with")
     if len({r.pk for r in fuse_with} | {run.pk}) != len(fuse_with) + 1:
         raise ApplicationError("fuse_with must name other runs, each once", code="invalid_fuse_with")
-    p, record = _pipeline(pipeline, fuse_with, bool(rerank) and mode == "retrieval")
+    p, record = _pipeline(pipeline, run, fuse_with, bool(rerank) and mode == "retrieval")
     if mode == "catalogue" and p.reranker != "none":
         raise ApplicationError("the catalogue mode reranks by approved descriptions; its pipeline takes no reranker",
                                code="invalid_pipeline")
@@ -406,17 +431,21 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
     for item in loaded[1:]:
         if not np.array_equal(item.ids, main.ids):
             raise ConflictError("the fused runs' indexes hold different trajectories", code="gallery_mismatch")
+    sources: dict[int, str] = {}
+    tools = None
+    if mode == "catalogue":
+        p, tools = catalogue_pipeline(p), PipelineTools(text_encoder=_text_encoder())
+        tools.descriptions = lambda ids: _catalogue_texts(snapshot, ids, sources)
     data = relation_snapshot_load(snapshot=snapshot).model_inputs() if p.reranker != "none" else None
     timing["load"] = time.perf_counter() - tick
-    depth = max(k, RERANK_DEPTH) if mode == "catalogue" else k
     if _plain(p):
-        ranked, report = _first_stage(main, text, depth, level)
+        ranked, report = _first_stage(main, text, k, level)
         timing |= {"encode": report["timing_s"]["encode"], "search": report["timing_s"]["fuse"]}
         calls, descriptions = 0, {}
     else:
         try:
             galleries = [Gallery(item.model, item.vectors, item.prepared) for item in loaded]
-            result = run_pipeline(p, galleries, data, [text], tools=_pipeline_tools(p, snapshot))
+            result = run_pipeline(p, galleries, data, [text], tools=tools or _pipeline_tools(p, snapshot))
             for item, gallery in zip(loaded, galleries, strict=True):
                 item.prepared = gallery.data             # kept with the loaded run: the ITM term prepares once
         except ValueError as exc:
@@ -431,16 +460,11 @@ def search(*, run: TrainingRun, text: str, snapshot=None, k: int = 10, level: st
             positions = top_positions(final, n)
             return positions, final[positions]
 
-        ranked = _ranked(top, main.ids, main.videos, depth, level)
+        ranked = _ranked(top, main.ids, main.videos, k, level)
         report = {k_: v for k_, v in result.report.items() if k_ != "pipeline"}
         calls = int(result.report.get("comparator_requests", {}).get("total", 0))
         descriptions = result.descriptions[0] if result.descriptions else {}
-    sources = dict.fromkeys(descriptions, "describer")
-    if mode == "catalogue" and len(ranked) > 1:
-        tick = time.perf_counter()
-        ranked, calls, descriptions, sources = _rerank(text, ranked, snapshot, mode)
-        timing["rerank"] = time.perf_counter() - tick
-    ranked = ranked[:k]
+    sources = sources or dict.fromkeys(descriptions, "describer")
     timing["total"] = time.perf_counter() - began
     results = [{"rank": i + 1, "trajectory": t, "video": v, "score": s,
                 **({"description": descriptions[t], "description_source": sources[t]} if t in descriptions else {})}
@@ -543,30 +567,9 @@ def catalogue_descriptions(snapshot, trajectory_ids: list[int]) -> tuple[dict[in
     return texts, {t: "approved" if t in approved else "describer" for t in trajectory_ids}
 
 
-def _rerank(text: str, ranked: list[tuple[int, int, float]], snapshot, mode: str = "retrieval"
-            ) -> tuple[list[tuple[int, int, float]], int, dict[int, str], dict[int, str]]:
-    """Pivot-promote over the first RERANK_DEPTH results with the description comparator: the
-    describer's descriptions in the retrieval mode, the catalogue's in the catalogue mode. Returns
-    the reranked list, the comparator calls, and each head trajectory's description and source."""
-
-    head, tail = ranked[:RERANK_DEPTH], ranked[RERANK_DEPTH:]
-    ids = [t for t, _, _ in head]
-    if mode == "catalogue":
-        descriptions, sources = catalogue_descriptions(snapshot, ids)
-    else:
-        descriptions = model_descriptions(snapshot, ids)
-        sources = dict.fromkeys(ids, "describer")
-    encoder = _text_encoder()
-    texts = [text] + [descriptions[t] or " " for t in ids]
-    pooled = np.asarray(encoder.encode(texts).pooled, np.float64)                          # [1 + M, D]
-    pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-    closeness = {t: (float(pooled[0] @ pooled[i + 1]) if descriptions[t] else -1.0) for i, t in enumerate(ids)}
-
-    def compare(a, b) -> str:
-        sa, sb = closeness[a[0]], closeness[b[0]]
-        if abs(sa - sb) <= RERANK_TIE_MARGIN:
-            return "tie"
-        return "a" if sa > sb else "b"
-
-    order, calls = pivot_promote(head, compare)
-    return list(order) + tail, calls, descriptions, sources
+def _catalogue_texts(snapshot, trajectory_ids: list[int], sources: dict[int, str]) -> dict[int, str]:
+    """:func:`catalogue_descriptions` as the description comparator reads them (``""`` for an
+    empty one), each trajectory's source recorded in ``sources``."""
+    texts, found = catalogue_descriptions(snapshot, trajectory_ids)
+    sources.update(found)
+    return texts
