@@ -38,14 +38,12 @@ Degenerate cases (never a crash, never a NumPy warning)
 - Ratios with an empty denominator (a rater with no scored vote, an adjudication rate over no
   item, a mean over no timed vote) are ``nan``.
 
-``per_item_loop_report`` is the same report written the slow, obvious way (a Python loop over
-items with per-item dicts and the textbook formulas); the tests and the benchmark compare the two.
+``models.curation.agreement_reference.per_item_loop_report`` is the same report written the slow,
+obvious way (a Python loop over items with per-item dicts and the textbook formulas); the tests
+and the benchmark compare the two.
 """
 from __future__ import annotations
 
-import math
-import statistics
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -381,16 +379,11 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
     panel_mask = ~adj                                                  # [V]
     p_item, p_label = item[panel_mask], label[panel_mask]              # [Vp]
     counts = count_matrix(p_item, p_label, n_items_all, n_categories)  # [I, K] panel votes
-    n_panel = counts.sum(axis=1)                                       # [I]
     votes_on = np.bincount(item, minlength=n_items_all)                # [I] all votes
     present = votes_on > 0                                             # [I]
     n_items = int(present.sum())
     adjudicated = np.bincount(item[adj], minlength=n_items_all) > 0    # [I]
     n_adjudicated = int(adjudicated.sum())
-
-    per_count = np.bincount(n_panel[present])                          # [max + 1]
-    panel_votes_per_item = {int(m): int(c) for m, c in enumerate(per_count.tolist()) if c}
-    label_totals = counts.sum(axis=0)                                  # [K]
 
     report = {
         "n_items": n_items,
@@ -398,14 +391,7 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
         "n_panel_votes": int(p_item.size),
         "n_adjudication_votes": int(adj.sum()),
         "labels": names,
-        "panel_votes_per_item": panel_votes_per_item,
-        "label_counts": {names[k]: int(label_totals[k]) for k in range(n_categories)},
-        "vote_distributions": vote_distributions(counts, names, panel=panel),
-        "raw_agreement": raw_agreement(counts),
-        "fleiss_kappa": fleiss_kappa(counts, n_raters=panel) if panel >= 2 else NAN,
-        "fleiss_n_items": int((n_panel == panel).sum()),
-        "krippendorff_alpha": krippendorff_alpha_nominal(counts),
-        "alpha_n_items": int((n_panel >= 2).sum()),
+        **counts_figures(counts[present], names, panel=panel),
         "n_adjudicated_items": n_adjudicated,
         "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
         "time_per_vote": None,
@@ -436,14 +422,38 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
         r_timed = np.bincount(r_idx[timed], minlength=n_r)             # [R]
         r_tsum = np.bincount(r_idx[timed], weights=time[timed], minlength=n_r)  # [R]
         np.divide(r_tsum, r_timed, out=r_time, where=r_timed > 0)
-    columns = zip(raters.tolist(), r_votes.tolist(), r_adj.tolist(), r_scored.tolist(),
-                  r_frac.tolist(), r_time.tolist())
-    report["per_rater"] = {
-        r: {"n_votes": v, "n_panel_votes": v - a, "n_adjudication_votes": a, "n_scored": s,
-            "agreement_with_majority": f, "mean_time": t if timed is not None else None}
-        for r, v, a, s, f, t in columns                                # one entry per rater
-    }
+    report["per_rater"] = per_rater_rows(raters, r_votes, r_adj, r_scored, r_frac,
+                                         r_time if timed is not None else None)
     return report
+
+
+def counts_figures(counts: np.ndarray, names: list[str], *, panel: int) -> dict:
+    """The figures of a report that come from the panel-vote count matrix ``[I, K]`` of the
+    items with a vote (shared with ``agreement_sums.report_from_sums``)."""
+    n_panel = counts.sum(axis=1)                                       # [I]
+    per_count = np.bincount(n_panel)                                   # [max + 1]
+    label_totals = counts.sum(axis=0)                                  # [K]
+    return {
+        "panel_votes_per_item": {int(m): int(c) for m, c in enumerate(per_count.tolist()) if c},
+        "label_counts": {name: int(label_totals[k]) for k, name in enumerate(names)},
+        "vote_distributions": vote_distributions(counts, names, panel=panel),
+        "raw_agreement": raw_agreement(counts),
+        "fleiss_kappa": fleiss_kappa(counts, n_raters=panel) if panel >= 2 else NAN,
+        "fleiss_n_items": int((n_panel == panel).sum()),
+        "krippendorff_alpha": krippendorff_alpha_nominal(counts),
+        "alpha_n_items": int((n_panel >= 2).sum()),
+    }
+
+
+def per_rater_rows(raters, votes, adjudication, scored, agreement, mean_time) -> dict:
+    """``per_rater`` of a report from per-rater columns ``[R]`` (``mean_time`` ``None``: no
+    times were given)."""
+    times = [None] * len(raters) if mean_time is None else np.asarray(mean_time, float).tolist()
+    columns = zip(np.asarray(raters).tolist(), np.asarray(votes).tolist(), np.asarray(adjudication).tolist(),
+                  np.asarray(scored).tolist(), np.asarray(agreement, float).tolist(), times)
+    return {r: {"n_votes": v, "n_panel_votes": v - a, "n_adjudication_votes": a, "n_scored": s,
+                "agreement_with_majority": f, "mean_time": t}
+            for r, v, a, s, f, t in columns}                            # one entry per rater
 
 
 def majority_scores(counts: np.ndarray, p_item: np.ndarray, p_label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -462,137 +472,3 @@ def majority_scores(counts: np.ndarray, p_item: np.ndarray, p_label: np.ndarray)
     top = np.maximum(own, rest)                                        # [Vp] others' largest count
     scored = 2 * top > counts.sum(axis=1)[p_item] - 1                  # [Vp] a strict majority
     return scored, scored & (own == top)                               # [Vp], [Vp]
-
-
-# -- the slow reference ---------------------------------------------------------------------------------
-def per_item_loop_report(item, rater, label, is_adjudication, n_categories: int,
-                         labels: Sequence[str] | None = None, decided=None, time_spent=None, *,
-                         panel: int = 3) -> dict:
-    """``agreement_report`` written the obvious way: one Python dict per item, a loop over items
-    and the textbook formulas (Fleiss 1971; Krippendorff's coincidences from vote pairs). Same
-    arguments and same result (up to floating-point rounding); for tests and benchmarks."""
-    names, n_categories, _, item, rater, label, adj, time = _prepare(
-        item, rater, label, is_adjudication, n_categories, labels, decided, time_spent)
-    times = time.tolist() if time is not None else [NAN] * item.size
-    items: dict[int, dict] = {}
-    for i, r, lab, a, t in zip(item.tolist(), rater.tolist(), label.tolist(), adj.tolist(), times):
-        entry = items.setdefault(i, {"panel": [], "adjudication": [], "times": []})
-        entry["adjudication" if a else "panel"].append((r, lab))
-        if not math.isnan(t):
-            entry["times"].append(t)
-
-    label_counts = [0] * n_categories
-    votes_per_item: Counter = Counter()
-    patterns = {_pattern_name(p, panel): 0 for p in _partitions(int(panel), n_categories)}
-    combos: Counter = Counter()
-    agreements = []                              # per item with >= 2 panel votes
-    fleiss_rows = []                             # per item with exactly `panel` votes
-    coincidence = [[0.0] * n_categories for _ in range(n_categories)]
-    pairable = [0] * n_categories                # pairable votes per category (o's row sums)
-    n_alpha = n_adjudicated = 0
-    vote_times, item_times = [], []
-    raters: dict[int, dict] = {}
-    for entry in items.values():
-        votes = [lab for _, lab in entry["panel"]]
-        m = len(votes)
-        tally = Counter(votes)
-        votes_per_item[m] += 1
-        for lab in votes:
-            label_counts[lab] += 1
-        if entry["adjudication"]:
-            n_adjudicated += 1
-        vote_times += entry["times"]
-        if entry["times"]:
-            item_times.append(sum(entry["times"]))
-        if m == panel:
-            parts = sorted(tally.values(), reverse=True)
-            patterns[_pattern_name(parts, panel)] += 1
-            combos[tuple(sorted(tally.items(), key=lambda kv: (-kv[1], kv[0])))] += 1
-            fleiss_rows.append(tally)
-        if m >= 2:
-            pairs = [(a, b) for x, a in enumerate(votes) for y, b in enumerate(votes) if x != y]
-            agreements.append(sum(a == b for a, b in pairs) / len(pairs))
-            for a, b in pairs:
-                coincidence[a][b] += 1.0 / (m - 1)
-            n_alpha += 1
-            for lab in votes:
-                pairable[lab] += 1
-        for x, (r, lab) in enumerate(entry["panel"]):
-            stats = raters.setdefault(r, {"votes": 0, "adj": 0, "scored": 0, "agree": 0})
-            stats["votes"] += 1
-            rest = Counter(votes[:x] + votes[x + 1:])
-            if rest:
-                best, best_n = rest.most_common(1)[0]
-                if 2 * best_n > sum(rest.values()):
-                    stats["scored"] += 1
-                    stats["agree"] += best == lab
-        for r, _ in entry["adjudication"]:
-            stats = raters.setdefault(r, {"votes": 0, "adj": 0, "scored": 0, "agree": 0})
-            stats["votes"] += 1
-            stats["adj"] += 1
-    rater_times: dict[int, list[float]] = {}
-    for r, t in zip(rater.tolist(), times):
-        if not math.isnan(t):
-            rater_times.setdefault(r, []).append(t)
-
-    # Fleiss' kappa, as in Fleiss (1971)
-    kappa = NAN
-    if panel >= 2 and fleiss_rows:
-        n_sub = len(fleiss_rows)
-        p_j = [sum(row[k] for row in fleiss_rows) / (n_sub * panel) for k in range(n_categories)]
-        p_i = [(sum(c * c for c in row.values()) - panel) / (panel * (panel - 1)) for row in fleiss_rows]
-        p_bar, p_e = sum(p_i) / n_sub, sum(p * p for p in p_j)
-        if sum(p > 0 for p in p_j) > 1:
-            kappa = (p_bar - p_e) / (1 - p_e)
-
-    # Krippendorff's alpha (nominal), from the coincidences of vote pairs
-    alpha = NAN
-    n_c, n = pairable, sum(pairable)
-    if sum(x > 0 for x in n_c) > 1:
-        d_o = sum(coincidence[c][k] for c in range(n_categories) for k in range(n_categories) if c != k)
-        d_e = sum(n_c[c] * n_c[k] for c in range(n_categories) for k in range(n_categories) if c != k)
-        alpha = 1 - (n - 1) * d_o / d_e
-
-    combinations, detail = {}, {}
-    ordered = sorted(combos.items(), key=lambda kv: (-kv[1], [lab for lab, c in kv[0] for _ in range(c)]))
-    for combo, count in ordered:
-        combinations[tuple((names[lab], c) for lab, c in combo)] = count
-        detail[",".join(names[lab] for lab, c in combo for _ in range(c))] = count
-
-    def mean_median(values):
-        if not values:
-            return {"n": 0, "mean": NAN, "median": NAN}
-        return {"n": len(values), "mean": statistics.fmean(values), "median": statistics.median(values)}
-
-    timed = time is not None
-    per_rater = {}
-    for r in sorted(raters):
-        s = raters[r]
-        per_rater[r] = {
-            "n_votes": s["votes"], "n_panel_votes": s["votes"] - s["adj"],
-            "n_adjudication_votes": s["adj"], "n_scored": s["scored"],
-            "agreement_with_majority": s["agree"] / s["scored"] if s["scored"] else NAN,
-            "mean_time": (statistics.fmean(rater_times[r]) if r in rater_times else NAN) if timed else None,
-        }
-    n_items = len(items)
-    return {
-        "n_items": n_items,
-        "n_votes": int(item.size),
-        "n_panel_votes": sum(label_counts),
-        "n_adjudication_votes": sum(len(e["adjudication"]) for e in items.values()),
-        "labels": names,
-        "panel_votes_per_item": dict(sorted(votes_per_item.items())),
-        "label_counts": dict(zip(names, label_counts)),
-        "vote_distributions": {"panel": int(panel), "n_items": len(fleiss_rows), "patterns": patterns,
-                               "detail": detail, "combinations": combinations},
-        "raw_agreement": sum(agreements) / len(agreements) if agreements else NAN,
-        "fleiss_kappa": kappa,
-        "fleiss_n_items": len(fleiss_rows),
-        "krippendorff_alpha": alpha,
-        "alpha_n_items": n_alpha,
-        "n_adjudicated_items": n_adjudicated,
-        "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
-        "time_per_vote": mean_median(vote_times) if timed else None,
-        "time_per_item": mean_median(item_times) if timed else None,
-        "per_rater": per_rater,
-    }

@@ -30,11 +30,9 @@ import numpy as np
 from models.curation.agreement import (
     NAN,
     count_matrix,
-    fleiss_kappa,
-    krippendorff_alpha_nominal,
+    counts_figures,
     majority_scores,
-    raw_agreement,
-    vote_distributions,
+    per_rater_rows,
 )
 
 KINDS = ("counts", "adjudicated", "vote_ms", "item_ms")
@@ -144,36 +142,25 @@ def report_from_sums(sums: AgreementSums, n_categories: int, labels: Sequence[st
     codes, n_of = codes[keep], n_of[keep]
     vectors = (codes[:, None] // COUNT_RADIX ** np.arange(n_categories, dtype=np.int64)) % COUNT_RADIX  # [C, K]
     counts = np.repeat(vectors, n_of, axis=0)                                              # [I, K]
-    n_panel = counts.sum(axis=1)                                                           # [I]
     rows = sums.rater_table[sums.rater_table[:, 0] > 0]                                    # [R, C]
     raters = sums.raters[sums.rater_table[:, 0] > 0]                                       # [R]
+    votes, adj, scored, agree, timed, ms_total = rows.T                                    # [R] each
     n_items = int(n_of.sum())
     n_adjudicated = int(sums.histograms["adjudicated"][1].sum())
-    per_count = np.bincount(n_panel)                                                       # [max + 1]
-    label_totals = counts.sum(axis=0)                                                      # [K]
     report = {
         "n_items": n_items,
-        "n_votes": int(rows[:, 0].sum()),
-        "n_panel_votes": int(n_panel.sum()),
-        "n_adjudication_votes": int(rows[:, 1].sum()),
+        "n_votes": int(votes.sum()),
+        "n_panel_votes": int(counts.sum()),
+        "n_adjudication_votes": int(adj.sum()),
         "labels": names,
-        "panel_votes_per_item": {int(m): int(c) for m, c in enumerate(per_count.tolist()) if c},
-        "label_counts": {names[k]: int(label_totals[k]) for k in range(n_categories)},
-        "vote_distributions": vote_distributions(counts, names, panel=panel),
-        "raw_agreement": raw_agreement(counts),
-        "fleiss_kappa": fleiss_kappa(counts, n_raters=panel) if panel >= 2 else NAN,
-        "fleiss_n_items": int((n_panel == panel).sum()),
-        "krippendorff_alpha": krippendorff_alpha_nominal(counts),
-        "alpha_n_items": int((n_panel >= 2).sum()),
+        **counts_figures(counts, names, panel=panel),
         "n_adjudicated_items": n_adjudicated,
         "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
         "time_per_vote": _mean_median_ms(*sums.histograms["vote_ms"]),
         "time_per_item": _mean_median_ms(*sums.histograms["item_ms"]),
     }
-    per_rater = {}
-    for rater, (votes, adj, scored, agree, timed, ms_total) in zip(raters.tolist(), rows.tolist()):
-        per_rater[rater] = {"n_votes": votes, "n_panel_votes": votes - adj, "n_adjudication_votes": adj,
-                            "n_scored": scored, "agreement_with_majority": agree / scored if scored else NAN,
-                            "mean_time": ms_total / 1000.0 / timed if timed else NAN}
-    report["per_rater"] = per_rater
+    fraction, mean_time = np.full(len(raters), NAN), np.full(len(raters), NAN)             # [R], [R]
+    np.divide(agree, scored, out=fraction, where=scored > 0)
+    np.divide(ms_total / 1000.0, timed, out=mean_time, where=timed > 0)
+    report["per_rater"] = per_rater_rows(raters, votes, adj, scored, fraction, mean_time)
     return report

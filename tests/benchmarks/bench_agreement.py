@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.curation.agreement import agreement_report, per_item_loop_report
+from models.curation.agreement import agreement_report
+from models.curation.agreement_reference import per_item_loop_report
 
 pytestmark = pytest.mark.benchmark
 

@@ -38,7 +38,7 @@ from annotation.curation.services.agreement_tallies import agreement_tallies_ref
 from annotation.curation.stages import usability
 from annotation.models import Vote, WorkItem
 from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide, decide_counts
-from models.curation.agreement import per_item_loop_report
+from models.curation.agreement_reference import per_item_loop_report
 from tests.benchmarks.fill import copy_rows, next_id
 from tests.trajectories.factories import run_factory
 

@@ -18,10 +18,10 @@ from models.curation.agreement import (
     count_matrix,
     fleiss_kappa,
     krippendorff_alpha_nominal,
-    per_item_loop_report,
     raw_agreement,
     vote_distributions,
 )
+from models.curation.agreement_reference import per_item_loop_report
 
 USABILITY = ["usable", "unusable", "uncertain"]
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
