@@ -3894,7 +3894,7 @@ export interface components {
             /** @description other succeeded runs fused with CombSUM */
             fuse_with?: number[];
             /**
-             * @description pivot-promote the top 10 by the similarity of the describer's descriptions (read from the trajectories' pixels) to the text.
+             * @description pivot-promote the top 10 with the run's trained pairwise head (an ActPair run trained with pairwise.enabled), otherwise by the similarity of the describer's descriptions (read from the trajectories' pixels) to the text.
              * @default false
              */
             rerank: boolean;
