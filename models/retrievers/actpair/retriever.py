@@ -3,7 +3,8 @@ a snapshot's frozen features, its training loss, and the builder the registry po
 
 What reads what (DESIGN 4.4): the canonical action and scene vocabularies are built from the
 queries' *texts* (:func:`models.retrievers.actpair.rewrite.text_action_tag` and the text's scene
-word; Sec. 3.2 takes them from the captions), and inference (:meth:`ActPairRetriever.rewrite`
+word; Sec. 3.2 takes them from the captions), their raw tags canonicalised by the configured
+language backend (Sec. 3.2 and 4.1: an LLM; the template backend's rules by default on a CPU), and inference (:meth:`ActPairRetriever.rewrite`
 through a language backend, dual-view search) reads the query text and those vocabularies only.
 Only the training loss reads the queries' verified predicates: the action label ``y_act`` of a
 training pair is the tag of its first required event (:meth:`ActPairRetriever.action_labels`).
@@ -17,7 +18,8 @@ import torch
 from torch import nn
 
 from models.backends.encoders import ImageEncoderConfig, TextEncoderConfig
-from models.backends.llm import build_llm
+from models.backends.llm import BACKENDS as LLM_BACKENDS
+from models.backends.llm import build_llm, resolve_llm_settings
 from models.config import UNKNOWN_NAMED_KEYS, PlainConfig
 from models.query_reading import read_query
 from models.retrievers.actpair.model import ActPair, ActPairConfig, action_loss
@@ -29,7 +31,12 @@ from models.retrievers.actpair.pairwise_head import (
 )
 from models.retrievers.actpair.pipeline import DualViewResult, dual_view_retrieve
 from models.retrievers.actpair.rewrite import RewriteReport, rewrite_queries, text_action_tag
-from models.retrievers.actpair.vocabulary import TagVocabulary, build_vocabulary, first_event_tag
+from models.retrievers.actpair.vocabulary import (
+    TagVocabulary,
+    build_vocabulary,
+    build_vocabulary_with_llm,
+    first_event_tag,
+)
 from models.retrievers.features import FeatureConfig
 from models.training.losses import siglip_loss
 
@@ -43,7 +50,7 @@ class ActPairRetrieverConfig(PlainConfig):
     """ActPair as a ``models.training.trainer`` retriever: frozen encoders, features, towers, vocabulary."""
 
     unknown_keys_message = UNKNOWN_NAMED_KEYS
-    DEFAULTS_VERSION = 1                         # bump when a default here, in a nested config or in optimizer_defaults changes (runs record it)
+    DEFAULTS_VERSION = 2                         # bump when a default here, in a nested config or in optimizer_defaults changes (runs record it)
 
     appearance: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default)
     text: dict = field(default_factory=dict, metadata={"config": TextEncoderConfig})  # TextEncoderConfig of the text tokens (MiniLM)
@@ -51,7 +58,11 @@ class ActPairRetrieverConfig(PlainConfig):
     model: dict = field(default_factory=lambda: dict(EMBEDDED_TOWERS))  # ActPairConfig fields
     geometry: bool = True                            # append g_t to each observation token
     tag_top_k: int = 100                             # K most frequent raw action tags kept (Eq. 3)
-    tag_threshold: float = 0.7                       # clustering threshold of the embedded vocabulary
+    tag_threshold: float = 0.7                       # clustering threshold (canonicaliser "agglomerative")
+    # what canonicalises the raw action and scene tags (Sec. 3.2, Eq. 4): {"backend": a language
+    # backend of models.backends.llm ("template": rules, no model; "transformers", "openai": an
+    # LLM), "settings": its settings}, or {"backend": "agglomerative"} (text-encoder clustering)
+    canonicaliser: dict = field(default_factory=lambda: {"backend": "template"})
     # the canonical action vocabulary (TagVocabulary.to_dict()); None: built by the first prepare()
     # from that snapshot's query texts and then kept here, so a checkpoint reloads the same classes
     vocabulary: dict | None = None
@@ -65,6 +76,21 @@ class ActPairRetrieverConfig(PlainConfig):
             raise ValueError(f"ActPairRetrieverConfig.model: {derived} follow from the encoders; leave them out")
         if not isinstance(self.tag_top_k, int) or self.tag_top_k < 1:
             raise ValueError(f"tag_top_k must be a positive integer, got {self.tag_top_k!r}")
+        self.canonicaliser = _canonicaliser(self.canonicaliser)
+
+
+def _canonicaliser(spec) -> dict:
+    """The canonicaliser setting with its backend's settings resolved; ``ValueError`` naming the
+    known backends, or the bad setting."""
+    known = (*LLM_BACKENDS, "agglomerative")
+    if not isinstance(spec, dict) or spec.get("backend") not in known or set(spec) - {"backend", "settings"}:
+        raise ValueError(f"canonicaliser must be {{'backend': one of {list(known)}, 'settings': {{...}}}}, "
+                         f"got {spec!r}")
+    if spec["backend"] == "agglomerative":
+        if spec.get("settings"):
+            raise ValueError("the agglomerative canonicaliser takes no settings (tag_threshold sets it)")
+        return {"backend": "agglomerative"}
+    return {"backend": spec["backend"], "settings": resolve_llm_settings(spec["backend"], spec.get("settings"))}
 
 
 class ActPairRetriever(nn.Module):
@@ -118,22 +144,34 @@ class ActPairRetriever(nn.Module):
 
     def build_action_vocabulary(self, snapshot) -> TagVocabulary:
         """The canonical action vocabulary of ``snapshot``'s query texts (one raw tag per text
-        that names an event, :func:`text_action_tag`), at most ``n_actions`` classes; kept on the
-        model and in its config. It reads no predicate, so an untrained model prepared on an
-        evaluation snapshot gets the same vocabulary whatever the snapshot's annotations say."""
+        that names an event, :func:`text_action_tag`), at most ``n_actions`` classes, canonicalised
+        by the configured canonicaliser; kept on the model and in its config. It reads no
+        predicate, so an untrained model prepared on an evaluation snapshot gets the same
+        vocabulary whatever the snapshot's annotations say. A language model's unusable answer is
+        :class:`models.facts.InvalidOutput` with its raw text."""
         tags = [t for t in (text_action_tag(q.text) for q in snapshot.queries) if t]
         if not tags:
             raise ValueError(f"no query text of snapshot {snapshot.split!r} names an event: no action tags")
-        vocab = build_vocabulary(tags, self.text_encoder, kind="action", top_k=self.config.tag_top_k,
-                                 threshold=self.config.tag_threshold, max_clusters=self.model.config.n_actions)
+        vocab = self.canonical_vocabulary(tags, kind="action", max_classes=self.model.config.n_actions)
         self.vocabulary = vocab
         self.config.vocabulary = vocab.to_dict()
         scenes = [s for s in (read_query(q.text).scene for q in snapshot.queries) if s]
         if scenes:
-            self.scene_vocabulary = build_vocabulary(scenes, self.text_encoder, kind="scene",
-                                                     top_k=self.config.tag_top_k, threshold=self.config.tag_threshold)
+            self.scene_vocabulary = self.canonical_vocabulary(scenes, kind="scene")
             self.config.scene_vocabulary = self.scene_vocabulary.to_dict()
         return vocab
+
+    def canonical_vocabulary(self, tags: Sequence[str], *, kind: str, max_classes: int | None = None) -> TagVocabulary:
+        """Raw ``tags`` (occurrences) → their canonical vocabulary through the configured
+        canonicaliser (Sec. 3.2), at most ``max_classes`` classes (16 for a language backend
+        when not given)."""
+        spec = self.config.canonicaliser
+        if spec["backend"] == "agglomerative":
+            return build_vocabulary(tags, self.text_encoder, kind=kind, top_k=self.config.tag_top_k,
+                                    threshold=self.config.tag_threshold, max_clusters=max_classes)
+        llm = build_llm(spec["backend"], spec["settings"])
+        return build_vocabulary_with_llm(tags, llm, kind=kind, top_k=self.config.tag_top_k,
+                                         n_categories=max_classes, embedder=self.text_encoder)
 
     def prepare(self, snapshot, records=None, *, cache_dir: str | None = None):
         from dataclasses import replace

@@ -2,8 +2,9 @@
 
 **Canonical vocabulary** (Sec. 3.2). The top-K most frequent raw action (or scene) tags are
 mapped onto a fixed set of canonical tags ``φ: R^K → T``. The paper asks an LLM for it
-(:func:`build_vocabulary_with_llm`, any ``prompt -> text`` callable). The embedded default,
-:func:`build_vocabulary`, embeds the tags with a frozen text encoder and merges them by
+(:func:`build_vocabulary_with_llm`: a ``models.backends.llm`` language backend, whose template
+backend is the rule canonicaliser that runs on a CPU with no model, or any ``prompt -> text``
+callable). :func:`build_vocabulary` embeds the tags with a frozen text encoder and merges them by
 deterministic average-linkage agglomerative clustering on cosine similarity (until the most
 similar clusters are less similar than ``threshold``, or until ``n_clusters`` remain); each
 cluster is named by its most frequent member. The canonical action tags are the labels
@@ -105,8 +106,10 @@ class TagVocabulary(PlainConfig):
     canonical: list[str]                         # canonical tags, most frequent first (class order)
     mapping: dict[str, str]                      # normalised raw tag (of the top-K) -> canonical tag
     counts: dict[str, int]                       # canonical tag -> summed count of its raw tags
-    method: str                                  # "agglomerative" or "llm"
+    method: str                                  # "agglomerative", "template" (rules) or "llm"
     centroids: list[list[float]] | None = None   # [C][d] unit mean embedding of each class's raw tags
+    # what canonicalised the tags (language backend, model, prompt version and SHA-256); None: clustering
+    canonicaliser: dict | None = None
 
     def index(self, tag: str) -> int:
         """Class index of a raw (or canonical) tag; -1 when it is outside the vocabulary."""
@@ -134,7 +137,7 @@ def _centroids(unit: np.ndarray, tags: list[str], mapping: dict[str, str], canon
 
 
 def _vocabulary(kind: str, ranked: list[tuple[str, int]], mapping: dict[str, str], method: str,
-                unit: np.ndarray | None) -> TagVocabulary:
+                unit: np.ndarray | None, canonicaliser: dict | None = None) -> TagVocabulary:
     totals: Counter[str] = Counter()
     for tag, count in ranked:
         totals[mapping[tag]] += count
@@ -142,7 +145,7 @@ def _vocabulary(kind: str, ranked: list[tuple[str, int]], mapping: dict[str, str
     tags = [t for t, _ in ranked]
     centroids = _centroids(unit, tags, mapping, canonical) if unit is not None else None
     return TagVocabulary(kind=kind, canonical=canonical, mapping=mapping, counts=dict(totals),
-                         method=method, centroids=centroids)
+                         method=method, centroids=centroids, canonicaliser=canonicaliser)
 
 
 def build_vocabulary(tags: Mapping[str, int] | Iterable[str], embedder, *, kind: str = "action",
@@ -187,9 +190,12 @@ def build_vocabulary_with_llm(tags: Mapping[str, int] | Iterable[str], llm, *, k
     as the most canonical names, 16 when not given) or any ``prompt -> answer`` callable, asked
     with :func:`tag_canonicalisation_prompt` for a JSON object ``{"mapping": {raw: canonical}}``.
     Every top-K tag must be mapped (:class:`models.facts.InvalidOutput` otherwise, with the raw
-    answer). With an ``embedder`` the vocabulary also gets centroids for
-    :meth:`TagVocabulary.assign`."""
+    answer), except those a backend reports as dropped (the template's groups beyond its cap):
+    they stay outside the vocabulary, as tags beyond the top K do. With an ``embedder`` the
+    vocabulary also gets centroids for :meth:`TagVocabulary.assign`."""
     ranked = top_k_tags(tags, top_k)
+    dropped: set[str] = set()
+    canonicaliser, method = None, "llm"
     if hasattr(llm, "canonicalise_tags"):
         occurrences = [tag for tag, count in ranked for _ in range(count)]
         result = llm.canonicalise_tags(occurrences, kind=kind, top_k=top_k, max_vocabulary=n_categories or 16)
@@ -197,6 +203,11 @@ def build_vocabulary_with_llm(tags: Mapping[str, int] | Iterable[str], llm, *, k
             raise InvalidOutput(f"the language backend gave no usable {kind} canonicalisation",
                                 "\n".join(getattr(result.provenance, "raw_texts", []) or []))
         raw_map, answer = result.mapping, json.dumps(result.to_dict(), default=str)
+        dropped = {normalise_tag(t) for t in result.dropped}
+        made_by = result.provenance
+        canonicaliser = {"backend": made_by.backend, "model": made_by.model,
+                         "prompt_version": made_by.prompt_version, "prompt_sha256": made_by.prompt_sha256}
+        method = "template" if made_by.backend == "template" else "llm"
         if n_categories is not None and len(set(raw_map.values())) > n_categories:
             raise InvalidOutput(f"asked for at most {n_categories} categories, got {len(set(raw_map.values()))}",
                                 answer)
@@ -211,14 +222,18 @@ def build_vocabulary_with_llm(tags: Mapping[str, int] | Iterable[str], llm, *, k
     given = {normalise_tag(k): normalise_tag(v) for k, v in raw_map.items() if isinstance(v, str)}
     mapping = {}
     for tag, _ in ranked:
-        if not given.get(tag):
+        if not given.get(tag) and tag not in dropped:
             raise InvalidOutput(f"the answer maps no canonical {kind} for the tag {tag!r}", answer)
-        mapping[tag] = given[tag]
+        if given.get(tag):
+            mapping[tag] = given[tag]
+    if not mapping:
+        raise InvalidOutput(f"the answer maps none of the {kind} tags", answer)
     n_found = len(set(mapping.values()))
     if n_categories is not None and n_found != n_categories:
         raise InvalidOutput(f"asked for {n_categories} categories, the answer has {n_found}", answer)
+    ranked = [(t, c) for t, c in ranked if t in mapping]
     unit = embed_texts(embedder, [t for t, _ in ranked]) if embedder is not None else None
-    return _vocabulary(kind, ranked, mapping, "llm", unit)
+    return _vocabulary(kind, ranked, mapping, method, unit, canonicaliser)
 
 
 def raw_action_tags(facts: Sequence[Fact]) -> list[str]:
