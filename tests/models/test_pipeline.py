@@ -72,7 +72,7 @@ def test_a_pipeline_is_plain_data_and_bad_stages_are_refused():
     assert p.as_dict()["comparator"] == {"kind": "scorer", "backend": "heuristic", "settings": {}, "tie_margin": 0.0}
     cases = [({"retrievers": ["bm25"]}, "unknown first-stage retriever 'bm25'; known: dense, rewrite"),
              ({"reranker": "listwise"}, "unknown reranker 'listwise'; known: none, pairwise, pointwise"),
-             ({"fusion": "rrf"}, "unknown fusion 'rrf'; known: none, combsum, dual_view"),
+             ({"fusion": "borda"}, "unknown fusion 'borda'; known: none, combsum, dual_view, rrf"),
              ({"comparator": {"kind": "oracle"}}, "unknown comparator 'oracle'; known: scorer, vlm, description"),
              ({"comparator": {"kind": "vlm", "backend": "heuristic"}}, "known: transformers, openai"),
              ({"reranker": "pointwise", "weights": {"first_stage": 0.5, "vlm": 0.6}}, "weights must sum to 1"),
