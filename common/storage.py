@@ -91,6 +91,7 @@ class ObjectStore:
     def put_folder(self, key: str, files: list[Path]) -> int: ...
     def read(self, key: str, *, start: int = 0, length: int | None = None) -> bytes: ...
     def exists(self, key: str) -> bool: ...
+    def stored_sha256(self, key: str) -> str | None: ...
     def delete(self, key: str) -> None: ...
     def list(self, prefix: str) -> list[str]: ...
     def listed(self, prefix: str) -> list[tuple[str, dt.datetime]]: ...
@@ -154,6 +155,13 @@ class LocalStore(ObjectStore):
 
     def exists(self, key: str) -> bool:
         return self.files.exists(clean_key(key))
+
+    def stored_sha256(self, key: str) -> str | None:
+        """The file's own SHA-256 (a file on disk carries no recorded one)."""
+        path = self.path(key)
+        if not path.is_file():
+            raise _missing(self.name(key))
+        return file_sha256(path)
 
     def delete(self, key: str) -> None:
         path = self.path(key)
@@ -346,6 +354,10 @@ class BucketStore(ObjectStore):
     def head(self, key: str) -> dict:
         return self._call(key, operation="head", fn=lambda: self.files.connection.meta.client.head_object(
             Bucket=self.bucket_name, Key=self.full_key(key)))
+
+    def stored_sha256(self, key: str) -> str | None:
+        """The SHA-256 stored with the object when it was put (``None``: an object put without)."""
+        return self.head(key).get("Metadata", {}).get(SHA256_META)
 
     def exists(self, key: str) -> bool:
         try:

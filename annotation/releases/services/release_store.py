@@ -111,7 +111,7 @@ def stored_problems(release: Release) -> list[str]:
     for path, sha in release.files.order_by("path").values_list("path", "sha256"):
         key = f"{release.path}/{path}"
         try:
-            recorded = objects.head(key).get("Metadata", {}).get("sha256") if hasattr(objects, "head") else sha
+            recorded = objects.stored_sha256(key)
         except StorageError as exc:
             problems.append(f"{objects.name(key)}: {exc.message}")
             continue

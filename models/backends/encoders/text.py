@@ -92,6 +92,20 @@ def _pad_tokens(parts: list[np.ndarray], masks: list[np.ndarray]) -> tuple[np.nd
     return tokens, mask
 
 
+def encode_in_batches(encoder, texts: Sequence[str]) -> TextEncoding:
+    """``encoder``'s :class:`TextEncoding` of ``texts``, ``encoder.config.batch_size`` texts per
+    ``encoder._batch(texts) -> (pooled [n, D], tokens [n, L, Dt], mask [n, L])`` (numpy), the
+    batches' tokens padded to the longest."""
+    texts = check_texts(texts)
+    if not texts:
+        return TextEncoding(np.zeros((0, encoder.dim), np.float32), np.zeros((0, 1, encoder.token_dim), np.float32),
+                            np.zeros((0, 1), bool))
+    size = encoder.config.batch_size
+    pooled, parts, masks = zip(*(encoder._batch(texts[start:start + size]) for start in range(0, len(texts), size)))
+    tokens, mask = _pad_tokens(list(parts), list(masks))
+    return TextEncoding(pooled=np.concatenate(pooled).astype(np.float32), tokens=tokens, mask=mask)
+
+
 class SentenceTransformerTextEncoder:
     """A sentence-transformers model from a local folder (the module docstring)."""
 
@@ -114,29 +128,20 @@ class SentenceTransformerTextEncoder:
         digest = weights_digest(folder)
         settings = f"len{self.model.max_seq_length}" + (f"-prompt:{cfg.prompt_name}" if self.prompt else "")
         self.name = f"st:{folder.name}:{digest[:16]}:{settings}"
-        probe = self._forward(["a"])
-        self.dim = int(probe["sentence_embedding"].shape[1])
-        self.token_dim = int(probe["token_embeddings"].shape[2])
+        pooled, tokens, _ = self._batch(["a"])
+        self.dim, self.token_dim = int(pooled.shape[1]), int(tokens.shape[2])
 
     @torch.inference_mode()
-    def _forward(self, texts: list[str]) -> dict:
+    def _batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         features = self.model.preprocess(texts, prompt=self.prompt)
         features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
-        return self.model(features)
+        out = self.model(features)
+        return (out["sentence_embedding"].float().cpu().numpy(),                         # [n, D]
+                out["token_embeddings"].float().cpu().numpy(),                           # [n, L, Dt]
+                out["attention_mask"].bool().cpu().numpy())                              # [n, L]
 
     def encode(self, texts: Sequence[str]) -> TextEncoding:
-        texts = check_texts(texts)
-        if not texts:
-            return TextEncoding(np.zeros((0, self.dim), np.float32), np.zeros((0, 1, self.token_dim), np.float32),
-                                np.zeros((0, 1), bool))
-        pooled, parts, masks = [], [], []
-        for start in range(0, len(texts), self.config.batch_size):
-            out = self._forward(texts[start:start + self.config.batch_size])
-            pooled.append(out["sentence_embedding"].float().cpu().numpy())               # [n, D]
-            parts.append(out["token_embeddings"].float().cpu().numpy())                  # [n, L, Dt]
-            masks.append(out["attention_mask"].bool().cpu().numpy())                     # [n, L]
-        tokens, mask = _pad_tokens(parts, masks)
-        return TextEncoding(pooled=np.concatenate(pooled).astype(np.float32), tokens=tokens, mask=mask)
+        return encode_in_batches(self, texts)
 
 
 class CLIPTextEncoder:
@@ -173,22 +178,16 @@ class CLIPTextEncoder:
         self.token_dim = int(self.model.config.hidden_size)
 
     @torch.inference_mode()
+    def _batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
+                               return_tensors="pt").to(self.device)
+        out = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        return (torch.nn.functional.normalize(out.text_embeds.float(), dim=-1).cpu().numpy(),  # [n, D]
+                out.last_hidden_state.float().cpu().numpy(),                             # [n, L, Dt]
+                batch["attention_mask"].bool().cpu().numpy())                            # [n, L]
+
     def encode(self, texts: Sequence[str]) -> TextEncoding:
-        texts = check_texts(texts)
-        pooled, parts, masks = [], [], []
-        for start in range(0, len(texts), self.config.batch_size):
-            batch = self.tokenizer(texts[start:start + self.config.batch_size], padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt").to(self.device)
-            out = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-            emb = torch.nn.functional.normalize(out.text_embeds.float(), dim=-1)         # [n, D]
-            pooled.append(emb.cpu().numpy())
-            parts.append(out.last_hidden_state.float().cpu().numpy())                    # [n, L, Dt]
-            masks.append(batch["attention_mask"].bool().cpu().numpy())                   # [n, L]
-        if not texts:
-            return TextEncoding(np.zeros((0, self.dim), np.float32), np.zeros((0, 1, self.token_dim), np.float32),
-                                np.zeros((0, 1), bool))
-        tokens, mask = _pad_tokens(parts, masks)
-        return TextEncoding(pooled=np.concatenate(pooled).astype(np.float32), tokens=tokens, mask=mask)
+        return encode_in_batches(self, texts)
 
 
 class RandomInitTextEncoder:
@@ -215,23 +214,17 @@ class RandomInitTextEncoder:
         self.dim = self.token_dim = int(self.model.config.hidden_size)
 
     @torch.inference_mode()
+    def _batch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
+                               return_tensors="pt").to(self.device)
+        states = self.model(**batch).last_hidden_state.float()                         # [n, L, D]
+        mask = batch["attention_mask"].unsqueeze(-1).float()                             # [n, L, 1]
+        mean = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)                       # [n, D]
+        return (torch.nn.functional.normalize(mean, dim=-1).cpu().numpy(), states.cpu().numpy(),
+                batch["attention_mask"].bool().cpu().numpy())                            # [n, D], [n, L, D], [n, L]
+
     def encode(self, texts: Sequence[str]) -> TextEncoding:
-        texts = check_texts(texts)
-        if not texts:
-            return TextEncoding(np.zeros((0, self.dim), np.float32), np.zeros((0, 1, self.token_dim), np.float32),
-                                np.zeros((0, 1), bool))
-        pooled, parts, masks = [], [], []
-        for start in range(0, len(texts), self.config.batch_size):
-            batch = self.tokenizer(texts[start:start + self.config.batch_size], padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt").to(self.device)
-            states = self.model(**batch).last_hidden_state.float()                     # [n, L, D]
-            mask = batch["attention_mask"].unsqueeze(-1).float()                         # [n, L, 1]
-            mean = (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)                   # [n, D]
-            pooled.append(torch.nn.functional.normalize(mean, dim=-1).cpu().numpy())
-            parts.append(states.cpu().numpy())
-            masks.append(batch["attention_mask"].bool().cpu().numpy())                   # [n, L]
-        tokens, mask = _pad_tokens(parts, masks)
-        return TextEncoding(pooled=np.concatenate(pooled).astype(np.float32), tokens=tokens, mask=mask)
+        return encode_in_batches(self, texts)
 
 
 def build_text_encoder(config: TextEncoderConfig | dict | None = None):
