@@ -56,6 +56,7 @@ class TrainingRunOutputSerializer(ManagerPathsSerializer):
         model = TrainingRun
         fields = ["id", "snapshot", "eval_snapshot", "model_kind", "config", "launch", "status", "progress",
                   "steps_total", "steps_done", "resumes", "cancel_requested", "result", "metrics", "eval_stamps",
+                  "defaults_version",
                   "evaluation", "checkpoint_key", "checkpoint_step", "checkpoint_sha256",
                   "error", "out_dir", "job", "created_by", "created_at", "started_at", "finished_at", "updated_at"]
 
@@ -155,7 +156,7 @@ class EvaluationRunOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = EvaluationRun
         fields = ["id", "kind", "training_run", "snapshot", "model_kind", "config", "pipeline", "pipeline_sha256",
-                  "status", "metrics", "stamps", "error",
+                  "status", "metrics", "stamps", "defaults_version", "error",
                   "job", "created_by", "created_at", "finished_at", "updated_at"]
 
 

@@ -31,6 +31,7 @@ from models.training.evaluation import evaluate_rows, random_baseline
 from models.training.trainer import build_model, load_model
 from workers.answer_guard import reranker_proposer_check, smoke_stamp
 from workers.artefacts import checkpoint_local
+from workers.defaults import defaults_record
 from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun, RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve, pipeline_sha256
@@ -98,10 +99,11 @@ def evaluation_run_create(*, snapshot, kind: str = EvaluationRun.Kind.TRAINED, t
     with transaction.atomic():
         job = job_create(kind="evaluation_run", queue="gpu", created_by=created_by,
                          params={"snapshot": snapshot.pk, "kind": kind})
+        defaults = training_run.defaults_version if training_run is not None else defaults_record(model_kind)
         run = EvaluationRun.objects.create(kind=kind, training_run=training_run, snapshot=snapshot,
                                            model_kind=model_kind or "", config=stored, stamps=stamps, job=job,
                                            pipeline=stored_pipeline, pipeline_sha256=pipeline_sha,
-                                           created_by=created_by)
+                                           defaults_version=defaults, created_by=created_by)
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
@@ -198,13 +200,14 @@ def _evaluation_body(run: EvaluationRun, reporter: RunReporter) -> RunOutcome:
         if run.kind == EvaluationRun.Kind.TRAINED:
             model, _ = load_model(checkpoint_local(run.training_run), device=device)
         else:
+            run.defaults_version = defaults_record(run.model_kind)     # what this code fills in
             torch.manual_seed(int(run.config.get("seed", 0)))
             model = build_model(run.model_kind, folders_resolve(run.config.get("model") or {}))
             model.to(device if run.config.get("device", "auto") == "auto" else run.config["device"]).eval()
         reporter(0.3, "model loaded; embedding the snapshot")
         metrics, rows = evaluate_rows(model, data, cache_dir=feature_cache_dir(), pipeline=_pipeline_setup(run, device))
     run.metrics, run.per_query = json_safe(metrics), json_safe(rows)
-    run.save(update_fields=["metrics", "per_query", "updated_at"])
+    run.save(update_fields=["metrics", "per_query", "defaults_version", "updated_at"])
     t2 = run.metrics.get("t2traj") or run.metrics.get("random") or {}
     return RunOutcome(result={"evaluation": run.pk, "t2traj_R@1": t2.get("R@1")},
                       message=f"T2Traj R@1 {percent_text(t2.get('R@1'))}, mAP {percent_text(t2.get('mAP'))}")

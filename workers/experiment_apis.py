@@ -63,14 +63,20 @@ class ExperimentOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Experiment
         fields = ["id", "name", "preset", "model_kind", "spec", "snapshot", "eval_snapshot", "snapshot_sha256",
-                  "eval_snapshot_sha256", "code_version", "stamps", "status", "cells_done", "cells_total",
+                  "eval_snapshot_sha256", "code_version", "defaults_version", "stamps", "status", "cells_done",
+                  "cells_total",
                   "created_by", "created_at", "updated_at", "finished_at"]
 
 
 class ExperimentDetailOutputSerializer(ExperimentOutputSerializer):
     cells = serializers.SerializerMethodField()
-    result = serializers.JSONField(read_only=True, help_text="the table: per task, metric and stratum, each "
-                                                             "variant's mean, std, delta and bootstrap interval")
+    result = serializers.JSONField(
+        read_only=True,
+        help_text="the table: per task, metric and stratum, each variant's mean, std, delta and two intervals "
+                  "(low/high/p_value: paired bootstrap over queries; hier_low/hier_high/hier_p_value: hierarchical "
+                  "over seeds, then queries, null with hier_note under 2 paired seeds; 'intervals' names them); "
+                  "'defaults' gives the versions of the defaults its runs read and whether it mixes them, and a "
+                  "row's older_defaults marks seeds run on older ones")
 
     class Meta(ExperimentOutputSerializer.Meta):
         fields = [*ExperimentOutputSerializer.Meta.fields, "cells", "result"]

@@ -11,7 +11,8 @@
   evaluation only with ``allow_train_split``, an incomplete one only with ``allow_incomplete``,
   and then every figure is stamped); each folder still matching its sealed hash.
 
-It then records the experiment (the snapshot hashes and the code version with it) and one
+It then records the experiment (the snapshot hashes, the code version and the version of the
+model kind's defaults, ``workers.defaults``, with it) and one
 :class:`TrainingRun` per (variant, seed) on the ``gpu`` queue, all in one transaction: a refusal
 queues nothing. The runs are ordinary: they resume from their checkpoints when a worker dies, and
 can be cancelled or retried one by one.
@@ -49,6 +50,7 @@ from models.experiments.table import (
     table_csv,
 )
 from workers.answer_guard import answer_stamps
+from workers.defaults import defaults_record
 from workers.evaluation import evaluation_pipeline_validate, evaluation_run_create, fused_run_stamps
 from workers.models import EvaluationRun, Experiment, ExperimentCell, RunStatus, TrainingRun
 from workers.pipelines import pipeline_resolve
@@ -119,13 +121,15 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
                                            allow_incomplete=allow_incomplete) if s not in stamps]
     stamps += [s for s in answer_stamps(eval_snapshot, [p for *_, p in cells]) if s not in stamps]
     preset = grid.get("preset") or ""
+    code = software_versions()
+    defaults = defaults_record(spec.model_kind, commit=code.get("trajlab_commit", ""))
     with transaction.atomic():
         experiment = Experiment.objects.create(
             name=name or (preset or spec.model_kind), preset=preset, model_kind=spec.model_kind,
             spec=json_safe(spec.stored()), snapshot=snapshot, eval_snapshot=eval_snapshot,
             snapshot_sha256=snapshot.content_sha256, eval_snapshot_sha256=eval_snapshot.content_sha256,
-            code_version=software_versions(), stamps=stamps, cells_total=len(cells), created_by=created_by,
-            queued=queue)
+            code_version=code, defaults_version=defaults, stamps=stamps, cells_total=len(cells),
+            created_by=created_by, queued=queue)
         through_pipeline = any(_effective(pipeline) for *_, pipeline in cells)
         trainings: dict[str, TrainingRun] = {}            # one run per distinct training config
         for variant, seed, config, pipeline in cells:
@@ -134,7 +138,7 @@ def experiment_create(*, snapshot, eval_snapshot, grid: dict, name: str = "", al
                 trainings[key] = training_run_create(
                     snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=spec.model_kind, config=config,
                     allow_train_split=allow_train_split, allow_incomplete=allow_incomplete, created_by=created_by,
-                    queue=queue, experiment=experiment, variant=variant)
+                    queue=queue, experiment=experiment, variant=variant, defaults=defaults)
             ExperimentCell.objects.create(
                 experiment=experiment, variant=variant, seed=seed, training_run=trainings[key],
                 pipeline=pipeline_resolve(pipeline)[1] if through_pipeline else {})
@@ -213,7 +217,8 @@ def _cell_states(experiment: Experiment) -> list[dict]:
     for cell in experiment_cells(experiment):
         state = cell_state(cell, experiment)
         out.append({"variant": cell.variant, "seed": int(cell.seed), "state": state,
-                    "evaluation": cell.evaluation_id if state == RunStatus.SUCCEEDED else None})
+                    "evaluation": cell.evaluation_id if state == RunStatus.SUCCEEDED else None,
+                    "defaults": cell.training_run.defaults_version})
     return out
 
 
@@ -255,8 +260,8 @@ def experiment_cells_evaluated(*, evaluation: EvaluationRun) -> None:
 def _table(experiment: Experiment, done: list[dict]) -> dict:
     spec = ExperimentSpec.from_dict(experiment.spec)
     evaluations = {e.pk: e for e in EvaluationRun.objects.filter(pk__in=[c["evaluation"] for c in done])}
-    cells = [{"variant": c["variant"], "seed": c["seed"], "rows": evaluations[c["evaluation"]].per_query}
-             for c in done if evaluations[c["evaluation"]].per_query]
+    cells = [{"variant": c["variant"], "seed": c["seed"], "rows": evaluations[c["evaluation"]].per_query,
+              "defaults": c["defaults"]} for c in done if evaluations[c["evaluation"]].per_query]
     table = experiment_table(cells, variants=list(spec.variants), reference=spec.reference,
                              n_resamples=spec.n_resamples, confidence=spec.confidence)
     requests: dict[str, list] = {}

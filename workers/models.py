@@ -10,6 +10,11 @@ from common.models import TERMINAL, QueuedRun, RunStatus
 
 __all__ = ["TERMINAL", "EvaluationRun", "Experiment", "ExperimentCell", "RunStatus", "TrainingRun", "TrainingStep"]
 
+DEFAULTS_HELP = ("the version of the defaults it read its unset settings from: {model_kind, model, train} (the "
+                 "DEFAULTS_VERSION of the kind's config and of TrainConfig, models.training.defaults) and the "
+                 "commit; a training run also resumed_over when it continued a checkpoint of other defaults; {}: "
+                 "from before versions were kept")
+
 
 class Experiment(models.Model):
     """A declared grid of training runs (DESIGN 4.5): ``spec`` is the validated
@@ -35,6 +40,7 @@ class Experiment(models.Model):
     snapshot_sha256 = models.CharField(max_length=64)
     eval_snapshot_sha256 = models.CharField(max_length=64)
     code_version = models.JSONField(default=dict, help_text="the software that queued it: commit and package versions")
+    defaults_version = models.JSONField(default=dict, blank=True, help_text=DEFAULTS_HELP)
     stamps = models.JSONField(default=list, blank=True, help_text="train-split / incomplete, as on every cell's figures")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
     queued = models.BooleanField(default=True, help_text="its runs go to the workers (false: run inline by the "
@@ -102,6 +108,7 @@ class TrainingRun(QueuedRun):
                                              "non-binary gallery relations)")
     experiment = models.ForeignKey(Experiment, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     variant = models.CharField(max_length=48, blank=True, help_text="the experiment variant this run trains")
+    defaults_version = models.JSONField(default=dict, blank=True, help_text=DEFAULTS_HELP)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -168,6 +175,7 @@ class EvaluationRun(QueuedRun):
                                           "RetrievalPipeline as JSON); empty: plain dense retrieval")
     pipeline_sha256 = models.CharField(max_length=64, blank=True, default="",
                                        help_text="SHA-256 of the pipeline's canonical JSON; empty without one")
+    defaults_version = models.JSONField(default=dict, blank=True, help_text=DEFAULTS_HELP)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

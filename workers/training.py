@@ -77,6 +77,7 @@ from workers.artefacts import (
     run_key,
     work_dir,
 )
+from workers.defaults import attempt_defaults, defaults_record
 from workers.folders import feature_cache_dir
 from workers.models import EvaluationRun, RunStatus, TrainingRun, TrainingStep
 from workers.train_entry import command, die_with_parent
@@ -211,7 +212,8 @@ def evaluation_stamps(snapshot, *, training_snapshot=None, allow_train_split: bo
 
 def training_run_create(*, snapshot, model_kind: str, config: dict | None = None, eval_snapshot=None,
                         allow_train_split: bool = False, allow_incomplete: bool = False,
-                        created_by=None, queue: bool = True, experiment=None, variant: str = "") -> TrainingRun:
+                        created_by=None, queue: bool = True, experiment=None, variant: str = "",
+                        defaults: dict | None = None) -> TrainingRun:
     """Record a training run (with its Job on the ``gpu`` queue) and queue it after commit.
 
     Refused with 400 for an unknown kind or a bad config, with 409 for a snapshot that is not
@@ -219,7 +221,9 @@ def training_run_create(*, snapshot, model_kind: str, config: dict | None = None
     data there, or an incomplete dev/test snapshot, is refused with 400 unless asked for
     (``allow_train_split``, ``allow_incomplete``), and the figures are then stamped
     (:func:`evaluation_stamps`). ``experiment`` and ``variant`` name the experiment cell the run is
-    (``workers.experiments``)."""
+    (``workers.experiments``). The run records the version of the defaults it will read
+    (``workers.defaults``; ``defaults``: that record, computed once by an experiment); the worker
+    records it again when it trains."""
     require_sealed(snapshot, "snapshot")
     if eval_snapshot is not None:
         require_sealed(eval_snapshot, "eval_snapshot")
@@ -232,7 +236,8 @@ def training_run_create(*, snapshot, model_kind: str, config: dict | None = None
         run = TrainingRun.objects.create(
             snapshot=snapshot, eval_snapshot=eval_snapshot, model_kind=model_kind, config=train_config,
             launch=launch.as_dict(), job=job, steps_total=_planned_steps(train_config, snapshot), eval_stamps=stamps,
-            created_by=created_by, experiment=experiment, variant=variant)
+            created_by=created_by, experiment=experiment, variant=variant,
+            defaults_version=defaults or defaults_record(model_kind))
         job.params = {**job.params, "run": run.pk}
         job.save(update_fields=["params"])
         if queue:
@@ -391,6 +396,9 @@ def _train(run: TrainingRun, attempt: int, reporter: JobReporter) -> dict:
     config = {**folders_resolve(run.config), "cache_dir": feature_cache_dir()}  # registered folders, this host's cache
     launch = LaunchConfig.from_dict(run.launch)
     recorder = _StepRecorder(run, attempt, reporter, config.get("checkpoint_every", 1))
+    run.defaults_version = attempt_defaults(model_kind=run.model_kind, recorded=run.defaults_version,
+                                            steps_done=run.steps_done)
+    TrainingRun.objects.filter(pk=run.pk).update(defaults_version=run.defaults_version)
     stop = _CancelPoll(run.pk)
     reporter.log(f"attempt {attempt}: {run.model_kind}, {run.steps_total} steps"
                  + (f", torchrun with {launch.nproc_per_node} process(es)" if launch.uses_torchrun else ""))
@@ -495,7 +503,7 @@ def _finish(run: TrainingRun, result: dict) -> RunOutcome:
         run.metrics = json_safe(result.get("metrics") or {})
         figures = {"model_kind": run.model_kind, "status": RunStatus.SUCCEEDED, "metrics": run.metrics,
                    "per_query": json_safe(result.get("per_query") or {}), "stamps": run.eval_stamps,
-                   "finished_at": now}
+                   "defaults_version": run.defaults_version, "finished_at": now}
         evaluation, _ = EvaluationRun.objects.update_or_create(
             kind=EvaluationRun.Kind.TRAINED, training_run=run, snapshot_id=run.eval_snapshot_id or run.snapshot_id,
             pipeline_sha256="", defaults=figures, create_defaults=figures | {"created_by": run.created_by})

@@ -22,6 +22,12 @@ pool-size stratum that occurs), one row per variant with, in percent:
     (only ids every paired seed of both variants scored). It needs at least 2 paired seeds; with
     fewer it is ``None`` and ``hier_note`` says why.
 
+The defaults each cell's run read (``models.training.defaults``; a cell's ``"defaults"`` record,
+absent or ``{}`` for a run from before versions were kept) come with the table: ``defaults`` says
+which versions it holds, whether it mixes them and a note for people (``"defaults of version X"``,
+or ``"...; this table mixes versions"``), and every row lists its seeds' versions (``defaults``) and
+is marked ``older_defaults`` when one of them is older than the newest in the table.
+
 :func:`table_csv` flattens it, one line per (task, metric, stratum, variant).
 """
 from __future__ import annotations
@@ -33,6 +39,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from models.training.defaults import defaults_label, defaults_order
 from models.training.metrics import STRATA, hierarchical_bootstrap, paired_bootstrap
 
 TASKS = ("t2traj", "traj2t", "ocvr")
@@ -40,7 +47,7 @@ METRICS = {"R@1": "R@1", "R@3": "R@3", "mAP": "AP"}      # table metric -> per-r
 STRATUM_ORDER = ["all", *(label for label, _, _ in STRATA)]
 CSV_COLUMNS = ("task", "metric", "stratum", "variant", "reference", "n_seeds", "mean", "std", "values", "delta",
                "query_low", "query_high", "query_p_value", "paired_seeds", "n_queries", "hier_low", "hier_high",
-               "hier_p_value", "hier_note")
+               "hier_p_value", "hier_note", "defaults", "older_defaults")
 INTERVALS = {
     "low/high/p_value": "paired bootstrap over queries (each query's value averaged over the paired seeds): "
                         "query sampling only; CSV query_low/query_high/query_p_value",
@@ -95,8 +102,32 @@ def experiment_table(cells: Sequence[Mapping], *, variants: Sequence[str], refer
                 tables.append({"task": task, "metric": metric, "stratum": stratum,
                                "rows": _rows(by_variant, task, metric, stratum, reference,
                                              n_resamples, confidence, seed)})
+    defaults = defaults_summary(cells)
+    for block in tables:
+        for row in block["rows"]:
+            labels = [defaults["by_cell"][f"{row['variant']}/{seed}"] for seed in row["seeds"]]
+            row["defaults"] = labels
+            row["older_defaults"] = any(label != defaults["newest"] for label in labels)
     return {"reference": reference, "variants": list(variants), "confidence": confidence,
-            "n_resamples": n_resamples, "intervals": INTERVALS, "tables": tables}
+            "n_resamples": n_resamples, "intervals": INTERVALS, "defaults": defaults, "tables": tables}
+
+
+def defaults_summary(cells: Sequence[Mapping]) -> dict:
+    """The defaults versions of the cells (module docstring): ``versions`` (labels, oldest first),
+    ``newest``, ``mixed``, ``note`` and ``by_cell`` (``"variant/seed"`` → label)."""
+    records = {f"{c['variant']}/{int(c['seed'])}": c.get("defaults") for c in cells}
+    order = {defaults_label(r): defaults_order(r) for r in records.values()}
+    versions = sorted(order, key=order.get)
+    mixed = len(versions) > 1
+    if not versions:
+        note = ""
+    elif mixed:
+        note = (f"defaults of versions {'; '.join(versions)}: this table mixes versions (rows marked older "
+                f"ran on defaults older than {versions[-1]})")
+    else:
+        note = f"defaults of version {versions[0]}"
+    return {"versions": versions, "newest": versions[-1] if versions else None, "mixed": mixed, "note": note,
+            "by_cell": {k: defaults_label(r) for k, r in records.items()}}
 
 
 def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence, seed) -> list[dict]:
@@ -164,7 +195,8 @@ def table_csv(table: Mapping) -> str:
                              number(row["low"]), number(row["high"]), number(row["p_value"]),
                              "" if row["paired_seeds"] is None else row["paired_seeds"], row["n_queries"],
                              number(row.get("hier_low")), number(row.get("hier_high")),
-                             number(row.get("hier_p_value")), row.get("hier_note") or ""])
+                             number(row.get("hier_p_value")), row.get("hier_note") or "",
+                             " | ".join(row.get("defaults") or []), "yes" if row.get("older_defaults") else ""])
     return buffer.getvalue()
 
 

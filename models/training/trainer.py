@@ -125,6 +125,8 @@ PRECISIONS = ("fp32", "bf16")  # TrainConfig.precision: float32, or bfloat16 aut
 class TrainConfig(PlainConfig):
     """How to train (defaults: the paper's 4.1 where it gives them)."""
 
+    DEFAULTS_VERSION = 1                         # bump when a default here changes (runs record it, models.training.defaults)
+
     steps: int = 1000                            # optimizer steps in all (a resumed run counts from its checkpoint)
     epochs: int | None = None                    # passes over the training queries instead of steps (epoch_steps); None: steps
     batch_size: int = 32                         # groups per step across all ranks (paper: effective batch 32)

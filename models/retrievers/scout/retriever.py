@@ -37,6 +37,7 @@ class ScoutRetrieverConfig(PlainConfig):
     """SCOUT as a ``models.training.trainer`` retriever: frozen encoders, features and the predictor."""
 
     unknown_keys_message = UNKNOWN_NAMED_KEYS
+    DEFAULTS_VERSION = 1                         # bump when a default here, in a nested config or in optimizer_defaults changes (runs record it)
 
     appearance: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default)
     text: dict = field(default_factory=dict, metadata={"config": TextEncoderConfig})  # TextEncoderConfig: the frozen target space (MiniLM)

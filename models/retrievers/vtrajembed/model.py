@@ -118,6 +118,8 @@ PRUNING_ENCODER = {"kind": "mobilenetv2-imagenet", "pixel_budget": PRUNING_PIXEL
 class VTrajEmbedConfig(PlainConfig):
     """VTrajEmbed's settings; defaults follow the paper where it gives them (section / appendix)."""
 
+    DEFAULTS_VERSION = 1                         # bump when a default here, in a nested config or in optimizer_defaults changes (runs record it)
+
     fast: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of a_t (handcrafted by default; pixel_budget P_f = 65,536 unless set)
     slow: dict = field(default_factory=dict, metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the Slow frames (pixel_budget P_s = 200,704 unless set)
     pruning: dict | None = field(default_factory=lambda: dict(PRUNING_ENCODER), metadata={"config": ImageEncoderConfig})  # ImageEncoderConfig of the pruning's global features (the auxiliary encoder, module docstring); None: the Slow encoder's

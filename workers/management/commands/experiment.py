@@ -1,6 +1,7 @@
 """``python manage.py experiment``: run an experiment grid (DESIGN 4.5, 5): train every (variant, seed)
 cell on one sealed snapshot, evaluate it on another, and print the table with each variant's
-difference from the reference and its paired bootstrap interval."""
+difference from the reference and its two intervals (paired bootstrap over queries; hierarchical
+over seeds, then queries)."""
 from __future__ import annotations
 
 import json
@@ -38,15 +39,31 @@ def _list(raw: str | None, what: str, cast=str) -> list | None:
     return items
 
 
+INTERVAL_LEGEND = ("intervals: q[..] paired bootstrap over queries (seeds averaged first); s+q[..] hierarchical "
+                   "bootstrap over seeds, then queries (n/a with fewer than 2 paired seeds)")
+
+
+def _interval(low, high) -> str:
+    return "n/a" if low is None or high is None else f"[{low:+.1f}, {high:+.1f}]"
+
+
 def format_table(result: dict, *, stratum: str = "all", metrics=("R@1", "R@3", "mAP")) -> str:
     """The table as text: one block per task, a line per variant with each metric's mean ± std over
-    seeds and, for the other variants, the difference from the reference with its interval."""
+    seeds and, for the other variants, the difference from the reference with both intervals
+    (named by the legend line)."""
     lines = [f"note: {SMOKE_TEST_NOTE}"] if SMOKE_TEST_STAMP in (result.get("stamps") or []) else []
+    if result.get("tables"):
+        lines.append(INTERVAL_LEGEND)
+    defaults = result.get("defaults") or {}
+    if defaults.get("note"):
+        lines.append(("warning: " if defaults.get("mixed") else "") + defaults["note"]
+                     + ("; † marks them" if defaults.get("mixed") else ""))
     blocks = [b for b in result.get("tables", []) if b["stratum"] == stratum and b["metric"] in metrics]
     for task in dict.fromkeys(b["task"] for b in blocks):
         lines.append(f"{task}")
         by_metric = {b["metric"]: {r["variant"]: r for r in b["rows"]} for b in blocks if b["task"] == task}
         for variant in result.get("variants", []):
+            older = any(by_metric.get(m, {}).get(variant, {}).get("older_defaults") for m in metrics)
             cells = []
             for metric in metrics:
                 row = by_metric.get(metric, {}).get(variant)
@@ -55,9 +72,11 @@ def format_table(result: dict, *, stratum: str = "all", metrics=("R@1", "R@3", "
                     continue
                 text = f"{metric} {row['mean']:5.1f}±{row['std']:.1f}"
                 if row["delta"] is not None:
-                    text += f" ({row['delta']:+.1f} [{row['low']:+.1f}, {row['high']:+.1f}])"
+                    text += (f" ({row['delta']:+.1f} q{_interval(row['low'], row['high'])} "
+                             f"s+q{_interval(row.get('hier_low'), row.get('hier_high'))})")
                 cells.append(text)
-            lines.append(f"  {variant:16s} " + "   ".join(cells))
+            name = f"{variant}†" if older else variant
+            lines.append(f"  {name:16s} " + "   ".join(cells))
     requests = {v: r["model_requests"]["per_query_mean"] for v, r in (result.get("requests") or {}).items()
                 if "model_requests" in r}
     if requests:
@@ -70,7 +89,8 @@ class Command(BaseCommand):
     help = ("Run an experiment grid: every variant × seed trained on --snapshot (train split) and evaluated on "
             "--eval-snapshot (dev or test), here one after another or queued on the gpu queue with --queue. "
             "Prints, per task and metric, mean ± std over seeds and each variant's difference from the reference "
-            "with a paired bootstrap 95 % interval over queries; writes table.json and table.csv.")
+            "with two 95 % intervals (paired bootstrap over queries; hierarchical over seeds, then queries); "
+            "writes table.json and table.csv.")
 
     def add_arguments(self, parser):
         parser.add_argument("--snapshot", type=int, help="relation snapshot id to train on (train split)")
