@@ -250,9 +250,10 @@ def test_experiments_over_the_api(snapshots, staff, queued_tasks, django_capture
 
 
 def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, var_dir, trained_dirs):
-    """SCOUT's second stage: one training (with ScoutITM on mined negatives) per seed, CombSUM with
-    another retriever's run; the VLM variants ask one score per shortlisted candidate, the ITM
-    variant none; the fused first stage reports its members' per-query decorrelation."""
+    """SCOUT's second stage: one training (with ScoutITM on identity-hard and mined negatives) per
+    seed, CombSUM and RRF with another retriever's run; the VLM variants ask one score per
+    shortlisted candidate, the ITM variant none; the fused first stage reports its members'
+    per-query decorrelation."""
     member = finished_run(snapshots, trained_dirs["vtrajembed"])
     base = {"steps": 2, "batch_size": 4, "checkpoint_every": 2, "lr": 1e-3, "device": "cpu",
             "model": {**TINY_SCOUT, "itm": {"enabled": True, "steps": 4, "batch_size": 8, "n_negatives": 2,
@@ -260,15 +261,17 @@ def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, va
     experiment = experiment_create(snapshot=snapshots["train"], eval_snapshot=snapshots["dev"], queue=False,
                                    grid={"preset": "scout-rerank", "seeds": [0], "base": base, "n_resamples": 200,
                                          "fuse_runs": [member.pk]})
-    assert experiment.runs.count() == 1 and experiment.cells.count() == 5
+    assert experiment.runs.count() == 1 and experiment.cells.count() == 6
     assert training_run_execute(run=experiment.runs.get()).status == "succeeded"
     experiment = experiment_refresh(experiment_id=experiment.pk)
     for cell in experiment.cells.select_related("evaluation"):
         assert evaluation_run_execute(run=cell.evaluation).status == "succeeded", cell.evaluation.error
     experiment = experiment_refresh(experiment_id=experiment.pk)
-    assert experiment.status == "succeeded" and experiment.cells_done == 5
+    assert experiment.status == "succeeded" and experiment.cells_done == 6
     combsum = experiment.cells.get(variant="combsum").evaluation
     assert combsum.pipeline["fuse_runs"] == [member.pk] and combsum.pipeline["fusion"] == "combsum"
+    rrf = experiment.cells.get(variant="rrf").evaluation
+    assert rrf.pipeline["fuse_runs"] == [member.pk] and (rrf.pipeline["fusion"], rrf.pipeline["rrf_k"]) == ("rrf", 60)
     rho = combsum.metrics["pipeline"]["decorrelation"][f"dense|run {member.pk}"]
     assert rho["n_queries"] + rho["n_undefined"] == combsum.metrics["pipeline"]["queries"] and -1 <= rho["mean"] <= 1
     requests = experiment.result["requests"]
@@ -277,7 +280,7 @@ def test_scout_reranking_preset_blends_vlm_and_itm_on_one_training(snapshots, va
         "per_query_max"]
     assert requests["itm"]["scorer_requests"]["total"] == 0
     figures = {c.variant: c.evaluation.metrics["t2traj"]["mAP"] for c in experiment.cells.select_related("evaluation")}
-    assert len(figures) == 5 and all(0 <= v <= 100 for v in figures.values())
+    assert len(figures) == 6 and all(0 <= v <= 100 for v in figures.values())
     rows = {r["variant"]: r for r in experiment.result["tables"][0]["rows"]}
     assert rows["first_stage"]["reference"] and all(rows[v]["n_seeds"] == 1 for v in rows)
 
