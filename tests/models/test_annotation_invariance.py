@@ -231,6 +231,16 @@ def _model_side_outputs(snapshot: RelationSnapshotData, catalogue: dict, cache: 
                                cache_dir=cache)
     out["pipeline/scout_itm_fused"] = (result.scores, result.shortlists,
                                        {k: v for k, v in result.report.items() if k != "timing_s"})
+    # ActPair's Table 5 arms: its pairwise head under pivot-promote and the head's pointwise twin
+    torch.manual_seed(0)
+    headed = build_model("actpair", {**copy.deepcopy(TINY["actpair"]), "pairwise": {"enabled": True, "hidden": 16}})
+    headed.pairwise_trained.fill_(True)           # its random head, as if trained: what it reads is the point
+    for name, arm in (("pairwise", {"reranker": "pairwise"}),
+                      ("pointwise", {"reranker": "pointwise", "weights": {"vlm": 0.0, "absolute": 1.0}})):
+        table5 = {**PIPELINES["paper"], **arm, "comparator": {"kind": "pairwise-head"}}
+        result = snapshot_pipeline(headed, snapshot, table5, cache_dir=cache)
+        out[f"pipeline/head_{name}"] = (result.scores, result.shortlists,
+                                        {k: v for k, v in result.report.items() if k != "timing_s"})
     # the control: the catalogue comparator reads the approved facts and the construction predicates
     facts = {i: catalogue[t.id]["description"].facts for i, t in enumerate(snapshot.tracks)}
     predicates = [[Predicate(p["name"], p["value"], p["fact_ids"]) for p in q.predicates] for q in snapshot.queries]
@@ -266,6 +276,8 @@ def test_every_evaluation_score_and_ranking_ignores_the_human_side_records(world
         report = before[f"pipeline/{name}"][2]
         assert report["comparator_requests"]["total"] + report["scorer_requests"]["total"] > 0, name
     assert before["pipeline/vlm"][2]["comparator_requests"]["total"] > 0
+    assert before["pipeline/head_pairwise"][2]["comparator_requests"]["total"] > 0
+    assert before["pipeline/head_pointwise"][2]["model_requests"]["total"] > 0
     scout_report = before["pipeline/scout_itm_fused"][2]
     assert scout_report["scorer_requests"]["total"] > 0 and "dense|run 1" in scout_report["decorrelation"]
     assert before["pipeline/vlm"][2]["rewrite"]["failed"] == 0 and before["pipeline/description"][4][0]
