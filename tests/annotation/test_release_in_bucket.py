@@ -117,3 +117,38 @@ def test_the_server_dying_mid_release_leaves_no_row_and_no_objects(settings, tmp
     finally:
         stop_weed(server)
         storage.reset()
+
+
+class _WebHostDied(BaseException):
+    """The web process publishing the release is killed: nothing after it runs, nothing is cleaned up."""
+
+
+def test_a_web_host_killed_mid_export_leaves_orphans_and_the_request_sent_again_publishes(
+        object_storage, host, monkeypatch):
+    from annotation.releases.services import release_store, releases
+
+    build_scope(("train",))
+    host("web-1")
+    put, stored = BucketStore.put_file, []
+
+    def killed_after_three(self, key, source):
+        if len(stored) == 3:
+            raise _WebHostDied
+        stored.append(key)
+        return put(self, key, source)
+
+    monkeypatch.setattr(BucketStore, "put_file", killed_after_three)
+    for module in (release_store, releases):             # a killed process removes nothing it stored
+        monkeypatch.setattr(module, "release_store_remove", lambda key: None)
+    with pytest.raises(_WebHostDied):
+        release_create(name="bkt", version="1.0.0", splits=["train"])
+    assert not Release.objects.exists() and object_storage.list("releases/bkt/1.0.0") == sorted(stored)
+
+    monkeypatch.setattr(BucketStore, "put_file", put)
+    host("web-2")                                          # the request sent again, to another web host
+    release = release_create(name="bkt", version="1.0.0", splits=["train"])
+    files = dict(release.files.values_list("path", "sha256"))
+    assert object_storage.list(release.path) == sorted(f"{release.path}/{p}" for p in files)   # no stray object
+    for key in stored:                                     # the orphans were written over with the same files
+        assert object_storage.head(key)["Metadata"]["sha256"] == files[key.removeprefix(f"{release.path}/")]
+    assert release_verify(release=release) == []
