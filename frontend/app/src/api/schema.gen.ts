@@ -2436,6 +2436,8 @@ export interface components {
             metrics?: unknown;
             /** @description how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test snapshot with non-binary gallery relations); empty: a clean held-out evaluation */
             readonly stamps: string[];
+            /** @description the version of the defaults it read its unset settings from: {model_kind, model, train} (the DEFAULTS_VERSION of the kind's config and of TrainConfig, models.training.defaults) and the commit; a training run also resumed_over when it continued a checkpoint of other defaults; {}: from before versions were kept */
+            defaults_version?: unknown;
             error?: string;
             job: components["schemas"]["JobSummaryOutput"] | null;
             created_by?: number | null;
@@ -2475,6 +2477,8 @@ export interface components {
             eval_snapshot_sha256: string;
             /** @description the software that queued it: commit and package versions */
             code_version?: unknown;
+            /** @description the version of the defaults it read its unset settings from: {model_kind, model, train} (the DEFAULTS_VERSION of the kind's config and of TrainConfig, models.training.defaults) and the commit; a training run also resumed_over when it continued a checkpoint of other defaults; {}: from before versions were kept */
+            defaults_version?: unknown;
             /** @description train-split / incomplete: how every figure must be read */
             readonly stamps: string[];
             /** @description running, succeeded, failed or cancelled (from its cells) */
@@ -2491,7 +2495,7 @@ export interface components {
             /** Format: date-time */
             finished_at?: string | null;
             readonly cells: components["schemas"]["ExperimentCell"][];
-            /** @description the table: per task, metric and stratum, each variant's mean, std, delta and bootstrap interval */
+            /** @description the table: per task, metric and stratum, each variant's mean, std, delta and two intervals (low/high/p_value: paired bootstrap over queries; hier_low/hier_high/hier_p_value: hierarchical over seeds, then queries, null with hier_note under 2 paired seeds; 'intervals' names them); 'defaults' gives the versions of the defaults its runs read and whether it mixes them, and a row's older_defaults marks seeds run on older ones */
             readonly result: unknown;
         };
         ExperimentListInputRequest: {
@@ -2528,6 +2532,8 @@ export interface components {
             eval_snapshot_sha256: string;
             /** @description the software that queued it: commit and package versions */
             code_version?: unknown;
+            /** @description the version of the defaults it read its unset settings from: {model_kind, model, train} (the DEFAULTS_VERSION of the kind's config and of TrainConfig, models.training.defaults) and the commit; a training run also resumed_over when it continued a checkpoint of other defaults; {}: from before versions were kept */
+            defaults_version?: unknown;
             /** @description train-split / incomplete: how every figure must be read */
             readonly stamps: string[];
             /** @description running, succeeded, failed or cancelled (from its cells) */
@@ -4403,6 +4409,8 @@ export interface components {
             metrics?: unknown;
             /** @description how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test snapshot with non-binary gallery relations); empty: a clean held-out evaluation */
             readonly eval_stamps: string[];
+            /** @description the version of the defaults it read its unset settings from: {model_kind, model, train} (the DEFAULTS_VERSION of the kind's config and of TrainConfig, models.training.defaults) and the commit; a training run also resumed_over when it continued a checkpoint of other defaults; {}: from before versions were kept */
+            defaults_version?: unknown;
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
             /** @description storage key of the last checkpoint stored whole; '' none yet */
@@ -4487,6 +4495,8 @@ export interface components {
             metrics?: unknown;
             /** @description how the figures must be read: train-split (evaluated on training data), incomplete (a dev/test snapshot with non-binary gallery relations); empty: a clean held-out evaluation */
             readonly eval_stamps: string[];
+            /** @description the version of the defaults it read its unset settings from: {model_kind, model, train} (the DEFAULTS_VERSION of the kind's config and of TrainConfig, models.training.defaults) and the commit; a training run also resumed_over when it continued a checkpoint of other defaults; {}: from before versions were kept */
+            defaults_version?: unknown;
             /** @description the run's final evaluation run, once it has one */
             readonly evaluation: number | null;
             /** @description storage key of the last checkpoint stored whole; '' none yet */

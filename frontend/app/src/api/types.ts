@@ -242,8 +242,12 @@ export type ExperimentTask = "t2traj" | "traj2t" | "ocvr";
 export type ExperimentMetric = "R@1" | "R@3" | "mAP";
 
 /** One variant's row of a result block (models/experiments/table.py), in percent. `mean`, `std`
- *  are null when the variant has no finished seed; `delta`, `low`, `high`, `p_value` are null for
- *  the reference (and for a variant sharing no query with it). */
+ *  are null when the variant has no finished seed; `delta`, `low`, `high`, `p_value` (the paired
+ *  bootstrap over queries) are null for the reference (and for a variant sharing no query with
+ *  it); `hier_*` (the hierarchical bootstrap over seeds, then queries) are also null under two
+ *  paired seeds, and `hier_note` then says why. `defaults` names each seed's defaults version and
+ *  `older_defaults` marks a row with a seed on older defaults than the table's newest (tables
+ *  made before these fields lack them). */
 export type ExperimentTableRow = {
   variant: string;
   reference: boolean;
@@ -257,7 +261,15 @@ export type ExperimentTableRow = {
   high: number | null;
   p_value: number | null;
   n_queries: number;
+  hier_low?: number | null;
+  hier_high?: number | null;
+  hier_p_value?: number | null;
+  hier_note?: string | null;
+  defaults?: string[];
+  older_defaults?: boolean;
 };
+/** The defaults versions an experiment table holds (models/experiments/table.py defaults_summary). */
+export type ExperimentDefaults = { versions: string[]; newest: string | null; mixed: boolean; note: string };
 export type ExperimentTableBlock = { task: ExperimentTask; metric: ExperimentMetric; stratum: string; rows: ExperimentTableRow[] };
 /** An experiment's table; `{}` until a cell has succeeded. */
 export type ExperimentResult = {
@@ -271,8 +283,14 @@ export type ExperimentResult = {
   code_version: Dict<unknown>;
   runs: number[];
   tables: ExperimentTableBlock[];
+  intervals?: Dict<string>;
+  defaults?: ExperimentDefaults;
 };
-type ExperimentFields = { status: ExperimentStatus; spec: Dict; code_version: Dict<unknown> };
+/** What a run or experiment read its unset settings from (workers/defaults.py); `{}` before
+ *  versions were kept. */
+export type DefaultsVersion = { model_kind?: string; model?: number; train?: number; commit?: string;
+  resumed_over?: DefaultsVersion };
+type ExperimentFields = { status: ExperimentStatus; spec: Dict; code_version: Dict<unknown>; defaults_version: DefaultsVersion };
 export type Experiment = Json<Sent<Schemas["ExperimentOutput"]>, ExperimentFields>;
 export type ExperimentCell = Json<Sent<Schemas["ExperimentCell"]>, { status: RunStatus }>;
 export type ExperimentDetail = Json<Sent<Schemas["ExperimentDetailOutput"]>, ExperimentFields & {

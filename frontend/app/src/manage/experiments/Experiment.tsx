@@ -15,7 +15,7 @@ import { useDialog } from "../../components/useDialog";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { LIVE_POLL_MS, STAMP_REASONS, Stamps } from "../training/Training";
 import { ResultTable } from "./ResultTable";
-import { cellActions, cellProgress, codeCommit, hasFigures, shortSha, sortCells } from "./table";
+import { cellActions, cellProgress, codeCommit, defaultsLabel, hasFigures, shortSha, sortCells } from "./table";
 import { count } from "../../components/plural";
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "–");
@@ -142,6 +142,7 @@ export function ExperimentScreen({ experimentId }: { experimentId: number }) {
         <div><dt>trained on</dt><dd>snapshot #{experiment.snapshot} <code title={experiment.snapshot_sha256}>{shortSha(experiment.snapshot_sha256)}</code></dd></div>
         <div><dt>evaluated on</dt><dd>snapshot #{experiment.eval_snapshot} <code title={experiment.eval_snapshot_sha256}>{shortSha(experiment.eval_snapshot_sha256)}</code></dd></div>
         <div><dt>code</dt><dd><code title={versions.join(", ")}>{codeCommit(experiment.code_version)}</code></dd></div>
+        <div><dt>defaults</dt><dd>{defaultsLabel(experiment.defaults_version)}</dd></div>
       </dl>
       <Controls experiment={experiment} onDone={data.reload} />
       {data.error !== undefined && <p className="error-inline" role="alert">Refreshing failed; showing the last figures.</p>}

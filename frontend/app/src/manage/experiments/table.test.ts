@@ -6,12 +6,14 @@ import {
   cellTitle,
   chosenVariants,
   codeCommit,
+  defaultsLabel,
   deltaText,
   excludesZero,
   experimentGrid,
   fmt,
   hasFigures,
   formatP,
+  hierText,
   meanStd,
   parseSeeds,
   pickView,
@@ -74,11 +76,30 @@ describe("numbers", () => {
 
   it("says the p-value, the paired queries and each seed in the tooltip", () => {
     const t = cellTitle(row({ variant: "obs16", delta: -2, low: -3, high: -1, p_value: 0.0123, n_queries: 48 }), "full", 0.95);
-    expect(t).toBe("seed 0: 60.0, 1: 62.0, 2: 64.0 · p = 0.012 · 48 queries paired with full · 95% paired-bootstrap interval");
+    expect(t).toBe("seed 0: 60.0, 1: 62.0, 2: 64.0 · p = 0.012 · 48 queries paired with full · 95% paired-bootstrap interval over queries");
+    const older = row({ reference: true, older_defaults: true, defaults: ["vtrajembed v1, train v1", "vtrajembed v2, train v1"] });
+    expect(cellTitle(older, "full")).toMatch(/the reference · older defaults: vtrajembed v1, train v1, vtrajembed v2, train v1$/);
     expect(cellTitle(row({ reference: true }), "full")).toContain("the reference");
     expect(cellTitle(row({ n_seeds: 0, seeds: [], values: [] }), "full")).toMatch(/^no finished seed/);
     expect(formatP(0.0004)).toBe("p < 0.001");
     expect(formatP(null)).toBe("p –");
+  });
+});
+
+describe("the hierarchical interval and the defaults versions", () => {
+  it("writes the seeds-then-queries interval, or why there is none", () => {
+    expect(hierText(row({ delta: -2, hier_low: -8.14, hier_high: 1.42, hier_note: null }))).toBe("seeds+queries [\u22128.1, +1.4]");
+    expect(hierText(row({ delta: -2, hier_low: null, hier_high: null,
+      hier_note: "needs at least 2 paired seeds, has 1: no seed-level interval" })))
+      .toBe("seeds+queries n/a: needs at least 2 paired seeds, has 1: no seed-level interval");
+    expect(hierText(row({ reference: true, delta: null, hier_low: null }))).toBeNull();
+    expect(hierText(row({ delta: -2 }))).toBeNull();            // a table from before the interval
+  });
+  it("names a defaults record as the tables do", () => {
+    expect(defaultsLabel({ model_kind: "scout", model: 2, train: 1, commit: "abc" })).toBe("scout v2, train v1");
+    expect(defaultsLabel({})).toBe("unrecorded");
+    expect(defaultsLabel({ model_kind: "scout", model: 2, train: 1, resumed_over: { model_kind: "scout", model: 1, train: 1 } }))
+      .toBe("scout v2, train v1 resumed over scout v1, train v1");
   });
 });
 

@@ -3,6 +3,7 @@
 // picked by task and stratum and written as "mean ± std" and "Δ −3.2 [−5.1, −1.4]" in percent.
 
 import type {
+  DefaultsVersion,
   ExperimentCell,
   ExperimentMetric,
   ExperimentPreset,
@@ -84,6 +85,14 @@ export function codeCommit(version: Record<string, unknown> | undefined): string
   return `${commit.slice(0, 10)}${version?.trajlab_dirty ? " + local changes" : ""}`;
 }
 
+/** The defaults a run or experiment read, as the tables name them ("vtrajembed v2, train v1"),
+ *  "unrecorded" for one from before versions were kept (models/training/defaults.py). */
+export function defaultsLabel(record: DefaultsVersion | undefined | null): string {
+  if (!record || record.model === undefined) return "unrecorded";
+  const label = `${record.model_kind ?? "?"} v${record.model}, train v${record.train ?? "?"}`;
+  return record.resumed_over ? `${label} resumed over ${defaultsLabel(record.resumed_over)}` : label;
+}
+
 // -- the result table -----------------------------------------------------------------------------
 const finite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
@@ -117,6 +126,15 @@ export function deltaText(row: Pick<ExperimentTableRow, "reference" | "delta" | 
   return `Δ ${signed(row.delta)}${interval}`;
 }
 
+/** The hierarchical interval (seeds, then queries) of a compared variant: "seeds+queries [−8.1, +1.4]",
+ *  or why there is none ("seeds+queries n/a: needs at least 2 paired seeds, has 1: ..."); null for
+ *  the reference, a variant without a difference and a table made before the interval existed. */
+export function hierText(row: Pick<ExperimentTableRow, "reference" | "delta" | "hier_low" | "hier_high" | "hier_note"> | undefined): string | null {
+  if (!row || row.reference || !finite(row.delta) || row.hier_low === undefined) return null;
+  if (finite(row.hier_low) && finite(row.hier_high)) return `seeds+queries [${signed(row.hier_low)}, ${signed(row.hier_high)}]`;
+  return `seeds+queries n/a${row.hier_note ? `: ${row.hier_note}` : ""}`;
+}
+
 /** Whether the bootstrap interval of the difference lies wholly on one side of 0. */
 export function excludesZero(row: Pick<ExperimentTableRow, "reference" | "low" | "high"> | undefined): boolean {
   return !!row && !row.reference && finite(row.low) && finite(row.high) && (row.low > 0 || row.high < 0);
@@ -133,9 +151,10 @@ export function cellTitle(row: ExperimentTableRow | undefined, reference: string
   if (!row) return "";
   const seeds = row.n_seeds === 0 ? "no finished seed"
     : `seed ${row.seeds.map((s, i) => `${s}: ${fmt(row.values[i])}`).join(", ")}`;
-  if (row.reference) return `${seeds} · the reference`;
+  const defaults = row.older_defaults && row.defaults ? ` · older defaults: ${row.defaults.join(", ")}` : "";
+  if (row.reference) return `${seeds} · the reference${defaults}`;
   const pct = Math.round(confidence * 100);
-  return `${seeds} · ${formatP(row.p_value)} · ${count(row.n_queries, "query")} paired with ${reference} · ${pct}% paired-bootstrap interval`;
+  return `${seeds} · ${formatP(row.p_value)} · ${count(row.n_queries, "query")} paired with ${reference} · ${pct}% paired-bootstrap interval over queries${defaults}`;
 }
 
 export function taskLabel(task: string): string {
