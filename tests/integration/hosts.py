@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -110,9 +111,17 @@ class Cluster:
     def logs(self) -> str:
         return "\n".join(f"--- {h.name}\n{h.log_tail()}" for h in self.hosts)
 
-    def stop_all(self) -> None:
+    def stop_all(self, timeout: float = 15.0) -> None:
+        """SIGTERM to every host's process group at once, then SIGKILL to what is left after ``timeout``."""
         for host in self.hosts:
-            stop_process_group(host.proc, timeout=15)
+            if host.proc.poll() is None:
+                os.killpg(host.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for host in self.hosts:
+            try:
+                host.proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                stop_process_group(host.proc, timeout=1)
 
 
 class Api:

@@ -36,7 +36,7 @@ from workers.models import TrainingRun
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 PASSWORD = "deploy-test-password"
 ANNOTATORS = ("ann1", "ann2", "ann3")
-STEPS, CHECKPOINT_EVERY = 40, 10
+STEPS, CHECKPOINT_EVERY = 60, 10
 TERMINAL = ("succeeded", "failed", "cancelled")
 
 
@@ -253,6 +253,7 @@ def test_the_pipeline_across_hosts_that_share_no_disk(cluster, tmp_path):
         done["checkpoint_sha256"]
     assert list(_bucket_keys(cluster, f"training/{run_id}/")) == [
         done["checkpoint_key"], f"training/{run_id}/result.json", f"training/{run_id}/steps.jsonl"]
+    check_folders_apart(cluster)
     clock.mark(f"gpu-2 resumed from step {resumed_from} (read from the bucket) and finished {STEPS} steps")
 
     evaluation = manager.call("GET", f"/api/evaluation-runs/{done['evaluation']}/", on=0).json()
