@@ -261,7 +261,9 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
         if isinstance(data.get("variants"), list):
             raise ValueError("experiment: a list of variant names needs a preset; without one, variants is an "
                              "object of name -> overrides")
-        return ExperimentSpec.from_dict(data)
+        spec = ExperimentSpec.from_dict(data)
+        refuse_pointwise_comparators(spec, only_against_pointwise=True)
+        return spec
     preset = PRESETS.get(preset_name)
     if preset is None:
         raise ValueError(f"experiment: unknown preset {preset_name!r}; known: {', '.join(sorted(PRESETS))}")
@@ -299,12 +301,17 @@ def spec_from_request(data: Mapping) -> ExperimentSpec:
     return spec
 
 
-def refuse_pointwise_comparators(spec: ExperimentSpec) -> None:
+def refuse_pointwise_comparators(spec: ExperimentSpec, *, only_against_pointwise: bool = False) -> None:
     """A pairwise-against-pointwise grid (ActPair Table 5) refuses a pairwise variant whose
     comparator decides a pair by comparing two per-candidate scores
     (``models.retrievers.comparators.POINTWISE_DERIVED``): pivot-promote over it promotes the
-    pointwise argmax to the top, so the comparison would measure nothing at R@1 (DESIGN 4.5)."""
-    for name, _, _, pipeline in spec.cells():
+    pointwise argmax to the top, so the comparison would measure nothing at R@1 (DESIGN 4.5).
+    ``only_against_pointwise``: refuse only when the grid also has a pointwise variant (a grid
+    declared without a preset)."""
+    cells = spec.cells()
+    if only_against_pointwise and not any(p.get("reranker") == "pointwise" for *_, p in cells):
+        return
+    for name, _, _, pipeline in cells:
         kind = (pipeline.get("comparator") or {}).get("kind", "scorer")
         if pipeline.get("reranker") == "pairwise" and kind in POINTWISE_DERIVED:
             raise ValueError(f"experiment: variant {name!r} compares pairs with the {kind!r} comparator, which "

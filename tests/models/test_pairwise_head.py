@@ -228,6 +228,14 @@ def test_the_table5_preset_uses_the_pairwise_head_and_refuses_pointwise_comparat
     with pytest.raises(ValueError, match="0 by construction"):
         spec_from_request({"preset": "actpair-rerank", "variants": {"pairwise": {"pipeline": {
             "reranker": "pairwise", "comparator": {"kind": "scorer"}}}}})
+    # a grid declared without the preset: refused when it also has a pointwise arm
+    custom = {"model_kind": "actpair", "reference": "pointwise", "variants": {
+        "pointwise": {"pipeline": {"reranker": "pointwise"}},
+        "pairwise": {"pipeline": {"reranker": "pairwise", "comparator": {"kind": "scorer"}}}}}
+    with pytest.raises(ValueError, match="'scorer' comparator"):
+        spec_from_request(custom)
+    alone = {"model_kind": "actpair", "reference": "pairwise", "variants": {"pairwise": custom["variants"]["pairwise"]}}
+    assert list(spec_from_request(alone).variants) == ["pairwise"]
     vlm = spec_from_request({"preset": "actpair-rerank", "pipeline": {"comparator": {"kind": "vlm",
                                                                                      "backend": "openai"}}})
     assert {p["comparator"]["kind"] for _, _, _, p in vlm.cells()} == {"vlm"}
