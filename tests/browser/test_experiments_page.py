@@ -153,6 +153,9 @@ def _rows(rng, base: np.ndarray, flips_down: int = 0, flips_up: int = 0) -> dict
     return {task: dict(one) for task in ("t2traj", "traj2t", "ocvr")}
 
 
+V1 = {"model_kind": "vtrajembed", "model": 1, "train": 1, "commit": "5f3e2d1c0b9a8f7e6d5c"}
+
+
 def _finished_experiment(snapshots, manager) -> Experiment:
     """A succeeded experiment over VARIANTS × seeds 0, 1 whose table is computed from made-up rows:
     without_slow misses most of full's hits (its interval excludes 0), obs16 differs from full in
@@ -166,7 +169,7 @@ def _finished_experiment(snapshots, manager) -> Experiment:
         name="table 3", preset="vtrajembed-table3", model_kind="vtrajembed",
         spec={"model_kind": "vtrajembed", "reference": "full", "variants": {v: {} for v in VARIANTS}, "seeds": [0, 1]},
         snapshot=snapshots["train"], eval_snapshot=again, snapshot_sha256=snapshots["train"].content_sha256,
-        eval_snapshot_sha256=again.content_sha256, code_version=code, stamps=["train-split"],
+        eval_snapshot_sha256=again.content_sha256, code_version=code, stamps=["train-split"], defaults_version=V1,
         status="succeeded", cells_done=6, cells_total=6, created_by=manager, finished_at=timezone.now())
     cells, ids = [], []
     for variant in VARIANTS:
@@ -176,7 +179,8 @@ def _finished_experiment(snapshots, manager) -> Experiment:
                 config={"steps": 3, "seed": seed}, steps_total=3, steps_done=3, experiment=experiment, variant=variant)
             ids.append(run.pk)
             flips = {"full": (seed, 0), "without_slow": (20, 0), "obs16": (2 + seed, 2)}[variant]
-            cells.append({"variant": variant, "seed": seed, "rows": _rows(rng, base, *flips)})
+            old = variant == "obs16" and seed == 1          # a run from before defaults were versioned
+            cells.append({"variant": variant, "seed": seed, "rows": _rows(rng, base, *flips), "defaults": {} if old else V1})
     table = experiment_table(cells, variants=VARIANTS, reference="full", n_resamples=2000)
     experiment.result = json_safe(table | {"runs": sorted(ids), "stamps": ["train-split"],
                                            "snapshot_sha256": experiment.snapshot_sha256,
@@ -195,6 +199,11 @@ def _block(experiment: Experiment, task: str, metric: str, stratum: str) -> dict
 
 def _expect_row(table, experiment: Experiment, task: str, stratum: str, variant: str) -> None:
     row = table.get_by_role("row", name=re.compile(f"^{variant}"))
+    older = _block(experiment, task, "R@1", stratum)[variant]["older_defaults"]
+    if older:
+        expect(row).to_have_attribute("data-older-defaults", "true")
+    else:
+        expect(row).not_to_have_attribute("data-older-defaults", "true")
     for metric in ("R@1", "R@3", "mAP"):
         figures = _block(experiment, task, metric, stratum)[variant]
         cell = row.locator(f'td[data-metric="{metric}"]')
@@ -205,6 +214,8 @@ def _expect_row(table, experiment: Experiment, task: str, stratum: str, variant:
         delta = f"Δ {signed(figures['delta'])} [{signed(figures['low'])}, {signed(figures['high'])}]"
         expect(cell.locator(".delta")).to_contain_text(delta)
         excluded = figures["low"] > 0 or figures["high"] < 0
+        hier = f"seeds+queries [{signed(figures['hier_low'])}, {signed(figures['hier_high'])}]"
+        expect(cell.locator(".hier-interval")).to_have_text(hier)
         expect(cell).to_have_attribute("data-excludes-zero", "true" if excluded else "false")
         expect(cell).to_have_attribute("title", re.compile(f"· p (=|<) .* · {figures['n_queries']} queries paired with full"))
 
@@ -226,6 +237,9 @@ def test_a_finished_experiments_table_shows_the_intervals(open_page, snapshots, 
 
     expect(page.locator(".warning.stamped")).to_contain_text("Figures stamped train-split")
     expect(page.get_by_text("5f3e2d1c0b", exact=True)).to_be_visible()
+    expect(page.get_by_text("vtrajembed v1, train v1", exact=True)).to_be_visible()
+    expect(page.locator(".defaults-mixed")).to_contain_text("this table mixes versions")
+    assert experiment.result["defaults"]["mixed"], "obs16's seed 1 should be an unrecorded run"
     expect(page.get_by_role("button", name="Resume")).to_be_disabled()
     expect(page.get_by_role("button", name="Cancel…")).to_be_disabled()
     csv = page.get_by_role("link", name="Download CSV")

@@ -87,7 +87,7 @@ export function ResultTable({ result, experimentId }: { result: Partial<Experime
                         {delta}{sig && <span className="sig-mark" aria-label="interval excludes 0"> *</span>}
                       </div>
                     )}
-                    {hier && <div className="delta hier small">{hier}</div>}
+                    {hier && <div className="hier-interval small muted">{hier}</div>}
                   </td>
                 );
               })}
