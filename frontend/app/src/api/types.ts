@@ -224,6 +224,7 @@ type TrainingRunFields = {
   result: Dict;
   metrics: Dict;
   job: JobSummary | null;
+  defaults_version: DefaultsVersion;
 };
 export type TrainingRun = Json<Sent<Schemas["TrainingRunOutput"]>, TrainingRunFields>;
 export type TrainingRunDetail = Json<Sent<Schemas["TrainingRunDetailOutput"]>, TrainingRunFields & { series: StepSeries }>;

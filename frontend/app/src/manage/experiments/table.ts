@@ -3,7 +3,6 @@
 // picked by task and stratum and written as "mean ± std" and "Δ −3.2 [−5.1, −1.4]" in percent.
 
 import type {
-  DefaultsVersion,
   ExperimentCell,
   ExperimentMetric,
   ExperimentPreset,
@@ -12,6 +11,8 @@ import type {
   ExperimentTask,
 } from "../../api/types";
 import { count } from "../../components/plural";
+
+export { defaultsLabel } from "../defaults";
 
 export const TASKS: readonly { id: ExperimentTask; label: string }[] = [
   { id: "t2traj", label: "T2Traj" },
@@ -83,14 +84,6 @@ export function codeCommit(version: Record<string, unknown> | undefined): string
   const commit = typeof version?.trajlab_commit === "string" ? version.trajlab_commit : "";
   if (!commit) return "unknown";
   return `${commit.slice(0, 10)}${version?.trajlab_dirty ? " + local changes" : ""}`;
-}
-
-/** The defaults a run or experiment read, as the tables name them ("vtrajembed v2, train v1"),
- *  "unrecorded" for one from before versions were kept (models/training/defaults.py). */
-export function defaultsLabel(record: DefaultsVersion | undefined | null): string {
-  if (!record || record.model === undefined) return "unrecorded";
-  const label = `${record.model_kind ?? "?"} v${record.model}, train v${record.train ?? "?"}`;
-  return record.resumed_over ? `${label} resumed over ${defaultsLabel(record.resumed_over)}` : label;
 }
 
 // -- the result table -----------------------------------------------------------------------------

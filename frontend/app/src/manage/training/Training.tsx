@@ -15,6 +15,7 @@ import { StatusBadge } from "../../components/status";
 import { useAsync } from "../../components/useAsync";
 import { useShortcutList } from "../../keyboard/useShortcut";
 import { navigate } from "../../router";
+import { defaultsLabel, olderDefaults } from "../defaults";
 import { RunControls } from "../jobs/RunControls";
 import { heldOutSplit } from "./guards";
 import { column, emptySeries, lastStep, mergeSeries, seriesKeys, truncateSeries } from "./series";
@@ -185,6 +186,7 @@ export function TrainingRunsScreen() {
   if (!data.data) return <Loading what="training runs" />;
   const { runs, snapshots } = data.data;
   const splitOf = new Map(snapshots.map((s) => [s.id, s.split]));
+  const older = olderDefaults(runs);
   return (
     <>
       <section aria-labelledby="start-training">
@@ -195,9 +197,9 @@ export function TrainingRunsScreen() {
         <EmptyState title="No training runs yet"><p>Start one above, or with <code>manage.py train --snapshot ID --model vtrajembed</code>.</p></EmptyState>
       ) : (
         <table className="data">
-          <caption>Training runs, newest first (refreshed every 5 s)</caption>
+          <caption>Training runs, newest first (refreshed every 5 s){older.size > 0 && " · † ran on older defaults than the newest run of its model"}</caption>
           <thead>
-            <tr><th scope="col">run</th><th scope="col">model</th><th scope="col">snapshot</th><th scope="col">status</th><th scope="col">steps</th><th scope="col">T2Traj R@1</th><th scope="col">created</th></tr>
+            <tr><th scope="col">run</th><th scope="col">model</th><th scope="col">snapshot</th><th scope="col">status</th><th scope="col">steps</th><th scope="col">T2Traj R@1</th><th scope="col">defaults</th><th scope="col">created</th></tr>
           </thead>
           <tbody>
             {runs.map((r) => {
@@ -213,6 +215,9 @@ export function TrainingRunsScreen() {
                   <td><StatusBadge status={r.status} /></td>
                   <td><ProgressBar value={r.progress} label={`Run ${r.id} steps`} /><span className="small muted">{r.steps_done} of {r.steps_total}</span></td>
                   <td>{pct(t2["R@1"])}<Stamps stamps={r.eval_stamps} /></td>
+                  <td className="small" data-older-defaults={older.has(r.id) ? "true" : undefined}>
+                    {defaultsLabel(r.defaults_version)}{older.has(r.id) && <span className="warning-text" title="older defaults than the newest run of its model"> †</span>}
+                  </td>
                   <td>{when(r.created_at)}</td>
                 </tr>
               );
