@@ -125,12 +125,23 @@ class Cluster:
 
 
 class Api:
-    """One user's HTTP client: a token from ``/api/auth/token/``, sent to whichever web host is asked."""
+    """One user's HTTP client, sent to whichever web host is asked: signed in for a token from
+    ``/api/auth/token/``, or (``browser``) through the sign-in form as the web UI is, its session
+    cookie and CSRF token then sent with every request."""
 
-    def __init__(self, cluster: Cluster, username: str, password: str):
+    def __init__(self, cluster: Cluster, username: str, password: str, *, browser: bool = False, on: int = 0):
         self.cluster, self.username = cluster, username
         self.session = requests.Session()
-        r = self.session.post(f"{self.web(0).url}/api/auth/token/", json={"username": username, "password": password},
+        base = self.web(on).url
+        if browser:
+            self.session.get(f"{base}/accounts/login/", timeout=30)
+            csrf = self.session.cookies["csrftoken"]
+            r = self.session.post(f"{base}/accounts/login/", timeout=30, allow_redirects=False, data={
+                "username": username, "password": password, "csrfmiddlewaretoken": csrf})
+            assert r.status_code == 302 and "sessionid" in self.session.cookies, (username, r.status_code, r.text[:500])
+            self.session.headers["X-CSRFToken"] = self.session.cookies["csrftoken"]
+            return
+        r = self.session.post(f"{base}/api/auth/token/", json={"username": username, "password": password},
                               timeout=30)
         assert r.status_code == 200, (username, r.status_code, r.text)
         self.session.headers["Authorization"] = f"Token {r.json()['token']}"

@@ -2,13 +2,14 @@
 
 Two web processes (gunicorn on ``config.wsgi``), a ``cpu`` worker and a ``gpu`` worker (on the CPU
 here), each with its own folder, share only the test database, Redis and a SeaweedFS bucket
-(``TRAJLAB_STORAGE_URL``). A manager and three annotators, each signed in for a token, talk to
-both web hosts in turn: a video is uploaded (staged in the bucket, imported by the worker), a
-tracker runs, three annotators vote, the pool is frozen, described, queries are written and their
-rows labelled, a snapshot is taken, a short training run stores its checkpoints in the bucket, its
-worker is killed outright mid-run and a new ``gpu`` host with an empty folder resumes it from the
-bucket, the run is evaluated, and a release is published to the bucket, downloaded from the other
-web host and checked file by file. No folder holds another's files and no record names a local path.
+(``TRAJLAB_STORAGE_URL``). A manager and three annotators, signed in for tokens (one annotator
+through the sign-in form, with a session cookie), talk to both web hosts in turn: a video is
+uploaded (staged in the bucket, imported by the worker), a tracker runs, three annotators vote,
+the pool is frozen, described, queries are written and their rows labelled, a snapshot is taken,
+a short training run stores its checkpoints in the bucket, its worker is killed outright mid-run
+and a new ``gpu`` host with an empty folder resumes it from the bucket, the run is evaluated, and
+a release is published to the bucket, downloaded from the other web host and checked file by file.
+No folder holds another's files and no record names a local path.
 
 The timeline (seconds from the start for each step) is printed (``-s``) and written to
 ``VAR_DIR/deploy_timeline.json``."""
@@ -141,8 +142,9 @@ def test_the_pipeline_across_hosts_that_share_no_disk(cluster, tmp_path):
     clock.mark("two web hosts ready (/readyz), two workers started")
 
     manager = Api(cluster, "manager", PASSWORD)
-    people = {name: Api(cluster, name, PASSWORD) for name in ANNOTATORS}
-    clock.mark("four users signed in (tokens)")
+    people = {name: Api(cluster, name, PASSWORD) for name in ANNOTATORS[:2]}
+    people[ANNOTATORS[2]] = Api(cluster, ANNOTATORS[2], PASSWORD, browser=True, on=1)   # a session, from web-2
+    clock.mark("four users signed in (three tokens, one session through the sign-in form)")
 
     # a video uploaded to web-1, staged in the bucket, imported by the cpu worker
     data = _two_lane_video(tmp_path / "lanes.mp4")
