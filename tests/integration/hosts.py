@@ -53,6 +53,7 @@ class Cluster:
     s3: S3Server
     storage_url: str
     hosts: list[Host] = field(default_factory=list)
+    clients: list[requests.Session] = field(default_factory=list)
 
     def common_env(self) -> dict:
         broker = settings.CELERY_BROKER_URL
@@ -112,7 +113,10 @@ class Cluster:
         return "\n".join(f"--- {h.name}\n{h.log_tail()}" for h in self.hosts)
 
     def stop_all(self, timeout: float = 15.0) -> None:
-        """SIGTERM to every host's process group at once, then SIGKILL to what is left after ``timeout``."""
+        """SIGTERM to every host's process group at once (the clients' kept-alive connections closed
+        first, which a web host would wait for), then SIGKILL to what is left after ``timeout``."""
+        for client in self.clients:
+            client.close()
         for host in self.hosts:
             if host.proc.poll() is None:
                 os.killpg(host.proc.pid, signal.SIGTERM)
@@ -132,6 +136,7 @@ class Api:
     def __init__(self, cluster: Cluster, username: str, password: str, *, browser: bool = False, on: int = 0):
         self.cluster, self.username = cluster, username
         self.session = requests.Session()
+        cluster.clients.append(self.session)
         base = self.web(on).url
         if browser:
             self.session.get(f"{base}/accounts/login/", timeout=30)
