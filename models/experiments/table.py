@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from models.training.defaults import defaults_label, defaults_order
-from models.training.metrics import STRATA, hierarchical_bootstrap, paired_bootstrap
+from models.training.metrics import STRATA, hierarchical_bootstrap_many, paired_bootstrap
 
 TASKS = ("t2traj", "traj2t", "ocvr")
 METRICS = {"R@1": "R@1", "R@3": "R@3", "mAP": "AP"}      # table metric -> per-row value
@@ -98,10 +98,11 @@ def experiment_table(cells: Sequence[Mapping], *, variants: Sequence[str], refer
     for task in TASKS:
         present = {s for cell in cells for s in cell["rows"][task]["stratum"]}
         for stratum in [s for s in STRATUM_ORDER if s == "all" or s in present]:
-            for metric in METRICS:
-                tables.append({"task": task, "metric": metric, "stratum": stratum,
-                               "rows": _rows(by_variant, task, metric, stratum, reference,
-                                             n_resamples, confidence, seed)})
+            per_seed = {metric: _per_seed(by_variant, task, metric, stratum) for metric in METRICS}
+            rows = {metric: _rows(per_seed[metric], reference, n_resamples, confidence, seed) for metric in METRICS}
+            _add_hierarchical(rows, per_seed, reference, n_resamples, confidence, seed)
+            tables += [{"task": task, "metric": metric, "stratum": stratum, "rows": rows[metric]}
+                       for metric in METRICS]
     defaults = defaults_summary(cells)
     for block in tables:
         for row in block["rows"]:
@@ -130,11 +131,14 @@ def defaults_summary(cells: Sequence[Mapping]) -> dict:
             "by_cell": {k: defaults_label(r) for k, r in records.items()}}
 
 
-def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence, seed) -> list[dict]:
-    per_seed: dict[str, dict[int, tuple[float, dict[int, float]]]] = {}    # variant -> seed -> (figure, by id)
-    for variant, cells in by_variant.items():
-        per_seed[variant] = {int(c["seed"]): _seed_figures(c["rows"][task], metric, stratum)
-                             for c in sorted(cells, key=lambda c: c["seed"])}
+def _per_seed(by_variant, task, metric, stratum) -> dict[str, dict[int, tuple[float, dict[int, float]]]]:
+    """Variant -> seed -> (the seed's figure, each row id's value) of one task, metric and stratum."""
+    return {variant: {int(c["seed"]): _seed_figures(c["rows"][task], metric, stratum)
+                      for c in sorted(cells, key=lambda c: c["seed"])}
+            for variant, cells in by_variant.items()}
+
+
+def _rows(per_seed, reference, n_resamples, confidence, seed) -> list[dict]:
     ref = per_seed.get(reference, {})
     out = []
     for variant, seeds in per_seed.items():
@@ -157,25 +161,45 @@ def _rows(by_variant, task, metric, stratum, reference, n_resamples, confidence,
                 boot = paired_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
                 delta = _spread([seeds[s][0] for s in paired])[0] - _spread([ref[s][0] for s in paired])[0]
                 row.update(delta=delta, low=100.0 * boot["low"], high=100.0 * boot["high"], p_value=boot["p_value"])
-            row.update(_hierarchical([ref[s][1] for s in paired], [seeds[s][1] for s in paired],
-                                     n_resamples, confidence, seed))
         out.append(row)
     return out
 
 
-def _hierarchical(ref: list[dict[int, float]], var: list[dict[int, float]], n_resamples: int, confidence: float,
-                  seed: int) -> dict:
-    """The ``hier_*`` fields of a row from the paired seeds' values by id (reference, variant; the
-    same seed at each position), in percent, or ``hier_note`` saying why there is no interval."""
-    if len(ref) < MIN_HIER_SEEDS:
-        return {"hier_note": f"needs at least {MIN_HIER_SEEDS} paired seeds, has {len(ref)}: no seed-level interval"}
-    common = sorted(set.intersection(*(set(v) for v in [*ref, *var])))
+def _add_hierarchical(rows: dict[str, list[dict]], per_seed: dict[str, dict], reference: str, n_resamples: int,
+                      confidence: float, seed: int) -> None:
+    """Fill the ``hier_*`` fields of the compared rows of one task and stratum (``rows`` and
+    ``per_seed`` by metric), every metric of a variant in one resampling (the draws depend only on
+    the seeds and queries, so each metric's interval is the one its own call would give)."""
+    metrics = list(rows)
+    first = per_seed[metrics[0]]
+    for variant, seeds in first.items():
+        if variant == reference:
+            continue
+        paired = sorted(set(seeds) & set(first.get(reference, {})))
+        ref = [[per_seed[m][reference][s][1] for s in paired] for m in metrics]            # [K][S] by id
+        var = [[per_seed[m][variant][s][1] for s in paired] for m in metrics]              # [K][S] by id
+        fields = _hierarchical(ref, var, n_resamples, confidence, seed)
+        for metric, values in zip(metrics, fields):
+            next(r for r in rows[metric] if r["variant"] == variant).update(values)
+
+
+def _hierarchical(ref: list[list[dict[int, float]]], var: list[list[dict[int, float]]], n_resamples: int,
+                  confidence: float, seed: int) -> list[dict]:
+    """Per metric, the ``hier_*`` fields of a row from the paired seeds' values by id (reference,
+    variant; the same seed at each position), in percent, or ``hier_note`` saying why there is no
+    interval."""
+    n_paired = len(ref[0])
+    if n_paired < MIN_HIER_SEEDS:
+        note = f"needs at least {MIN_HIER_SEEDS} paired seeds, has {n_paired}: no seed-level interval"
+        return [{"hier_note": note} for _ in ref]
+    common = sorted(set.intersection(*(set(v) for by_seed in [*ref, *var] for v in by_seed)))
     if not common:
-        return {"hier_note": "no query scored by every paired seed of both variants"}
-    a = np.asarray([[r[i] for i in common] for r in ref])                                    # [S, Q]
-    b = np.asarray([[v[i] for i in common] for v in var])                                    # [S, Q]
-    boot = hierarchical_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    return {"hier_low": 100.0 * boot["low"], "hier_high": 100.0 * boot["high"], "hier_p_value": boot["p_value"]}
+        return [{"hier_note": "no query scored by every paired seed of both variants"} for _ in ref]
+    a = np.asarray([[[r[i] for i in common] for r in by_seed] for by_seed in ref])        # [K, S, Q]
+    b = np.asarray([[[v[i] for i in common] for v in by_seed] for by_seed in var])        # [K, S, Q]
+    boots = hierarchical_bootstrap_many(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return [{"hier_low": 100.0 * x["low"], "hier_high": 100.0 * x["high"], "hier_p_value": x["p_value"]}
+            for x in boots]
 
 
 def table_csv(table: Mapping) -> str:

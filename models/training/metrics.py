@@ -339,40 +339,60 @@ def hierarchical_bootstrap(a, b, n_resamples: int = 10000, confidence: float = 0
     average that share away). Seed-to-seed spread of the difference (training noise) thus widens
     the interval, which the query-only :func:`paired_bootstrap` of seed-averaged values cannot see.
 
-    Vectorised: a resample's draws become weights, ``w_s`` ``[S]`` and ``w_q`` ``[Q]`` (draw counts
-    over ``S`` and ``Q``), and its mean over every drawn (seed, query) is ``w_s · d · w_q``. Returns ``delta`` = mean(d), ``low`` / ``high``
-    (percentile interval at ``confidence``), ``p_value`` (as :func:`paired_bootstrap`), ``n_seeds``
-    and ``n``. Fewer than 2 seeds is a ``ValueError``: with one seed there is no seed spread to
-    resample, and the interval would silently be the query-only one."""
+    Vectorised: a resample's draws become weights, ``w_s`` ``[S]`` and ``w_q`` ``[Q]`` (draw
+    counts over ``S`` and ``Q``), and its mean over every drawn (seed, query) is
+    ``w_s · d · w_q``, computed for a chunk of resamples as one matrix product ``W_q dᵀ`` (each
+    seed's mean over the drawn queries) weighted by ``W_s``. Returns ``delta`` = mean(d), ``low`` / ``high`` (percentile interval at
+    ``confidence``), ``p_value`` (as :func:`paired_bootstrap`), ``n_seeds`` and ``n``. Fewer than 2
+    seeds is a ``ValueError``: with one seed there is no seed spread to resample, and the interval
+    would silently be the query-only one."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if x.ndim != 2 or x.shape != y.shape:
         raise ValueError(f"a and b must be 2-D [seeds, queries] of the same shape, got {list(x.shape)} and "
                          f"{list(y.shape)}")
-    if x.shape[0] < 2:
-        raise ValueError(f"the hierarchical interval resamples seeds: it needs at least 2 seeds, got {x.shape[0]}")
-    if x.shape[1] == 0:
+    return hierarchical_bootstrap_many(x[None], y[None], n_resamples=n_resamples, confidence=confidence,
+                                       seed=seed)[0]
+
+
+def hierarchical_bootstrap_many(a, b, n_resamples: int = 10000, confidence: float = 0.95, seed: int = 0) -> list[dict]:
+    """:func:`hierarchical_bootstrap` of ``K`` measures of the same seeds and queries at once: ``a``,
+    ``b`` ``[K, S, Q]`` (e.g. R@1, R@3 and AP of each query), one resampling shared by all ``K``
+    (the draws depend only on ``S``, ``Q`` and ``seed``, so each result equals its own call).
+    Returns ``K`` dicts; the same input checks."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.ndim != 3 or x.shape != y.shape:
+        raise ValueError(f"a and b must be 3-D [measures, seeds, queries] of the same shape, got {list(x.shape)} "
+                         f"and {list(y.shape)}")
+    if x.shape[1] < 2:
+        raise ValueError(f"the hierarchical interval resamples seeds: it needs at least 2 seeds, got {x.shape[1]}")
+    if x.shape[2] == 0:
         raise ValueError("a and b have no queries to compare")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("a and b must be finite (no NaN or infinity)")
     if not isinstance(n_resamples, int) or n_resamples < 1 or not 0.0 < confidence < 1.0:
         raise ValueError("n_resamples must be a positive integer and confidence in (0, 1)")
-    d = y - x                                                                     # [S, Q]
-    n_seeds, n = d.shape
+    d = y - x                                                                     # [K, S, Q]
+    k, n_seeds, n = d.shape
+    flat = d.transpose(2, 0, 1).reshape(n, k * n_seeds)                          # [Q, K·S]
     rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)                                                 # [R]
-    chunk = max(1, CHUNK_ELEMENTS // (n_seeds + n))
+    means = np.empty((k, n_resamples))                                            # [K, R]
+    chunk = max(1, CHUNK_ELEMENTS // (n_seeds + n + k * n_seeds))
     for start in range(0, n_resamples, chunk):
         r = min(n_resamples, start + chunk) - start
         seeds = rng.integers(0, n_seeds, size=(r, n_seeds))                       # [r, S]
         queries = rng.integers(0, n, size=(r, n))                                 # [r, Q]
         w_s = _draw_counts(seeds, n_seeds) / n_seeds                              # [r, S]
         w_q = _draw_counts(queries, n) / n                                        # [r, Q]
-        means[start:start + r] = np.einsum("rq,rq->r", w_s @ d, w_q)              # [r]
+        per_seed = (w_q @ flat).reshape(r, k, n_seeds)                            # [r, K, S]
+        means[:, start:start + r] = np.einsum("rks,rs->kr", per_seed, w_s)        # [K, r]
     tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    p = 2.0 * min(float((means <= 0).mean()), float((means >= 0).mean()))
-    return {"delta": float(d.mean()), "low": float(low), "high": float(high), "p_value": min(1.0, p),
-            "n_seeds": int(n_seeds), "n": int(n)}
+    out = []
+    for row, diff in zip(means, d):
+        low, high = np.quantile(row, [tail, 1.0 - tail])
+        p = 2.0 * min(float((row <= 0).mean()), float((row >= 0).mean()))
+        out.append({"delta": float(diff.mean()), "low": float(low), "high": float(high), "p_value": min(1.0, p),
+                    "n_seeds": int(n_seeds), "n": int(n)})
+    return out
 
 
 def _draw_counts(draws: np.ndarray, n: int) -> np.ndarray:

@@ -14,6 +14,7 @@ from models.experiments.table import CSV_COLUMNS, INTERVALS, experiment_table, t
 from models.training.metrics import (
     hierarchical_bootstrap,
     hierarchical_bootstrap_loop,
+    hierarchical_bootstrap_many,
     paired_bootstrap,
 )
 
@@ -28,6 +29,15 @@ def test_it_is_the_plain_loop_over_the_same_draws(shape):
     assert (fast["low"], fast["high"]) == pytest.approx((slow["low"], slow["high"]), abs=1e-12)
     assert fast["n_seeds"] == shape[0] and fast["n"] == shape[1]
     assert hierarchical_bootstrap(a, b, n_resamples=400, seed=3) == fast          # deterministic for a seed
+
+
+def test_several_measures_share_one_resampling_and_equal_their_own_calls():
+    rng = np.random.default_rng(5)
+    a, b = rng.random((3, 4, 25)), rng.random((3, 4, 25))
+    many = hierarchical_bootstrap_many(a, b, n_resamples=700, seed=2)
+    assert many == [hierarchical_bootstrap(a[k], b[k], n_resamples=700, seed=2) for k in range(3)]
+    with pytest.raises(ValueError, match="3-D"):
+        hierarchical_bootstrap_many(a[0], b[0])
 
 
 def test_a_case_checkable_by_hand():
