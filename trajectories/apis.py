@@ -12,11 +12,12 @@ from rest_framework.views import APIView
 
 from common.jobs.apis import JobSummaryOutputSerializer
 from common.pagination import Page, paginate
-from common.params import flag_field, int_param, seed_field
+from common.params import flag_field, int_param, seed_field, text_field
 from common.registry import locations_hidden, refuse_locations
 from common.roles import IsManager, IsStaffMember, ManagerPathsSerializer
 from common.schema import ERROR, PlainChoiceField
 from models.backends.tracking import BACKENDS
+from models.backends.tracking.sam3_tracker import MAX_CONCEPT_CHARS
 from trajectories import selectors
 from trajectories.models import (
     DuplicateCandidate,
@@ -195,8 +196,14 @@ class VideoFrameApi(APIView):
 
 
 # -- proposal configs and runs ---------------------------------------------------------------------
+CONCEPT_HELP = ("the query-conditioned SAM 3 prompt (seed C.1), e.g. 'person with a red umbrella'; "
+                "empty: the category prompts (query-independent proposals)")
+
+
 class ProposalConfigOutputSerializer(ManagerPathsSerializer):
     manager_only = ("checkpoint_path", "model_config_path")
+    concept = serializers.CharField(source="tracker_settings.concept", default="", read_only=True,
+                                    help_text=CONCEPT_HELP)
 
     def hidden_from_others(self, data: dict) -> dict:
         """Besides the files' paths, any path a registered tracker's settings brought (SAM 3's
@@ -210,8 +217,8 @@ class ProposalConfigOutputSerializer(ManagerPathsSerializer):
     class Meta:
         model = ProposalConfig
         fields = ["id", "name", "version", "backend", "checkpoint_path", "checkpoint_sha256", "model_config_path",
-                  "categories", "anchor_policy", "detector_settings", "tracker_settings", "software", "config_hash",
-                  "created_at"]
+                  "categories", "concept", "anchor_policy", "detector_settings", "tracker_settings", "software",
+                  "config_hash", "created_at"]
 
 
 class ProposalConfigListApi(APIView):
@@ -230,6 +237,10 @@ class ProposalConfigListApi(APIView):
         anchor_policy = serializers.DictField(required=False, default=dict)
         detector_settings = serializers.DictField(required=False, default=dict)
         tracker_settings = serializers.DictField(required=False, default=dict)
+        concept = text_field(required=False, max_length=MAX_CONCEPT_CHARS, help_text=(
+            "sam3 only: a free-text concept prompted in place of the one category's name, so the run proposes "
+            "only objects of that appearance (query-conditioned proposals, seed C.1), e.g. 'person with a red "
+            "umbrella'; leave it out for the category prompts"))
 
     @extend_schema(responses=ProposalConfigOutputSerializer(many=True), summary="List proposal configurations")
     def get(self, request):
@@ -250,11 +261,13 @@ class ProposalRunOutputSerializer(serializers.ModelSerializer):
     job = JobSummaryOutputSerializer(allow_null=True)
     kind = PlainChoiceField(choices=ProposalRun.Kind.choices, read_only=True,
                             help_text="tracked: a tracker ran; imported: tracks or tubes read from a file")
+    concept = serializers.CharField(source="config.tracker_settings.concept", default="", read_only=True,
+                                    help_text=CONCEPT_HELP)
 
     class Meta:
         model = ProposalRun
-        fields = ["id", "video", "config", "kind", "status", "trajectory_count", "duplicate_count", "error", "stats",
-                  "job", "created_at", "finished_at"]
+        fields = ["id", "video", "config", "kind", "concept", "status", "trajectory_count", "duplicate_count",
+                  "error", "stats", "job", "created_at", "finished_at"]
 
 
 class ProposalRunListApi(APIView):

@@ -59,7 +59,7 @@ def proposal_config_list() -> QuerySet[ProposalConfig]:
 
 
 def proposal_run_list(*, video_id: int | None = None) -> QuerySet[ProposalRun]:
-    qs = ProposalRun.objects.select_related("job")
+    qs = ProposalRun.objects.select_related("job", "config")
     return qs.filter(video_id=video_id) if video_id is not None else qs
 
 

@@ -8,12 +8,19 @@ that finds nothing, stored as an empty run, is in ``tests/trajectories/test_prop
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from models.backends.tracking.base import FrameObjects, TrackerConfigError, mask_boxes, run_tracker
-from models.backends.tracking.sam3_tracker import CudaToCpu, Sam3Tracker, Sam3TrackerConfig
+from models.backends.tracking.sam3_tracker import (
+    MAX_CONCEPT_CHARS,
+    CudaToCpu,
+    Sam3Tracker,
+    Sam3TrackerConfig,
+)
 from models.media.video import FrameReader, content_sha256
 from tests.conftest import write_video
 from tests.models.sam3_tiny import tiny_sam3_architecture
@@ -85,6 +92,14 @@ def test_settings_that_cannot_mean_anything_are_refused():
             Sam3TrackerConfig(**bad)
     with pytest.raises(ValueError, match="score_treshold"):
         Sam3TrackerConfig.from_dict({"score_treshold": 0.3})
+    # the query-conditioned concept prompt (seed 002 C.1): text, not blank, short, one category
+    for concept, match in (("   ", "blank"), (5, "must be text"), ("red\x00umbrella", "control characters"),
+                           ("x" * (MAX_CONCEPT_CHARS + 1), f"at most {MAX_CONCEPT_CHARS}")):
+        with pytest.raises(ValueError, match=match):
+            Sam3TrackerConfig(concept=concept)
+    with pytest.raises(ValueError, match="exactly one category"):
+        Sam3TrackerConfig(concept="person with a red umbrella", categories=["person", "car"])
+    assert Sam3TrackerConfig(concept=" person  with a\tred umbrella ").concept == "person with a red umbrella"
 
 
 # -- loading -----------------------------------------------------------------------------------------
@@ -150,6 +165,29 @@ def test_text_prompt_tracks_with_boxes_from_sam3s_own_masks(tracker, video, monk
     assert info["checkpoint_sha256"] == content_sha256(tracker.checkpoint_path) and info["prompts"] == ["person"]
     assert info["device"] == "cpu" and info["autocast"] == "bfloat16" and info["fill_hole_area"] == 0
     assert not torch.is_autocast_enabled("cuda") and not torch.is_autocast_enabled("cpu")  # nothing left on
+
+
+def test_a_concept_is_sam3s_text_prompt_for_its_category(tracker, video, monkeypatch):
+    concept = "person with a red umbrella"
+    monkeypatch.setattr(tracker, "config", replace(tracker.config, concept=concept))
+    sent = []                                                    # the text SAM 3 itself was given
+
+    class Stop(Exception):
+        """Raised once SAM 3 has its prompt: what it detects is the text prompt test's business."""
+
+    def spy(session, **kwargs):
+        sent.append((kwargs["frame_idx"], kwargs["text_str"]))
+        raise Stop
+
+    monkeypatch.setattr(tracker.model, "add_prompt", spy)
+    state = tracker.init_state(video)
+    tracker.add_prompt(state, category="person")
+    with pytest.raises(Stop):
+        next(tracker.propagate(state))
+    assert sent == [(0, concept)]
+    assert [(p.category, p.text) for p in state.prompts] == [("person", concept)]   # stored as a person
+    info = tracker.run_info()
+    assert info["prompts"] == [concept] and info["concept"] == concept
 
 
 def test_exemplar_boxes_on_a_middle_frame_propagate_both_ways(tracker, video):

@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from annotation.curation.services.pools import pool_freeze
 from annotation.demo.builders import demo_video_import
@@ -137,6 +139,18 @@ def test_bad_tracker_settings_and_categories_are_refused(db):
     with pytest.raises(ApplicationError, match="unknown backend"):
         proposal_config_create(name="x", backend="yolo", categories=["person"])
     assert ProposalConfig.objects.count() == 0
+
+
+def test_a_concept_needs_sam3_and_text_also_from_the_command_line(db):
+    with pytest.raises(CommandError, match="needs a text-prompted tracker"):
+        call_command("propose", "--backend", "hog-bytetrack", "--concept", "person with a red umbrella")
+    with pytest.raises(CommandError, match="blank"):
+        call_command("propose", "--backend", "sam3", "--concept", "  ")
+    with pytest.raises(CommandError, match="at most 120"):
+        call_command("propose", "--backend", "sam3", "--concept", "a person " * 20)
+    with pytest.raises(ApplicationError, match="must be text") as info:
+        proposal_config_create(name="x", backend="sam3", categories=["person"], concept=["person"])
+    assert info.value.code == "invalid_concept" and ProposalConfig.objects.count() == 0
 
 
 def test_changed_checkpoint_fails_the_run_clearly(media_root, tmp_path, model_root):
@@ -323,13 +337,22 @@ def test_sam3_that_finds_nothing_is_an_empty_run_and_bad_configurations_are_refu
     checkpoint, blind = sam3_weights
     settings.TRAJLAB_MODEL_ROOTS = [str(checkpoint.parent)]
     video = _rendered_with_truth(tmp_path, "sam3-empty", n_frames=2)
+    # a query-conditioned run (seed C.1): the manager's concept is the prompt, recorded on the run
     config = proposal_config_create(name="sam3-blind", backend="sam3", categories=["person"],
-                                    checkpoint_path=str(blind), tracker_settings={"device": "cpu"})
+                                    checkpoint_path=str(blind), tracker_settings={"device": "cpu"},
+                                    concept="  person with a red umbrella")
+    assert config.tracker_settings["concept"] == "person with a red umbrella"
     run, _ = proposal_run_create(video=video, config=config, enqueue=False)
     with tiny_sam3_architecture():
         run = proposal_run_execute(run_id=run.pk)
     assert run.status == ProposalRun.Status.SUCCEEDED and run.trajectory_count == 0
     assert not Trajectory.objects.filter(run=run).exists()
+    assert run.job.result["tracker"]["prompts"] == ["person with a red umbrella"]
+    shown = manager_client.get(f"/api/proposal-runs/{run.pk}/").json()
+    assert shown["concept"] == "person with a red umbrella"
+    plain = proposal_config_create(name="sam3-blind", backend="sam3", categories=["person"],
+                                   checkpoint_path=str(blind), tracker_settings={"device": "cpu"})
+    assert plain.pk != config.pk and plain.tracker_settings["concept"] == ""
 
     settings.TRAJLAB_BACKENDS = {  # the operator's entries: the API names them, never a path
         "sam3-missing": {"backend": "sam3", "settings": {"checkpoint": str(checkpoint.parent / "sam3.pt")}},
@@ -350,6 +373,16 @@ def test_sam3_that_finds_nothing_is_an_empty_run_and_bad_configurations_are_refu
     assert empty["code"] == "invalid" and "categories" in str(empty)
     assert "unknown category" in refused({"categories": ["flying saucer"]})["message"]
     assert "must be empty" in refused({"categories": ["person"], "backend": "sam3-configured"})["message"]
+    made = manager_client.post("/api/proposal-configs/", {"name": "sam3", "backend": "sam3-local",
+                                                           "categories": ["person"], "concept": "person in red"},
+                               format="json")
+    assert made.status_code == 201 and made.json()["concept"] == "person in red"
+    for concept in ("", "   ", 7, ["person"], "x" * 121):
+        assert "concept" in str(refused({"categories": ["person"], "concept": concept}))
+    assert "exactly one category" in refused({"categories": ["person", "car"], "concept": "red car"})["message"]
+    twice = refused({"categories": ["person"], "concept": "a", "tracker_settings": {"concept": "b"}})
+    assert twice["code"] == "invalid_concept"
+    assert refused({"categories": ["person"], "backend": "hog-bytetrack", "concept": "a"})["code"] == "concept_needs_sam3"
     for location in ({"checkpoint_path": str(checkpoint)}, {"tracker_settings": {"bpe_path": "/etc/hostname"}}):
         outside = refused({"categories": ["person"], **location})
         assert outside["code"] == "location_in_request"

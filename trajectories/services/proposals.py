@@ -27,6 +27,7 @@ from models.backends.tracking import (
     resolve_tracker_settings,
 )
 from models.backends.tracking.base import TrackerConfigError, TrackProposal, run_tracker
+from models.backends.tracking.sam3_tracker import check_concept
 from models.media.trajectory_ops import (
     TrajectoryError,
     propose_duplicate_pairs,
@@ -77,12 +78,31 @@ def _file_digests(settings: dict) -> dict[str, str]:
 def settings_hash(*, backend: str, categories: list[str], resolved: dict, software: dict) -> tuple[str, dict]:
     """``(config_hash, file digests)`` of resolved settings: the identity of a configuration
     (backend, categories, the digests of the files it names, software versions, and every other
-    resolved setting; the path of a file is not part of it)."""
+    resolved setting; the path of a file is not part of it). An empty SAM 3 ``concept`` (the
+    category prompts, as every configuration before the setting ran) is left out, so those
+    configurations keep their identity."""
     digests = _file_digests(resolved)
     return _canonical_hash({
         "backend": backend, "categories": categories, "files": digests, "software": software,
-        "settings": {k: v for k, v in resolved.items() if k not in FILE_SETTINGS},
+        "settings": {k: v for k, v in resolved.items()
+                     if k not in FILE_SETTINGS and not (k == "concept" and v == "")},
     }), digests
+
+
+def _with_concept(backend: str, concept, tracker_settings: dict) -> dict:
+    """The tracker settings with the query-conditioned concept prompt (seed C.1) set; 400
+    ``invalid_concept`` for a concept that is not text, blank or too long, or given twice, and
+    ``concept_needs_sam3`` for a tracker that reads no text prompt."""
+    if backend != "sam3":
+        raise ApplicationError(f"a concept prompt needs a text-prompted tracker (sam3); {backend} detects "
+                               "categories only", code="concept_needs_sam3")
+    if "concept" in tracker_settings:
+        raise ApplicationError("give the concept once: as concept, not also in tracker_settings",
+                               code="invalid_concept")
+    try:
+        return {**tracker_settings, "concept": check_concept(concept)}
+    except ValueError as exc:
+        raise ApplicationError(str(exc), code="invalid_concept") from None
 
 
 def stored_settings(backend: str, resolved: dict, *, anchor_policy: dict) -> tuple[dict, dict, dict]:
@@ -105,7 +125,7 @@ def stored_settings(backend: str, resolved: dict, *, anchor_policy: dict) -> tup
 def proposal_config_create(*, name: str, backend: str, categories: list[str], checkpoint_path: str = "",
                            model_config_path: str = "", anchor_policy: dict | None = None,
                            detector_settings: dict | None = None, tracker_settings: dict | None = None,
-                           created_by=None) -> ProposalConfig:
+                           concept: str | None = None, created_by=None) -> ProposalConfig:
     """Create (or return the identical existing) versioned proposal configuration.
 
     The settings are resolved through the tracker's own configuration (so a configuration that
@@ -118,6 +138,10 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
     ``backend`` is a tracker or a tracker the operator registered (``common.registry``), whose
     checkpoint, model config and settings it brings; the API gives no paths, the command line may
     (under ``TRAJLAB_MODEL_ROOTS``).
+
+    ``concept`` (SAM 3 only): the query-conditioned mode of seed C.1, a manager's free-text
+    appearance ("person with a red umbrella") that SAM 3 is prompted with for the one category,
+    stored as the ``concept`` tracker setting (so it is part of the configuration's identity).
     """
     registered = is_registered(backend)
     if registered:
@@ -133,6 +157,8 @@ def proposal_config_create(*, name: str, backend: str, categories: list[str], ch
     if not name or len(name) > 100:
         raise ApplicationError("a configuration name of 1 to 100 characters is required", code="invalid_name")
     anchor_policy, detector_settings, tracker_settings = anchor_policy or {}, detector_settings or {}, tracker_settings or {}
+    if concept is not None:
+        tracker_settings = _with_concept(backend, concept, tracker_settings)
     try:
         categories = normalize_categories(categories, backend)
         resolved = resolve_tracker_settings(

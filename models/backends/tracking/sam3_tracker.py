@@ -16,7 +16,10 @@ How a run goes:
 
 1. **Prompts.** SAM 3's ``add_prompt`` starts a semantic prompt over, so every category gets its
    own inference state: the text prompt (the category's name) on ``frame_index`` (frame 0 for a
-   bare category), with optional exemplar boxes of that frame as positive visual prompts.
+   bare category), with optional exemplar boxes of that frame as positive visual prompts. In the
+   query-conditioned mode (seed 002, C.1) a ``concept`` such as "person with a red umbrella" is
+   the text prompt instead, for the run's one category: only objects of that appearance are
+   proposed, still stored under the category.
 2. **Propagation.** ``propagate_in_video`` runs forward from the prompted frame, then
    ``reverse=True`` backward from it (at most ``max_propagation_frames`` each way), as the
    package's predictor does for ``propagation_direction="both"``. SAM 3 detects new instances on
@@ -77,6 +80,25 @@ IMAGE_MEAN = (0.5, 0.5, 0.5)  # SAM 3's input normalisation (build_sam3_video_mo
 IMAGE_STD = (0.5, 0.5, 0.5)
 BPE_VOCAB = "bpe_simple_vocab_16e6.txt.gz"  # the CLIP BPE vocabulary SAM 3's text encoder reads
 _CUDA_NAME = re.compile(r"cuda(:\d+)?")     # a device string that names CUDA
+# A concept prompt's length: SAM 3's text encoder reads 32 BPE tokens (sam3 VETextEncoder
+# context_length) and cuts the rest silently; 120 characters of plain words stay well inside.
+MAX_CONCEPT_CHARS = 120
+
+
+def check_concept(concept) -> str:
+    """A concept prompt as SAM 3 is given it (inner whitespace collapsed); ``ValueError`` when it is
+    not text, is blank, holds control characters or is longer than ``MAX_CONCEPT_CHARS``."""
+    if not isinstance(concept, str):
+        raise ValueError(f"concept must be text, got {type(concept).__name__}")
+    text = " ".join(concept.split())
+    if not text:
+        raise ValueError("concept must not be blank: give the appearance to look for, e.g. 'person with a red umbrella'")
+    if not text.isprintable():
+        raise ValueError("concept must be plain text without control characters")
+    if len(text) > MAX_CONCEPT_CHARS:
+        raise ValueError(f"concept is {len(text)} characters long; at most {MAX_CONCEPT_CHARS} "
+                         "(SAM 3's text encoder reads 32 tokens)")
+    return text
 
 
 @dataclass
@@ -105,6 +127,9 @@ class Sam3TrackerConfig(PlainConfig):
     fill_hole_area: int = 16
     # SAM 3's temporal disambiguation heuristics (hotstart, reconditioning); off for ablations
     temporal_disambiguation: bool = True
+    # query-conditioned mode (seed 002 C.1): a free-text concept prompted in place of the one
+    # category's name, e.g. "person with a red umbrella"; empty: the category prompts themselves
+    concept: str = ""
 
     def __post_init__(self) -> None:
         problems = []
@@ -123,6 +148,14 @@ class Sam3TrackerConfig(PlainConfig):
             problems.append(f"min_mask_area must be >= 1, got {self.min_mask_area}")
         if self.fill_hole_area < 0:
             problems.append(f"fill_hole_area must be >= 0, got {self.fill_hole_area}")
+        if self.concept != "":
+            try:
+                self.concept = check_concept(self.concept)
+            except ValueError as exc:
+                problems.append(str(exc))
+            if isinstance(self.categories, list) and len(self.categories) != 1:
+                problems.append("a concept prompt describes one kind of object: give exactly one category "
+                                f"with it, got {len(self.categories) if isinstance(self.categories, list) else 0}")
         if not (self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda")):
             problems.append(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {self.device!r}")
         if problems:
@@ -226,6 +259,7 @@ class Sam3Prompt:
     category: str
     frame_index: int
     boxes: np.ndarray | None = None                   # [n, 4] xyxy exemplar boxes, original pixels
+    text: str = ""                                    # what SAM 3 reads: the concept, else the category
 
 
 @dataclass
@@ -327,7 +361,8 @@ class Sam3Tracker:
             exemplars = self._check_boxes(np.asarray(boxes, dtype=np.float64), state)
         if any(p.category == category for p in state.prompts):
             raise ValueError(f"category {category!r} is already prompted; SAM 3 takes one prompt per concept")
-        state.prompts.append(Sam3Prompt(category, int(frame_index or 0), exemplars))
+        state.prompts.append(Sam3Prompt(category, int(frame_index or 0), exemplars,
+                                        text=self.config.concept or category))
 
     def propagate(self, state: Sam3State) -> Iterator[FrameObjects]:
         """Run every category's session, forward then backward from its frame (a generator).
@@ -356,7 +391,7 @@ class Sam3Tracker:
                 track_id=identity.track_id, category=identity.category, frames=np.asarray(frames),
                 boxes=np.stack([identity.observations[f][0] for f in frames]),
                 scores=np.asarray([identity.observations[f][1] for f in frames]),
-                extra={"sam3_obj_id": identity.obj_id, "prompt": identity.category},
+                extra={"sam3_obj_id": identity.obj_id, "prompt": self.config.concept or identity.category},
             ))
         return out
 
@@ -367,7 +402,8 @@ class Sam3Tracker:
             "checkpoint": str(self.checkpoint_path),
             "checkpoint_sha256": self.checkpoint_sha256,
             "bpe_path": str(self.bpe_path),
-            "prompts": list(self.config.categories),
+            "prompts": [self.config.concept] if self.config.concept else list(self.config.categories),
+            "concept": self.config.concept,
             "device": str(self.device),
             "autocast": "bfloat16",
             "image_size": self.image_size,
@@ -427,7 +463,7 @@ class Sam3Tracker:
                                            (b[:, 3] - b[:, 1]) / h], axis=1)
                     labels = np.ones(len(b), dtype=np.int64)
                 with self._autocast():
-                    self.model.add_prompt(session, frame_idx=prompt.frame_index, text_str=prompt.category,
+                    self.model.add_prompt(session, frame_idx=prompt.frame_index, text_str=prompt.text,
                                           boxes_xywh=boxes_xywh, box_labels=labels)
             for reverse in (False, True):
                 if reverse and (prompt.frame_index == 0 or self.config.max_propagation_frames == 0):

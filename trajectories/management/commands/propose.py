@@ -28,18 +28,24 @@ class Command(BaseCommand):
         parser.add_argument("--model-config", default="", help="SAM 2 model config (YAML), or the .pbtxt of a "
                             "dnn-bytetrack frozen graph")
         parser.add_argument("--tracker-settings", default="{}", help="JSON tracker settings")
+        parser.add_argument("--concept", default=None,
+                            help="sam3 only: a free-text concept prompted in place of the one category's name "
+                                 "(query-conditioned proposals), e.g. 'person with a red umbrella'")
         parser.add_argument("--queue", action="store_true", help="queue to the workers instead of running here")
 
-    def handle(self, *args, videos, name, backend, categories, checkpoint, model_config, tracker_settings, queue, **options):
+    def handle(self, *args, videos, name, backend, categories, checkpoint, model_config, tracker_settings, concept,
+               queue, **options):
         try:
             config = proposal_config_create(
                 name=name, backend=backend, categories=categories.split(","), checkpoint_path=checkpoint,
-                model_config_path=model_config, tracker_settings=json.loads(tracker_settings))
+                model_config_path=model_config, tracker_settings=json.loads(tracker_settings), concept=concept)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         except json.JSONDecodeError as exc:
             raise CommandError(f"--tracker-settings is not valid JSON: {exc}") from exc
-        self.stdout.write(f"configuration {config} ({config.config_hash[:12]})")
+        prompted = config.tracker_settings.get("concept")
+        self.stdout.write(f"configuration {config} ({config.config_hash[:12]})"
+                          + (f", concept {prompted!r}" if prompted else ""))
         targets = Video.objects.filter(pk__in=videos) if videos else Video.objects.all()
         if videos and targets.count() != len(set(videos)):
             raise CommandError(f"unknown video id(s): {sorted(set(videos) - set(targets.values_list('pk', flat=True)))}")

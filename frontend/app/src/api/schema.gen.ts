@@ -3398,6 +3398,8 @@ export interface components {
             tracker_settings?: {
                 [key: string]: unknown;
             };
+            /** @description sam3 only: a free-text concept prompted in place of the one category's name, so the run proposes only objects of that appearance (query-conditioned proposals, seed C.1), e.g. 'person with a red umbrella'; leave it out for the category prompts */
+            concept?: string;
         };
         /**
          * @description A model serializer whose ``manager_only`` fields (server paths: checkpoints, output
@@ -3415,6 +3417,11 @@ export interface components {
             model_config_path?: string;
             /** @description category-prompt inventory, e.g. ['person'] */
             categories: unknown;
+            /**
+             * @description the query-conditioned SAM 3 prompt (seed C.1), e.g. 'person with a red umbrella'; empty: the category prompts (query-independent proposals)
+             * @default
+             */
+            readonly concept: string;
             anchor_policy?: unknown;
             detector_settings?: unknown;
             tracker_settings?: unknown;
@@ -3434,6 +3441,11 @@ export interface components {
             config: number;
             /** @description tracked: a tracker ran; imported: tracks or tubes read from a file One of: tracked, imported. */
             readonly kind: "tracked" | "imported";
+            /**
+             * @description the query-conditioned SAM 3 prompt (seed C.1), e.g. 'person with a red umbrella'; empty: the category prompts (query-independent proposals)
+             * @default
+             */
+            readonly concept: string;
             status?: components["schemas"]["RunStatusEnum"];
             /** Format: int64 */
             trajectory_count?: number;
