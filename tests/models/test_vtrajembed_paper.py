@@ -191,10 +191,17 @@ def test_the_demo_budget_is_a_named_override_where_the_demo_trains(monkeypatch):
     changed = {k for k in ("steps", "batch_size", "lr", "warmup_steps") if getattr(paper, k) != getattr(demo, k)}
     assert changed == {"steps", "batch_size", "lr", "warmup_steps"} and demo.steps < paper.steps
     assert (demo.grad_clip, demo.epochs) == (paper.grad_clip, paper.epochs)      # the rest is the paper's
-    monkeypatch.setenv("TRAJLAB_BENCH_FULL", "1")                                # the benchmarks at the demo's size
-    for name, train_config in (("bench_training", "TRAIN"), ("bench_experiments", "BASE")):
-        module = importlib.reload(importlib.import_module(f"tests.benchmarks.{name}"))
-        assert getattr(module, train_config) == DEMO_TRAIN_CONFIG, name
-    monkeypatch.delenv("TRAJLAB_BENCH_FULL")
-    module = importlib.reload(importlib.import_module("tests.benchmarks.bench_training"))
+    # the benchmarks at the demo's size: their modules read the size when imported, so they are
+    # reloaded under it and then reloaded again without it (the suite's later tests use them)
+    sized = (("bench_training", "TRAIN"), ("bench_experiments", "BASE"))
+    monkeypatch.setenv("TRAJLAB_BENCH_FULL", "1")
+    try:
+        for name, train_config in sized:
+            module = importlib.reload(importlib.import_module(f"tests.benchmarks.{name}"))
+            assert getattr(module, train_config) == DEMO_TRAIN_CONFIG, name
+    finally:
+        monkeypatch.delenv("TRAJLAB_BENCH_FULL")
+        quick = {name: importlib.reload(importlib.import_module(f"tests.benchmarks.{name}")) for name, _ in sized}
+    assert not any(module.FULL for module in quick.values())
+    module = quick["bench_training"]
     assert module.TRAIN["steps"] < DEMO_TRAIN_CONFIG["steps"]                    # the quick CI size is smaller still
