@@ -54,14 +54,17 @@ def integer_columns(queryset: QuerySet, *expressions) -> tuple[np.ndarray, ...]:
 
 
 def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np.ndarray, parents: QuerySet,
-                          first_below: int | None = None) -> tuple[np.ndarray, ...]:
+                          first_below: int | None = None, last_below: int | None = None) -> tuple[np.ndarray, ...]:
     """:func:`integer_columns` of the rows of ``queryset`` whose ``field`` (a foreign key) is one
     of ``keys``, the sorted distinct primary keys of ``parents``; the first array gives each
     row's position in ``keys``. Where the keys fill at least half their range the rows in that
     range are read and the others dropped here (one lookup table over the range); sparser keys
     are matched by the database (``field`` in ``parents``). ``first_below``: the first
     expression's values lie in ``0 .. first_below - 1`` and travel in one number with the
-    field's (one column fewer to read)."""
+    field's (one column fewer to read); ``last_below`` (with ``first_below``): the last
+    expression's values lie in ``0 .. last_below - 1`` and travel in that number too where it
+    stays within int64 (the keys' range times both bounds below 2**63), else in a column of their
+    own. Each bound must hold for every row read: a value outside it would be read as another."""
     keys = np.asarray(keys, np.int64)                                                      # [P]
     if keys.size == 0:
         return tuple(np.zeros(0, np.int64) for _ in range(len(expressions) + 1))
@@ -72,6 +75,15 @@ def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np
             else queryset.filter(**{f"{field}__in": parents.values("pk")}))
     if first_below is None:
         value, *columns = integer_columns(rows, field, *expressions)
+    elif last_below is not None and len(expressions) >= 2 and span * first_below * last_below < 1 << 63:
+        # (field - low, first, last) in one number: the keys' range bounds the field
+        packed = ExpressionWrapper((F(field) - low) * first_below * last_below + expressions[0] * last_below
+                                   + expressions[-1], output_field=BigIntegerField())
+        combined, *rest = integer_columns(rows, packed, *expressions[1:-1])
+        combined, last = np.divmod(combined, last_below)                                   # [N], [N]
+        offset, first = np.divmod(combined, first_below)                                   # [N], [N]
+        value = offset + low                                                               # [N]
+        columns = [first, *rest, last]
     else:
         packed = ExpressionWrapper(F(field) * first_below + expressions[0], output_field=BigIntegerField())
         combined, *rest = integer_columns(rows, packed, *expressions[1:])

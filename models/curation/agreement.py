@@ -93,10 +93,26 @@ def _as_counts(counts) -> np.ndarray:
     if counts.size and not np.issubdtype(counts.dtype, np.integer):
         if not np.all(np.isfinite(counts)) or np.any(counts != np.round(counts)):
             raise ValueError("counts must hold whole numbers")
-    counts = counts.astype(np.int64)
+    counts = counts.astype(np.int64, copy=False)
     if counts.size and counts.min() < 0:
         raise ValueError("counts must not be negative")
     return counts
+
+
+def _row_sums(counts: np.ndarray) -> np.ndarray:
+    """``counts.sum(axis=1)`` of an int ``[I, K]`` table, column by column where K is small (a
+    reduction along a short row costs several times more than adding K columns)."""
+    if counts.shape[1] == 0 or counts.shape[1] > 16:
+        return counts.sum(axis=1)
+    total = counts[:, 0].copy()                                       # [I]
+    for k in range(1, counts.shape[1]):
+        total += counts[:, k]
+    return total
+
+
+def _rows_where(counts: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``counts[keep]`` for a bool ``[I]`` mask (``np.compress`` copies whole rows at once)."""
+    return np.compress(keep, counts, axis=0)
 
 
 # -- count table ------------------------------------------------------------------------------------
@@ -154,11 +170,16 @@ def vote_distributions(counts, labels: Sequence[str] | None = None, *, panel: in
     ``labels`` names the K categories (default ``"0"``, ``"1"``, ...).
     """
     counts = _as_counts(counts)                                       # [I, K]
+    return _vote_distributions(counts, _row_sums(counts), labels, panel=panel)
+
+
+def _vote_distributions(counts: np.ndarray, n: np.ndarray, labels, *, panel: int) -> dict:
+    """:func:`vote_distributions` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``."""
     n_categories = counts.shape[1]
     names = _label_names(labels, n_categories)
     if not isinstance(panel, int | np.integer) or panel < 1:
         raise ValueError(f"panel must be a positive integer, got {panel!r}")
-    full = counts[counts.sum(axis=1) == panel]                        # [F, K]
+    full = _rows_where(counts, n == panel)                            # [F, K]
 
     # one integer per label combination (base panel + 1), so that grouping is a 1-D sort
     if (panel + 1) ** n_categories < 2**62:
@@ -196,12 +217,16 @@ def raw_agreement(counts) -> float:
     ``sum_k n_k (n_k - 1) / (n (n - 1))`` (the fraction of ordered vote pairs on the item that
     agree). ``counts``: int ``[I, K]``. ``nan`` when no item has two votes."""
     counts = _as_counts(counts)                                       # [I, K]
-    n = counts.sum(axis=1)                                            # [I]
+    return _raw_agreement(counts, _row_sums(counts))
+
+
+def _raw_agreement(counts: np.ndarray, n: np.ndarray) -> float:
+    """:func:`raw_agreement` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``."""
     keep = n >= 2                                                     # [I]
     if not keep.any():
         return NAN
-    c, n = counts[keep], n[keep]                                      # [J, K], [J]
-    agree = (c * (c - 1)).sum(axis=1)                                 # [J] agreeing ordered pairs
+    c, n = _rows_where(counts, keep), n[keep]                         # [J, K], [J]
+    agree = _row_sums(c * (c - 1))                                    # [J] agreeing ordered pairs
     return float(np.mean(agree / (n * (n - 1))))
 
 
@@ -226,14 +251,18 @@ def fleiss_kappa(counts, n_raters: int | None = None) -> float:
     agreement 1, kappa 0/0). ``n_raters`` below 2 is refused with ``ValueError``.
     """
     counts = _as_counts(counts)                                       # [I, K]
-    n = counts.sum(axis=1)                                            # [I]
+    return _fleiss_kappa(counts, _row_sums(counts), n_raters)
+
+
+def _fleiss_kappa(counts: np.ndarray, n: np.ndarray, n_raters: int | None) -> float:
+    """:func:`fleiss_kappa` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``."""
     if n_raters is None:
         n_raters = _modal_raters(n)
         if n_raters is None:
             return NAN
     elif not isinstance(n_raters, int | np.integer) or n_raters < 2:
         raise ValueError(f"n_raters must be an integer >= 2, got {n_raters!r}")
-    table = counts[n == n_raters]                                     # [J, K]
+    table = _rows_where(counts, n == n_raters)                        # [J, K]
     if not len(table):
         return NAN
     totals = table.sum(axis=0)                                        # [K]
@@ -241,7 +270,7 @@ def fleiss_kappa(counts, n_raters: int | None = None) -> float:
         return NAN                                                    # expected agreement is 1
     m = float(n_raters)
     p_cat = totals / totals.sum()                                     # [K]
-    p_item = ((table * table).sum(axis=1) - m) / (m * (m - 1.0))      # [J]
+    p_item = (_row_sums(table * table) - m) / (m * (m - 1.0))         # [J]
     p_mean = p_item.mean()
     p_exp = (p_cat * p_cat).sum()
     return float((p_mean - p_exp) / (1.0 - p_exp))
@@ -251,9 +280,14 @@ def coincidence_matrix(counts) -> np.ndarray:
     """Krippendorff's coincidence matrix ``o [K, K]`` of the pairable items (two votes or more):
     ``o[c, k] = sum_u n_uc (n_uk - [c == k]) / (m_u - 1)``. ``counts``: int ``[I, K]``."""
     counts = _as_counts(counts)                                       # [I, K]
-    m = counts.sum(axis=1)                                            # [I]
-    c = counts[m >= 2].astype(np.float64)                             # [J, K]
-    w = 1.0 / (m[m >= 2] - 1.0)                                       # [J]
+    return _coincidence_matrix(counts, _row_sums(counts))
+
+
+def _coincidence_matrix(counts: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """:func:`coincidence_matrix` of a checked table ``[I, K]`` with its row sums ``m`` ``[I]``."""
+    keep = m >= 2                                                     # [I]
+    c = _rows_where(counts, keep).astype(np.float64)                  # [J, K]
+    w = 1.0 / (m[keep] - 1.0)                                         # [J]
     cw = c * w[:, None]                                               # [J, K]
     return cw.T @ c - np.diag(cw.sum(axis=0))                         # [K, K]
 
@@ -269,10 +303,15 @@ def krippendorff_alpha_nominal(counts) -> float:
     the ``krippendorff`` package raises in both cases).
     """
     counts = _as_counts(counts)                                       # [I, K]
-    n_c = counts[counts.sum(axis=1) >= 2].sum(axis=0)                 # [K] pairable votes = o's row sums
+    return _krippendorff_alpha(counts, _row_sums(counts))
+
+
+def _krippendorff_alpha(counts: np.ndarray, m: np.ndarray) -> float:
+    """:func:`krippendorff_alpha_nominal` of a checked table ``[I, K]`` with its row sums ``m`` ``[I]``."""
+    n_c = _rows_where(counts, m >= 2).sum(axis=0)                     # [K] pairable votes = o's row sums
     if np.count_nonzero(n_c) <= 1:
         return NAN                                                    # no pairable vote, or one category
-    o = coincidence_matrix(counts)                                    # [K, K]
+    o = _coincidence_matrix(counts, m)                                # [K, K]
     n = float(n_c.sum())
     expected = n * n - float((n_c * n_c).sum())                       # = sum_{c != k} n_c n_k
     return float(1.0 - (n - 1.0) * (n - np.trace(o)) / expected)
@@ -393,21 +432,21 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
     names, n_categories, n_items_all, item, rater, label, adj, time = _prepare(
         item, rater, label, is_adjudication, n_categories, labels, decided, time_spent)
     panel_mask = ~adj                                                  # [V]
-    p_item, p_label = item[panel_mask], label[panel_mask]              # [Vp]
-    counts = count_matrix(p_item, p_label, n_items_all, n_categories)  # [I, K] panel votes
-    votes_on = np.bincount(item, minlength=n_items_all)                # [I] all votes
-    present = votes_on > 0                                             # [I]
-    n_items = int(present.sum())
+    # each vote's (item, category) cell; the arrays are checked, so the table is counted directly
+    p_cell = (item * n_categories + label)[panel_mask]                 # [Vp]
+    counts = np.bincount(p_cell, minlength=n_items_all * n_categories).reshape(n_items_all, n_categories)  # [I, K]
+    present = np.bincount(item, minlength=n_items_all) > 0             # [I] items with a vote
+    n_items = int(np.count_nonzero(present))
     adjudicated = np.bincount(item[adj], minlength=n_items_all) > 0    # [I]
-    n_adjudicated = int(adjudicated.sum())
+    n_adjudicated = int(np.count_nonzero(adjudicated))
 
     report = {
         "n_items": n_items,
         "n_votes": int(item.size),
-        "n_panel_votes": int(p_item.size),
-        "n_adjudication_votes": int(adj.sum()),
+        "n_panel_votes": int(p_cell.size),
+        "n_adjudication_votes": int(item.size - p_cell.size),
         "labels": names,
-        **counts_figures(counts[present], names, panel=panel),
+        **counts_figures(_rows_where(counts, present), names, panel=panel),
         "n_adjudicated_items": n_adjudicated,
         "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
         "time_per_vote": None,
@@ -417,26 +456,29 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
     timed = None
     if time is not None:
         timed = ~np.isnan(time)                                        # [V]
-        report["time_per_vote"] = _mean_median(time[timed])
-        t_items = np.bincount(item[timed], minlength=n_items_all)      # [I] timed votes per item
-        t_sums = np.bincount(item[timed], weights=time[timed], minlength=n_items_all)  # [I]
+        t_item, t_time = item[timed], time[timed]                      # [Vt], [Vt]
+        report["time_per_vote"] = _mean_median(t_time)
+        t_items = np.bincount(t_item, minlength=n_items_all)           # [I] timed votes per item
+        t_sums = np.bincount(t_item, weights=t_time, minlength=n_items_all)  # [I]
         report["time_per_item"] = _mean_median(t_sums[t_items > 0])
 
     # per rater: majority of the *other* panel votes on the same item
     raters, r_idx = _index(rater)                                      # [R], [V]
     n_r = len(raters)
-    scored, agrees = majority_scores(counts, p_item, p_label)          # [Vp], [Vp]
-    p_r = r_idx[panel_mask]                                            # [Vp]
-    r_votes = np.bincount(r_idx, minlength=n_r)                        # [R]
-    r_adj = np.bincount(r_idx[adj], minlength=n_r)                     # [R]
-    r_scored = np.bincount(p_r[scored], minlength=n_r)                 # [R]
-    r_agree = np.bincount(p_r[agrees], minlength=n_r)                  # [R]
+    outcome = _majority_table(counts).reshape(-1)[p_cell]              # [Vp] 0, 1 scored, 2 agrees
+    by_outcome = np.bincount(r_idx[panel_mask] * 3 + outcome, minlength=3 * n_r).reshape(n_r, 3)  # [R, 3]
+    by_role = np.bincount(r_idx * 2 + adj, minlength=2 * n_r).reshape(n_r, 2)  # [R, 2] panel, adjudication
+    r_votes = by_role[:, 0] + by_role[:, 1]                            # [R]
+    r_adj = by_role[:, 1]                                              # [R]
+    r_scored = by_outcome[:, 1] + by_outcome[:, 2]                     # [R]
+    r_agree = by_outcome[:, 2]                                         # [R]
     r_frac = np.full(n_r, np.nan)                                      # [R]
     np.divide(r_agree, r_scored, out=r_frac, where=r_scored > 0)
     r_time = np.full(n_r, np.nan)                                      # [R]
     if timed is not None:
-        r_timed = np.bincount(r_idx[timed], minlength=n_r)             # [R]
-        r_tsum = np.bincount(r_idx[timed], weights=time[timed], minlength=n_r)  # [R]
+        t_r = r_idx[timed]                                             # [Vt]
+        r_timed = np.bincount(t_r, minlength=n_r)                      # [R]
+        r_tsum = np.bincount(t_r, weights=t_time, minlength=n_r)       # [R]
         np.divide(r_tsum, r_timed, out=r_time, where=r_timed > 0)
     report["per_rater"] = per_rater_rows(raters, r_votes, r_adj, r_scored, r_frac,
                                          r_time if timed is not None else None)
@@ -446,18 +488,19 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
 def counts_figures(counts: np.ndarray, names: list[str], *, panel: int) -> dict:
     """The figures of a report that come from the panel-vote count matrix ``[I, K]`` of the
     items with a vote (shared with ``agreement_sums.report_from_sums``)."""
-    n_panel = counts.sum(axis=1)                                       # [I]
+    counts = _as_counts(counts)                                        # [I, K]
+    n_panel = _row_sums(counts)                                        # [I]
     per_count = np.bincount(n_panel)                                   # [max + 1]
     label_totals = counts.sum(axis=0)                                  # [K]
     return {
         "panel_votes_per_item": {int(m): int(c) for m, c in enumerate(per_count.tolist()) if c},
         "label_counts": {name: int(label_totals[k]) for k, name in enumerate(names)},
-        "vote_distributions": vote_distributions(counts, names, panel=panel),
-        "raw_agreement": raw_agreement(counts),
-        "fleiss_kappa": fleiss_kappa(counts, n_raters=panel) if panel >= 2 else NAN,
-        "fleiss_n_items": int((n_panel == panel).sum()),
-        "krippendorff_alpha": krippendorff_alpha_nominal(counts),
-        "alpha_n_items": int((n_panel >= 2).sum()),
+        "vote_distributions": _vote_distributions(counts, n_panel, names, panel=panel),
+        "raw_agreement": _raw_agreement(counts, n_panel),
+        "fleiss_kappa": _fleiss_kappa(counts, n_panel, panel) if panel >= 2 else NAN,
+        "fleiss_n_items": int(np.count_nonzero(n_panel == panel)),
+        "krippendorff_alpha": _krippendorff_alpha(counts, n_panel),
+        "alpha_n_items": int(np.count_nonzero(n_panel >= 2)),
     }
 
 
@@ -476,15 +519,25 @@ def majority_scores(counts: np.ndarray, p_item: np.ndarray, p_label: np.ndarray)
     """Per panel vote, whether it is scored (the other panel votes on its item have a strict
     majority label) and whether it agrees with that label. ``counts`` [I, K] panel votes per
     item and category; ``p_item``, ``p_label`` [Vp] the panel votes. Returns bool [Vp], [Vp]."""
+    mine = _majority_table(counts).reshape(-1)[p_item * counts.shape[1] + p_label]  # [Vp]
+    return mine > 0, mine > 1                                          # [Vp], [Vp]
+
+
+def _majority_table(counts: np.ndarray) -> np.ndarray:
+    """For every item and category ``[I, K]`` (int8): 0 when a panel vote with that label on the
+    item is not scored, 1 when it is scored and disagrees, 2 when it agrees (``majority_scores``);
+    each vote then reads its own entry, one lookup per vote instead of one per quantity."""
     n_categories = counts.shape[1]
     # the other votes on the item are counts[i] minus the vote itself; their largest count is
     # max(own, the largest count over the other labels), from the item's two largest counts
-    ranked = np.sort(counts, axis=1)                                   # [I, K] ascending
-    first = ranked[:, -1]                                              # [I]
-    second = ranked[:, -2] if n_categories > 1 else np.zeros_like(first)  # [I]
-    mine = counts.reshape(-1)[p_item * n_categories + p_label]         # [Vp] votes with my label
-    own = mine - 1                                                     # [Vp] others with my label
-    rest = np.where(mine == first[p_item], second[p_item], first[p_item])  # [Vp] best other label
-    top = np.maximum(own, rest)                                        # [Vp] others' largest count
-    scored = 2 * top > counts.sum(axis=1)[p_item] - 1                  # [Vp] a strict majority
-    return scored, scored & (own == top)                               # [Vp], [Vp]
+    first = counts[:, 0].copy()                                        # [I] largest count
+    second = np.zeros_like(first)                                      # [I] second largest (0 with K = 1)
+    for k in range(1, n_categories):
+        column = counts[:, k]                                          # [I]
+        np.maximum(second, np.minimum(first, column), out=second)
+        np.maximum(first, column, out=first)
+    own = counts - 1                                                   # [I, K] others with that label
+    rest = np.where(counts == first[:, None], second[:, None], first[:, None])  # [I, K] best other label
+    top = np.maximum(own, rest)                                        # [I, K] others' largest count
+    scored = 2 * top > (_row_sums(counts) - 1)[:, None]                # [I, K] a strict majority
+    return scored.astype(np.int8) + (scored & (own == top))            # [I, K]

@@ -5,7 +5,8 @@ it reads the votes on a queryset of its items as integer columns (``common.colum
 statement, no Python step per vote) handed to the vectorised
 ``models.curation.agreement.agreement_report``; rater ids are mapped back to usernames at the end.
 :func:`decisions_audit` reads the items and their votes the same way and applies the rule to all
-of them at once. Each report says who saw each unit and what was measured; a single-review stage
+of them at once; :func:`decisions_and_agreement` gives both from one reading of the votes (the
+``agreement`` command's ``--audit``). Each report says who saw each unit and what was measured; a single-review stage
 (relation rows, pairs) reports its dispute rate and its first labels' agreement with the blind
 audits instead of a coefficient over its disputed units (``agreement_review``).
 """
@@ -13,7 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import ExpressionWrapper, F, IntegerField, Min, QuerySet
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Max,
+    Min,
+    QuerySet,
+    Value,
+    When,
+)
 from django.db.models.functions import Cast
 
 from annotation.curation.services.agreement_review import (
@@ -28,7 +40,13 @@ from annotation.curation.services.agreement_tallies import (
     tallied_agreement_report,
 )
 from annotation.curation.stages import STAGES, stage_get
-from annotation.curation.stages.base import AgreementRows, ReviewStage
+from annotation.curation.stages.base import (
+    AgreementRows,
+    ReviewStage,
+    label_agreement_rows,
+    label_code,
+    rater_time,
+)
 from annotation.models import AuditSample, Vote, WorkItem
 from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide_counts
 from common.columns import index_of, integer_columns, integer_columns_among, order_by_column
@@ -50,18 +68,22 @@ def _items(stage: str, split: str | None) -> QuerySet[WorkItem]:
 
 
 def stage_agreement_report(*, stage: ReviewStage, items: QuerySet[WorkItem], panel: int | None = None,
-                           audit_samples: QuerySet[AuditSample] | None = None) -> dict | None:
+                           audit_samples: QuerySet[AuditSample] | None = None,
+                           rows: AgreementRows | None = None) -> dict | None:
     """``models`` agreement figures of the votes on ``items`` (one stage's) over the stage's
     agreement units and categories; ``None`` without votes. Raters stay user ids (``per_rater``);
     ``panel`` defaults to the stage's full panel. ``review`` says who saw each unit and what was
     measured (``agreement_review``). A single-review stage leaves out its items awaiting their
     second review and reports no agreement coefficient (its two-label units are the disputed
     ones); it reports its ``dispute`` rate and, over ``audit_samples`` (every audit's when not
-    given), its first labels' ``audit_agreement``."""
+    given), its first labels' ``audit_agreement``. ``rows``: the votes on ``items`` as the stage's
+    ``agreement_rows`` gives them, in any order, already read (a stage that reviews twice excepted)."""
     panel = panel or stage.agreement_panel
     if single_review(stage):
         items = items.exclude(stage.awaiting_second_review())
-    rows = stage.agreement_rows(items)
+        rows = None
+    if rows is None:
+        rows = stage.agreement_rows(items)
     if rows.unit.size == 0:
         return None
     report = agreement_report(_unit_index(rows.unit), rows.rater, rows.category, rows.is_adjudication,
@@ -98,14 +120,16 @@ def _unit_index(unit: np.ndarray) -> np.ndarray:
     return (np.cumsum(present) - 1)[unit - low]                                            # [V]
 
 
-def agreement_stats(*, stage: str, split: str | None = None, recompute: bool = False) -> dict:
+def agreement_stats(*, stage: str, split: str | None = None, recompute: bool = False,
+                    rows: AgreementRows | None = None) -> dict:
     """Agreement report of one stage (optionally one split) with per-annotator rows by username.
 
     Units and categories are the stage's (``annotation.curation.stages``): an item and its labels,
     or for the relation stage each candidate of a row and its label 1, 0 or ⊥. Stages whose items
     copy the review policy use the items' panel size. A panel stage's figures come from its
     agreement tallies, brought up to date first (``agreement_tallies``); ``recompute`` reads them
-    from every vote instead (the reference the tallies are tested against)."""
+    from every vote instead (the reference the tallies are tested against); ``rows`` with it: the
+    votes already read (``decisions_and_agreement``)."""
     declared = stage_get(stage)
     panel = declared.agreement_panel
     if declared.from_policy:
@@ -118,7 +142,7 @@ def agreement_stats(*, stage: str, split: str | None = None, recompute: bool = F
             report = _with_design(report, declared, panel, None, samples)
     else:
         report = stage_agreement_report(stage=declared, items=_items(stage, split), panel=panel,
-                                        audit_samples=samples)
+                                        audit_samples=samples, rows=rows)
     if report is None:
         empty = np.zeros(0, np.int64)
         report = agreement_report(empty, empty, empty, np.zeros(0, bool), len(declared.categories),
@@ -167,36 +191,112 @@ def decisions_audit(*, stage: str) -> dict:
     and are left out. Returns counts per outcome and the ids of items whose stored state disagrees.
     A vote whose label is not one of the stage's is refused with ``ValueError``.
     """
+    declared = _majority_stage(stage)
+    items = WorkItem.objects.filter(stage=stage, reopened_at__isnull=True)
+    ids, _, policy, stored = _item_columns(items, declared.label_values)
+    if not ids.size:
+        return _no_items(stage)
+    position, code = integer_columns_among(
+        Vote.objects.all(), label_code(declared.label_values), field="item_id", keys=ids, parents=items,
+        first_below=2 * (len(declared.label_values) + 1))
+    return _decisions(declared, items, ids, policy, stored, position, code)
+
+
+def decisions_and_agreement(*, stage: str) -> dict:
+    """:func:`decisions_audit` and ``agreement_stats(recompute=True)`` of one stage decided by the
+    majority rule (the ``agreement`` command's ``--audit``), from one reading of its items and their
+    votes: ``{"decisions": ..., "agreement": ...}``, each equal to what its own function returns
+    (the agreement figures do not depend on the order the votes come in,
+    ``models.curation.agreement``). Refuses what either refuses, the audit's refusals first."""
+    declared = _majority_stage(stage)
+    labels = declared.label_values
+    if declared.categories != labels or getattr(declared.agreement_rows, "labels", None) != labels:
+        return {"decisions": decisions_audit(stage=stage), "agreement": agreement_stats(stage=stage, recompute=True)}
+    items = _items(stage, None)
+    ids, reopened, policy, stored = _item_columns(items, labels)                      # [I] each
+    low, packed_time, below = rater_time()
+    position, code, packed = integer_columns_among(
+        Vote.objects.all(), label_code(labels), packed_time, field="item_id", keys=ids, parents=items,
+        first_below=2 * (len(labels) + 1), last_below=below)                          # [V] each
+    # the audit: the items not reopened and their votes, positions among those items
+    kept = ~reopened                                                                   # [I]
+    audited = kept[position]                                                           # [V]
+    renumbered = np.cumsum(kept) - 1                                                   # [I]
+    if not kept.any():
+        decisions = _no_items(stage)
+    else:
+        decisions = _decisions(declared, items.filter(reopened_at__isnull=True), ids[kept], policy[kept],
+                               stored[kept], renumbered[position[audited]], code[audited])
+    rows = label_agreement_rows(labels, ids[position], code, packed, low)
+    return {"decisions": decisions, "agreement": agreement_stats(stage=stage, recompute=True, rows=rows)}
+
+
+def _majority_stage(stage: str) -> ReviewStage:
     declared = stage_get(stage)
     if not declared.majority_rule:
         majority = [s.name for s in STAGES if s.majority_rule]
         raise ApplicationError(f"the {stage} stage is not decided by the majority rule; audit one of "
                                f"{', '.join(majority)}", code="invalid_stage")
-    labels = declared.label_values
+    return declared
+
+
+def _no_items(stage: str) -> dict:
+    return {"stage": stage, "n_items": 0, "outcomes": {}, "mismatched": []}
+
+
+def _item_columns(items: QuerySet[WorkItem], labels: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+    """The items' ids, reopened flags, review policies (``panel * _POLICY_RADIX + required``) and
+    stored outcomes (``state index * (K + 2) + decision index``), ``[I]`` each in id order. The
+    database sends the four as one number per item where the ids leave room for it (the highest
+    id, read through the primary key's index, bounds them), else as two columns."""
+    n_stored = (len(_STATES) + 1) * (len(labels) + 2)    # state indices (one for any other) by decisions
+    policy = F("panel_size") * _POLICY_RADIX + F("required_votes")          # < _POLICY_SPAN (two smallints)
+    reopened = Case(When(reopened_at__isnull=False, then=Value(1)), default=Value(0), output_field=IntegerField())
+    stored = index_of("state", _STATES) * (len(labels) + 2) + index_of("decision", ("", *labels))
+    small = ExpressionWrapper((reopened * _POLICY_SPAN + policy) * n_stored + stored, output_field=BigIntegerField())
+    radix = 2 * _POLICY_SPAN * n_stored                  # the values of ``small``
+    bounds = WorkItem.objects.aggregate(low=Min("id"), high=Max("id"))
+    if bounds["high"] is not None and bounds["low"] >= 0 and bounds["high"] < (1 << 63) // radix:
+        (combined,) = integer_columns(items, ExpressionWrapper(Cast("id", BigIntegerField()) * radix + small,
+                                                               output_field=BigIntegerField()))
+        ids, small = np.divmod(combined, radix)                                        # [I], [I]
+    else:
+        ids, small = integer_columns(items, "id", small)                               # [I], [I]
+    ids, small = order_by_column(ids, small)
+    rest, stored = np.divmod(small, n_stored)                                          # [I], [I]
+    reopened, policy = np.divmod(rest, _POLICY_SPAN)                                   # [I], [I]
+    return ids, reopened.astype(bool), policy, stored
+
+
+def _decisions(declared: ReviewStage, items: QuerySet[WorkItem], ids: np.ndarray, policy: np.ndarray,
+               stored: np.ndarray, position: np.ndarray, code: np.ndarray) -> dict:
+    """:func:`decisions_audit` of the items ``ids`` ``[I]`` (their policies and stored outcomes
+    ``[I]``) from their votes: each one's position in ``ids`` and :func:`label_code` ``[V]``."""
+    stage, labels = declared.name, declared.label_values
     n_labels = len(labels)
-    items = WorkItem.objects.filter(stage=stage, reopened_at__isnull=True)
-    policy = ExpressionWrapper(F("panel_size") * _POLICY_RADIX + F("required_votes"), output_field=IntegerField())
-    ids, policy, stored = order_by_column(*integer_columns(
-        items, "id", policy, index_of("state", _STATES) * (n_labels + 2) + index_of("decision", ("", *labels))))
-    if not ids.size:
-        return {"stage": stage, "n_items": 0, "outcomes": {}, "mismatched": []}
     radix = n_labels + 1                                     # label indices, and one for any other label
-    position, code = integer_columns_among(
-        Vote.objects.all(), Cast("is_adjudication", IntegerField()) * radix + index_of("label", labels),
-        field="item_id", keys=ids, parents=items, first_below=2 * radix)
     if np.any(code % radix == n_labels):
         stray = Vote.objects.filter(item__in=items).exclude(label__in=labels).values_list("label", flat=True).first()
         raise ValueError(f"a vote on a {stage} item has the label {stray!r}, not one of {', '.join(labels)}")
     counts = np.bincount(position * (2 * radix) + code, minlength=ids.size * 2 * radix)  # [I * 2 * (K + 1)]
-    counts = counts.reshape(ids.size, 2, radix)[:, :, :n_labels]                       # [I, 2, K]
-    panel_counts, adjudication_counts = counts[:, 0], counts[:, 1]                     # [I, K], [I, K]
+    counts = counts.reshape(ids.size, 2, radix)                                        # [I, 2, K + 1]
+    panel_counts = np.ascontiguousarray(counts[:, 0, :n_labels])                       # [I, K]
+    adjudication_counts = np.ascontiguousarray(counts[:, 1, :n_labels])                # [I, K]
+    n_adjudication = adjudication_counts[:, 0].copy()                                  # [I] adjudication votes
+    for k in range(1, n_labels):
+        n_adjudication += adjudication_counts[:, k]
+    all_counts = panel_counts + adjudication_counts                                    # [I, K]
     decisive = np.array([label in declared.decisive for label in labels])
+    rules = np.unique(policy)
     outcome = np.full(ids.size, PENDING_CODE)                                          # [I]
-    for rule in np.unique(policy):  # one vectorised pass per review policy (usually one)
-        rows_of = policy == rule                                                       # [I]
+    for rule in rules:  # one vectorised pass per review policy (usually one)
         panel, required = divmod(int(rule), _POLICY_RADIX)
-        outcome[rows_of] = decide_counts(panel_counts[rows_of], panel_counts[rows_of] + adjudication_counts[rows_of],
-                                         adjudication_counts[rows_of].sum(axis=1), decisive, required, panel)
+        if rules.size == 1:  # every item under it: no rows to pick out
+            outcome = decide_counts(panel_counts, all_counts, n_adjudication, decisive, required, panel)
+            break
+        rows_of = policy == rule                                                       # [I]
+        outcome[rows_of] = decide_counts(panel_counts[rows_of], all_counts[rows_of], n_adjudication[rows_of],
+                                         decisive, required, panel)
     expected_state = np.select([outcome >= 0, outcome == PENDING_CODE, outcome == ADJUDICATE_CODE],
                                [_STATES.index(WorkItem.State.DECIDED), _STATES.index(WorkItem.State.OPEN),
                                 _STATES.index(WorkItem.State.ADJUDICATE)],
@@ -213,4 +313,5 @@ def decisions_audit(*, stage: str) -> dict:
 # as the index past them, so it never matches an expected state.
 _STATES = tuple(sorted(WorkItem.State.values))
 _POLICY_RADIX = 1 << 16                                      # panel size and required votes, one number
+_POLICY_SPAN = 1 << 31                                       # above any such number (both are smallints)
 

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.curation.services.agreement import agreement_stats
+from annotation.curation.services.agreement import agreement_stats, decisions_and_agreement
 from annotation.curation.stages import STAGE_NAMES
 from common.errors import ApplicationError
 
@@ -14,15 +14,30 @@ class Command(BaseCommand):
         parser.add_argument("--stage", required=True, choices=STAGE_NAMES)
         parser.add_argument("--split", choices=["train", "dev", "test"])
         parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+        parser.add_argument("--audit", action="store_true",
+                            help="recompute the figures from every vote and check every item's stored decision "
+                                 "against the rule (stages decided by the majority rule, all splits)")
 
-    def handle(self, *args, stage, split, json: bool = False, **options):
+    def handle(self, *args, stage, split, json: bool = False, audit: bool = False, **options):
+        if audit and split:
+            raise CommandError("--audit covers every split; leave --split out")
         try:
-            report = agreement_stats(stage=stage, split=split)
+            if audit:  # one reading of the votes for both
+                both = decisions_and_agreement(stage=stage)
+                report, decisions = both["agreement"], both["decisions"]
+            else:
+                report, decisions = agreement_stats(stage=stage, split=split), None
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         if json:
-            self.stdout.write(_dumps(report))
+            self.stdout.write(_dumps(report if decisions is None else {**report, "decisions_audit": decisions}))
             return
+        if decisions is not None:
+            mismatched = decisions["mismatched"]
+            self.stdout.write(f"decisions audit: {decisions['n_items']} items {decisions['outcomes']}; "
+                              f"{len(mismatched)} stored decisions differ from the rule"
+                              + (f" (items {', '.join(map(str, mismatched[:20]))}"
+                                 f"{', ...' if len(mismatched) > 20 else ''})" if mismatched else ""))
 
         def fmt(value):
             return "n/a" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
