@@ -173,27 +173,32 @@ def vote_distributions(counts, labels: Sequence[str] | None = None, *, panel: in
     return _vote_distributions(counts, _row_sums(counts), labels, panel=panel)
 
 
-def _vote_distributions(counts: np.ndarray, n: np.ndarray, labels, *, panel: int) -> dict:
-    """:func:`vote_distributions` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``."""
+def _vote_distributions(counts: np.ndarray, n: np.ndarray, labels, *, panel: int,
+                        weights: np.ndarray | None = None) -> dict:
+    """:func:`vote_distributions` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``;
+    ``weights`` ``[I]``: how many items each row stands for (None: one each)."""
     n_categories = counts.shape[1]
     names = _label_names(labels, n_categories)
     if not isinstance(panel, int | np.integer) or panel < 1:
         raise ValueError(f"panel must be a positive integer, got {panel!r}")
     full = _rows_where(counts, n == panel)                            # [F, K]
+    w = None if weights is None else weights[n == panel]              # [F]
 
     # one integer per label combination (base panel + 1), so that grouping is a 1-D sort
     if (panel + 1) ** n_categories < 2**62:
         radix = (panel + 1) ** np.arange(n_categories, dtype=np.int64)  # [K]
         codes = full @ radix                                            # [F]
         if (panel + 1) ** n_categories <= 1 << 20:
-            tally = np.bincount(codes, minlength=1)                     # [(panel + 1)^K]
+            tally = _weighted_bincount(codes, w, minlength=1)           # [(panel + 1)^K]
             keys = np.flatnonzero(tally)                                # [C]
             n = tally[keys]                                             # [C]
         else:
-            keys, n = np.unique(codes, return_counts=True)              # [C], [C]
+            keys, where = np.unique(codes, return_inverse=True)         # [C], [F]
+            n = _weighted_bincount(where.reshape(-1), w, minlength=keys.size)  # [C]
         combos = (keys[:, None] // radix[None, :]) % (panel + 1)        # [C, K]
     else:
-        combos, n = np.unique(full, axis=0, return_counts=True)         # [C, K], [C]
+        combos, where = np.unique(full, axis=0, return_inverse=True)    # [C, K], [F]
+        n = _weighted_bincount(where.reshape(-1), w, minlength=len(combos))  # [C]
 
     patterns = {_pattern_name(p, panel): 0 for p in _partitions(int(panel), n_categories)}
     rows = []
@@ -207,8 +212,22 @@ def _vote_distributions(counts: np.ndarray, n: np.ndarray, labels, *, panel: int
     for _, ks, combo, count in sorted(rows, key=lambda r: (r[0], r[1])):
         detail[",".join(names[k] for k in ks)] = int(count)
         combinations[combo] = int(count)
-    return {"panel": int(panel), "n_items": len(full), "patterns": patterns, "detail": detail,
-            "combinations": combinations}
+    return {"panel": int(panel), "n_items": len(full) if w is None else int(w.sum()), "patterns": patterns,
+            "detail": detail, "combinations": combinations}
+
+
+def _weighted_bincount(codes: np.ndarray, weights: np.ndarray | None, *, minlength: int) -> np.ndarray:
+    """``np.bincount(codes)``, each entry counted ``weights`` times (int64 weights, exact)."""
+    if weights is None:
+        return np.bincount(codes, minlength=minlength)
+    out = np.zeros(max(minlength, int(codes.max()) + 1 if codes.size else 0), np.int64)
+    np.add.at(out, codes, weights)
+    return out
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> float:
+    """The mean of ``values`` ``[J]``, each held ``weights`` times (None: once)."""
+    return float(np.mean(values)) if weights is None else float(values @ weights / weights.sum())
 
 
 # -- agreement statistics ------------------------------------------------------------------------------
@@ -220,14 +239,15 @@ def raw_agreement(counts) -> float:
     return _raw_agreement(counts, _row_sums(counts))
 
 
-def _raw_agreement(counts: np.ndarray, n: np.ndarray) -> float:
-    """:func:`raw_agreement` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``."""
+def _raw_agreement(counts: np.ndarray, n: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """:func:`raw_agreement` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``
+    (``weights``: items per row, as in :func:`_vote_distributions`)."""
     keep = n >= 2                                                     # [I]
     if not keep.any():
         return NAN
     c, n = _rows_where(counts, keep), n[keep]                         # [J, K], [J]
     agree = _row_sums(c * (c - 1))                                    # [J] agreeing ordered pairs
-    return float(np.mean(agree / (n * (n - 1))))
+    return _weighted_mean(agree / (n * (n - 1)), None if weights is None else weights[keep])
 
 
 def _modal_raters(n: np.ndarray) -> int | None:
@@ -254,9 +274,12 @@ def fleiss_kappa(counts, n_raters: int | None = None) -> float:
     return _fleiss_kappa(counts, _row_sums(counts), n_raters)
 
 
-def _fleiss_kappa(counts: np.ndarray, n: np.ndarray, n_raters: int | None) -> float:
-    """:func:`fleiss_kappa` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``."""
+def _fleiss_kappa(counts: np.ndarray, n: np.ndarray, n_raters: int | None, weights: np.ndarray | None = None) -> float:
+    """:func:`fleiss_kappa` of a checked table ``[I, K]`` with its row sums ``n`` ``[I]``
+    (``weights``: items per row; ``n_raters`` must then be given)."""
     if n_raters is None:
+        if weights is not None:
+            raise ValueError("weighted rows need n_raters")
         n_raters = _modal_raters(n)
         if n_raters is None:
             return NAN
@@ -265,13 +288,14 @@ def _fleiss_kappa(counts: np.ndarray, n: np.ndarray, n_raters: int | None) -> fl
     table = _rows_where(counts, n == n_raters)                        # [J, K]
     if not len(table):
         return NAN
-    totals = table.sum(axis=0)                                        # [K]
+    w = None if weights is None else weights[n == n_raters]           # [J]
+    totals = table.sum(axis=0) if w is None else w @ table            # [K]
     if np.count_nonzero(totals) <= 1:
         return NAN                                                    # expected agreement is 1
     m = float(n_raters)
     p_cat = totals / totals.sum()                                     # [K]
     p_item = (_row_sums(table * table) - m) / (m * (m - 1.0))         # [J]
-    p_mean = p_item.mean()
+    p_mean = _weighted_mean(p_item, w)
     p_exp = (p_cat * p_cat).sum()
     return float((p_mean - p_exp) / (1.0 - p_exp))
 
@@ -283,11 +307,14 @@ def coincidence_matrix(counts) -> np.ndarray:
     return _coincidence_matrix(counts, _row_sums(counts))
 
 
-def _coincidence_matrix(counts: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """:func:`coincidence_matrix` of a checked table ``[I, K]`` with its row sums ``m`` ``[I]``."""
+def _coincidence_matrix(counts: np.ndarray, m: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """:func:`coincidence_matrix` of a checked table ``[I, K]`` with its row sums ``m`` ``[I]``
+    (``weights``: items per row)."""
     keep = m >= 2                                                     # [I]
     c = _rows_where(counts, keep).astype(np.float64)                  # [J, K]
     w = 1.0 / (m[keep] - 1.0)                                         # [J]
+    if weights is not None:
+        w = w * weights[keep]
     cw = c * w[:, None]                                               # [J, K]
     return cw.T @ c - np.diag(cw.sum(axis=0))                         # [K, K]
 
@@ -306,12 +333,14 @@ def krippendorff_alpha_nominal(counts) -> float:
     return _krippendorff_alpha(counts, _row_sums(counts))
 
 
-def _krippendorff_alpha(counts: np.ndarray, m: np.ndarray) -> float:
-    """:func:`krippendorff_alpha_nominal` of a checked table ``[I, K]`` with its row sums ``m`` ``[I]``."""
-    n_c = _rows_where(counts, m >= 2).sum(axis=0)                     # [K] pairable votes = o's row sums
+def _krippendorff_alpha(counts: np.ndarray, m: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """:func:`krippendorff_alpha_nominal` of a checked table ``[I, K]`` with its row sums ``m`` ``[I]``
+    (``weights``: items per row)."""
+    pairable = _rows_where(counts, m >= 2)                            # [J, K]
+    n_c = pairable.sum(axis=0) if weights is None else weights[m >= 2] @ pairable  # [K] pairable votes = o's row sums
     if np.count_nonzero(n_c) <= 1:
         return NAN                                                    # no pairable vote, or one category
-    o = _coincidence_matrix(counts, m)                                # [K, K]
+    o = _coincidence_matrix(counts, m, weights)                       # [K, K]
     n = float(n_c.sum())
     expected = n * n - float((n_c * n_c).sum())                       # = sum_{c != k} n_c n_k
     return float(1.0 - (n - 1.0) * (n - np.trace(o)) / expected)
@@ -485,22 +514,29 @@ def agreement_report(item, rater, label, is_adjudication, n_categories: int,
     return report
 
 
-def counts_figures(counts: np.ndarray, names: list[str], *, panel: int) -> dict:
+def counts_figures(counts: np.ndarray, names: list[str], *, panel: int, weights: np.ndarray | None = None) -> dict:
     """The figures of a report that come from the panel-vote count matrix ``[I, K]`` of the
-    items with a vote (shared with ``agreement_sums.report_from_sums``)."""
+    items with a vote (shared with ``agreement_sums.report_from_sums``). ``weights`` (int ``[I]``):
+    how many items each row stands for, so that a table of the distinct count vectors gives the
+    figures of every item without repeating rows (None: one item a row)."""
     counts = _as_counts(counts)                                        # [I, K]
+    if weights is not None:
+        weights = np.asarray(weights, np.int64)                        # [I]
+        if weights.shape != (counts.shape[0],) or (weights.size and weights.min() < 0):
+            raise ValueError("weights must hold one non-negative count per row of counts")
     n_panel = _row_sums(counts)                                        # [I]
-    per_count = np.bincount(n_panel)                                   # [max + 1]
-    label_totals = counts.sum(axis=0)                                  # [K]
+    per_count = _weighted_bincount(n_panel, weights, minlength=0)      # [max + 1]
+    label_totals = counts.sum(axis=0) if weights is None else weights @ counts  # [K]
+    items = np.ones_like(n_panel) if weights is None else weights      # [I]
     return {
         "panel_votes_per_item": {int(m): int(c) for m, c in enumerate(per_count.tolist()) if c},
         "label_counts": {name: int(label_totals[k]) for k, name in enumerate(names)},
-        "vote_distributions": _vote_distributions(counts, n_panel, names, panel=panel),
-        "raw_agreement": _raw_agreement(counts, n_panel),
-        "fleiss_kappa": _fleiss_kappa(counts, n_panel, panel) if panel >= 2 else NAN,
-        "fleiss_n_items": int(np.count_nonzero(n_panel == panel)),
-        "krippendorff_alpha": _krippendorff_alpha(counts, n_panel),
-        "alpha_n_items": int(np.count_nonzero(n_panel >= 2)),
+        "vote_distributions": _vote_distributions(counts, n_panel, names, panel=panel, weights=weights),
+        "raw_agreement": _raw_agreement(counts, n_panel, weights),
+        "fleiss_kappa": _fleiss_kappa(counts, n_panel, panel, weights) if panel >= 2 else NAN,
+        "fleiss_n_items": int(items[n_panel == panel].sum()),
+        "krippendorff_alpha": _krippendorff_alpha(counts, n_panel, weights),
+        "alpha_n_items": int(items[n_panel >= 2].sum()),
     }
 
 

@@ -16,8 +16,9 @@ histograms and one row per rater, added to and taken from item by item:
 :func:`agreement_sums` computes them over a vote table (the same arrays as ``agreement_report``,
 times in whole milliseconds, -1 where none). The sums of disjoint sets of items add up, so the
 sums of a changed item are its new sums minus its old ones. :func:`report_from_sums` rebuilds the
-report: the count vectors are expanded back into the count table and handed to the same
-functions, the medians are read off the time histograms. The figures equal ``agreement_report``'s
+report: the distinct count vectors, each weighted by how many items hold it, are handed to the
+same functions (``counts_figures``; never a row per item, so reading a stage of a million items
+costs what its few hundred distinct vectors cost), the medians are read off the time histograms. The figures equal ``agreement_report``'s
 on the same votes, floating-point means up to their rounding (integers and medians exactly).
 """
 from __future__ import annotations
@@ -141,7 +142,6 @@ def report_from_sums(sums: AgreementSums, n_categories: int, labels: Sequence[st
     keep = n_of > 0
     codes, n_of = codes[keep], n_of[keep]
     vectors = (codes[:, None] // COUNT_RADIX ** np.arange(n_categories, dtype=np.int64)) % COUNT_RADIX  # [C, K]
-    counts = np.repeat(vectors, n_of, axis=0)                                              # [I, K]
     rows = sums.rater_table[sums.rater_table[:, 0] > 0]                                    # [R, C]
     raters = sums.raters[sums.rater_table[:, 0] > 0]                                       # [R]
     votes, adj, scored, agree, timed, ms_total = rows.T                                    # [R] each
@@ -150,10 +150,10 @@ def report_from_sums(sums: AgreementSums, n_categories: int, labels: Sequence[st
     report = {
         "n_items": n_items,
         "n_votes": int(votes.sum()),
-        "n_panel_votes": int(counts.sum()),
+        "n_panel_votes": int(n_of @ vectors.sum(axis=1)),
         "n_adjudication_votes": int(adj.sum()),
         "labels": names,
-        **counts_figures(counts, names, panel=panel),
+        **counts_figures(vectors, names, panel=panel, weights=n_of),  # each distinct vector once, weighted
         "n_adjudicated_items": n_adjudicated,
         "adjudication_rate": n_adjudicated / n_items if n_items else NAN,
         "time_per_vote": _mean_median_ms(*sums.histograms["vote_ms"]),
