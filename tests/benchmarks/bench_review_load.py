@@ -1,6 +1,7 @@
 """Review under load: annotator processes claim and vote over HTTP against a real server.
 
-A gunicorn server (2 worker processes x 4 threads, persistent database connections) serves the
+A gunicorn server (2 worker processes x 4 threads, persistent database connections, each opened
+and warmed before the worker serves: ``config/gunicorn.conf.py``) serves the
 project on 127.0.0.1 against the pytest PostgreSQL database. 30 client processes, each logged in
 as its own annotator with a token and speaking plain HTTP/1.1 (``http.client``, keep-alive), loop
 ``POST /api/review/next/`` -> ``POST /api/review/items/{id}/votes/`` with a fresh client request
@@ -213,7 +214,7 @@ def gunicorn_start(port: int, tmp_path: Path, media_root: Path) -> subprocess.Po
                TRAJLAB_LOG_LEVEL="WARNING", DJANGO_DEBUG="0", TRAJLAB_SERVER_TIMING="1")
     log = open(tmp_path / "gunicorn.log", "wb")
     proc = subprocess.Popen(
-        [str(executable), "config.wsgi", "-w", str(WORKERS), "--threads", str(THREADS), "-b", f"127.0.0.1:{port}",
+        [str(executable), "config.wsgi", "-c", str(REPO / "config" / "gunicorn.conf.py"), "-w", str(WORKERS), "--threads", str(THREADS), "-b", f"127.0.0.1:{port}",
          "--chdir", str(REPO), "--keep-alive", "30", "--timeout", "120", "--graceful-timeout", "30",
          "--log-level", "warning"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
