@@ -28,6 +28,7 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     IntegerField,
+    Lookup,
     QuerySet,
     Value,
     When,
@@ -59,7 +60,8 @@ def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np
     of ``keys``, the sorted distinct primary keys of ``parents``; the first array gives each
     row's position in ``keys``. Where the keys fill at least half their range the rows in that
     range are read and the others dropped here (one lookup table over the range); sparser keys
-    are matched by the database (``field`` in ``parents``). ``first_below``: the first
+    are matched by the database (``field`` one of the keys, as one array parameter on
+    PostgreSQL, where ``parents`` may cost more to evaluate again; in ``parents`` elsewhere). ``first_below``: the first
     expression's values lie in ``0 .. first_below - 1`` and travel in one number with the
     field's (one column fewer to read); ``last_below`` (with ``first_below``): the last
     expression's values lie in ``0 .. last_below - 1`` and travel in that number too where it
@@ -71,8 +73,12 @@ def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np
     low, high = int(keys[0]), int(keys[-1])
     span = high - low + 1
     dense = 2 * keys.size >= span
-    rows = (queryset.filter(**{f"{field}__gte": low, f"{field}__lte": high}) if dense
-            else queryset.filter(**{f"{field}__in": parents.values("pk")}))
+    if dense:
+        rows = queryset.filter(**{f"{field}__gte": low, f"{field}__lte": high})
+    elif connection.vendor == "postgresql":   # the keys as one array: ``parents`` may be costly to evaluate again
+        rows = queryset.filter(any_of(field, keys.tolist()))
+    else:
+        rows = queryset.filter(**{f"{field}__in": parents.values("pk")})
     if first_below is None:
         value, *columns = integer_columns(rows, field, *expressions)
     elif last_below is not None and len(expressions) >= 2 and span * first_below * last_below < 1 << 63:
@@ -166,3 +172,26 @@ def _parse_copy_row(data: bytes | memoryview, n_fields: int) -> tuple[np.ndarray
         fields.append(np.frombuffer(data, ">i8", count=size, offset=offset).astype(np.int64))
         offset += max(length, 0)
     return tuple(fields)
+
+
+class AnyOf(Lookup):
+    """``path IN ids`` with the ids as one array parameter on PostgreSQL (``= ANY(%s)``): a release's
+    thousands of video, pool and run ids cost one parameter (composing a query with one placeholder
+    per id takes longer than running it); an ``IN`` list elsewhere. Used as ``AnyOf(F(path), ids)``."""
+
+    lookup_name = "any_of"
+    prepare_rhs = False
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        ids = [int(v) for v in self.rhs]
+        if connection.vendor == "postgresql":                   # an array literal: one string to quote
+            return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, "{" + ",".join(map(str, ids)) + "}"]
+        if not ids:
+            raise EmptyResultSet
+        return f"{lhs} IN ({', '.join(['%s'] * len(ids))})", [*lhs_params, *ids]
+
+
+def any_of(path: str, ids) -> AnyOf:
+    """The condition ``path IN ids`` (:class:`AnyOf`)."""
+    return AnyOf(F(path), list(ids))

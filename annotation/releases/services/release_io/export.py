@@ -42,8 +42,8 @@ from annotation.releases.services.release_io.tables import (
     TABLES,
     ReleaseScope,
     Table,
-    any_of,
 )
+from common.columns import any_of
 from models.facts import canonical_json
 from trajectories.models import Video
 
