@@ -86,11 +86,12 @@ serve: venv
 
 ## Every test, against PostgreSQL and Redis (see .ci/run for starting them): the web UI's unit
 ## tests, then the Python suite, whose browser tests drive Chromium against the built UI. The suite
-## runs in TEST_WORKERS processes (one per core, at most 6), a test file to a process; each has its own
+## runs in TEST_WORKERS processes (one per core, at most 6), a test file to a process, the longest
+## files first (tests/parallel.py); each has its own
 ## test database, Redis database (the broker's number counting down) and var folder
 ## (tests/parallel.py). The 30 slowest tests are listed at the end. TEST_WORKERS=0 runs it in one.
 test: venv frontend-api-check frontend-test
-	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 ## Benchmarks at full size; figures go to var/bench/*.json.
 bench: venv

@@ -4,7 +4,13 @@ Loaded as a plugin (``-p tests.parallel`` in ``pyproject.toml``), before pytest-
 settings: in worker ``gwK`` the Redis broker moves from database ``D`` to ``D - 1 - K`` (counting
 down from the one given, so workers never share a queue with each other or with a serial run) and
 ``TRAJLAB_VAR_DIR`` to its subfolder ``gwK``. The test database needs nothing here: pytest-django
-already names it ``test_<name>_gwK``. Outside a parallel run it changes nothing."""
+already names it ``test_<name>_gwK``. Outside a parallel run it changes nothing.
+
+It also orders the files of a parallel run longest first (:func:`pytest_collection_modifyitems`):
+with ``--dist loadfile --no-loadscope-reorder`` (``make test``) the workers take files in that
+order, so the few files of one long test each (the schema fuzz, the benchmarks, the real-process
+and browser suites) start first and the many short files fill in around them, instead of one of
+them running alone at the end while the other workers wait."""
 from __future__ import annotations
 
 import os
@@ -12,6 +18,9 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 REDIS_DATABASES = 16
+# Files whose tests take minutes or spawn servers, in the order they start (a path prefix each);
+# every other file keeps its place after them.
+LONG_FIRST = ("tests/test_schema_fuzz.py", "tests/benchmarks/", "tests/integration/", "tests/browser/")
 
 
 def worker_index() -> int | None:
@@ -45,3 +54,16 @@ def _place_worker() -> None:
 
 
 _place_worker()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """In a parallel run, the files of ``LONG_FIRST`` first (in its order), each file's tests kept
+    together and in their order (a stable sort by the file's rank)."""
+    if worker_index() is None:
+        return
+
+    def rank(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), len(LONG_FIRST))
+
+    items.sort(key=rank)
