@@ -137,9 +137,15 @@ def test_cold_cache_playback_waits_for_frames_and_then_plays_steadily(open_page,
             break
     page.keyboard.press("Space")  # pause
     shown = page.evaluate("window.__shown")
-    frames = [f for i, (f, _) in enumerate(shown) if i == 0 or f != shown[i - 1][0]]
+    changes = [(f, at) for i, (f, at) in enumerate(shown) if i == 0 or f != shown[i - 1][0]]
+    frames = [f for f, _ in changes]
     assert frames[-1] >= 36, f"playback stalled at frame {frames[-1]}"
-    assert frames == list(range(frames[0], frames[-1] + 1)), f"frames were skipped: {frames}"
+    assert all(b > a for a, b in zip(frames, frames[1:])), f"frames went back: {frames}"
+    # Every frame in turn, but where the page itself fell behind the 12 fps clock (a busy machine
+    # delays its animation frames): the player keeps time and shows the frame due, so a jump
+    # past a frame must follow a change that came over two frame intervals late.
+    late = [(a, b, round(t1 - t0)) for (a, t0), (b, t1) in zip(changes, changes[1:]) if b - a > 1]
+    assert all(ms > 2 * 1000 / 12 for _, _, ms in late), f"frames were skipped on time: {late} in {frames}"
     # runs of playback between waits (a wait: no new frame for over two frame intervals)
     runs, last = [0], shown[0][1]
     for _, at in shown[1:]:
