@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from django.apps import apps
 from django.core.management import CommandError, call_command
-from django.db import IntegrityError, InternalError, transaction
+from django.core.management.color import no_style
+from django.db import IntegrityError, InternalError, connection, transaction
 from django.test import override_settings
 from rest_framework.test import APIClient
 
@@ -68,11 +70,22 @@ TINY = {"d_model": 16, "d_context": 16, "agg_width": 16, "agg_ff": 32, "agg_laye
         "geo_hidden": 8, "heads": 2, "agg_heads": 2, "dropout": 0.0, "features": {"n_fast_max": 8}}
 
 
+def sequences_follow_the_rows() -> None:
+    """Each table's id sequence set to follow its rows (to 1 where a table is empty), so that a
+    build gets the ids it gets in a fresh database whatever this test process ran before: the
+    simulated reviewers draw from each item's id, and a test that needs one of them unsure must
+    see the same draws in every order the suite runs in."""
+    with connection.cursor() as cursor:
+        for statement in connection.ops.sequence_reset_sql(no_style(), apps.get_models()):
+            cursor.execute(statement)
+
+
 def build_rendered_benchmark(root: Path, splits: list[str], *, accuracy: float, seed: int = 0):
     """Rendered videos through curation, pools, descriptions, queries and relation rows (no
     cross-video review yet); returns the manager."""
     from django.conf import settings
 
+    sequences_follow_the_rows()
     manager = user_create(username="boss", password="pw-for-tests", roles=["manager"])
     videos = _rendered_videos(root, len(splits))
     for video, split in zip(videos, splits):
