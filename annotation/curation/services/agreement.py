@@ -45,7 +45,7 @@ from annotation.curation.stages.base import (
     ReviewStage,
     label_agreement_rows,
     label_code,
-    rater_time,
+    read_with_rater_time,
 )
 from annotation.models import AuditSample, Vote, WorkItem
 from annotation.rules import ADJUDICATE_CODE, PENDING_CODE, decide_counts
@@ -214,10 +214,10 @@ def decisions_and_agreement(*, stage: str) -> dict:
         return {"decisions": decisions_audit(stage=stage), "agreement": agreement_stats(stage=stage, recompute=True)}
     items = _items(stage, None)
     ids, reopened, policy, stored = _item_columns(items, labels)                      # [I] each
-    low, packed_time, below = rater_time()
-    position, code, packed = integer_columns_among(
-        Vote.objects.all(), label_code(labels), packed_time, field="item_id", keys=ids, parents=items,
-        first_below=2 * (len(labels) + 1), last_below=below)                          # [V] each
+    low, (position, code, packed) = read_with_rater_time(
+        lambda votes, packed_time, below: integer_columns_among(
+            votes, label_code(labels), packed_time, field="item_id", keys=ids, parents=items,
+            first_below=2 * (len(labels) + 1), last_below=below))                     # [V] each
     # the audit: the items not reopened and their votes, positions among those items
     kept = ~reopened                                                                   # [I]
     audited = kept[position]                                                           # [V]

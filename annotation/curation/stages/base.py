@@ -316,10 +316,10 @@ def label_rows(labels: tuple[str, ...]) -> Callable[[QuerySet], AgreementRows]:
 
     def rows(items: QuerySet[WorkItem]) -> AgreementRows:
         keys = sorted_distinct(integer_columns(items, "id")[0])                            # [I]
-        low, packed_time, below = rater_time()
-        position, codes, vote_id, packed = integer_columns_among(
-            Vote.objects.all(), code, "id", packed_time, field="item_id", keys=keys, parents=items,
-            first_below=2 * (len(labels) + 1), last_below=below)
+        low, (position, codes, vote_id, packed) = read_with_rater_time(
+            lambda votes, packed_time, below: integer_columns_among(
+                votes, code, "id", packed_time, field="item_id", keys=keys, parents=items,
+                first_below=2 * (len(labels) + 1), last_below=below))
         _, position, codes, packed = order_by_column(vote_id, position, codes, packed)
         return label_agreement_rows(labels, keys[position], codes, packed, low)
 
@@ -345,14 +345,39 @@ def rater_time() -> tuple[int, ExpressionWrapper, int]:
     the rater ids (4-byte) keep the whole in int64 range; the highest and lowest come through the
     rater index. ``common.columns.integer_columns_among`` adds the item to the same number where
     the bound leaves room (a column costs about 0.1 s per million votes in PostgreSQL)."""
-    bounds = Vote.objects.aggregate(low=Min("annotator_id"), high=Max("annotator_id"))
-    low, high = bounds["low"] or 0, bounds["high"] or 0
+    low, high = _rater_range()
     big = BigIntegerField()
     expression = ExpressionWrapper(
         (Cast("annotator_id", big) - Value(low, output_field=big)) * Value(_TIME_RADIX, output_field=big)
         + Coalesce(Cast("time_spent_ms", big) + Value(1, output_field=big), Value(0, output_field=big)),
         output_field=big)
     return low, expression, (high - low + 1) * _TIME_RADIX
+
+
+def _rater_range() -> tuple[int, int]:
+    """The lowest and highest rater id of any vote (0, 0 without votes), through the rater index."""
+    bounds = Vote.objects.aggregate(low=Min("annotator_id"), high=Max("annotator_id"))
+    return bounds["low"] or 0, bounds["high"] or 0
+
+
+RATER_READS = 5                      # reads of the votes before a range that keeps moving is refused
+
+
+def read_with_rater_time(read: Callable[[QuerySet, ExpressionWrapper, int], object]) -> tuple[int, object]:
+    """``(low, read(votes, expression, bound))`` with :func:`rater_time`'s packing, ``votes`` the
+    votes whose rater lies in the range it measured, read again until that range still holds
+    afterwards. A vote by an account outside the range (a new annotator's first vote, committed
+    between the measure and the read) would otherwise spill into the packed number's next field
+    and be read as another vote; votes are never edited or deleted, so an unchanged range after
+    the read means the read left none out."""
+    for _ in range(RATER_READS):
+        low, expression, bound = rater_time()
+        high = low + bound // _TIME_RADIX - 1
+        result = read(Vote.objects.filter(annotator_id__gte=low, annotator_id__lte=high), expression, bound)
+        if _rater_range() == (low, high):
+            return low, result
+    raise ApplicationError("votes by new annotators kept arriving while the votes were read; try again",
+                           code="votes_changing", status_code=409)
 
 
 def label_agreement_rows(labels: tuple[str, ...], unit: np.ndarray, codes: np.ndarray, packed: np.ndarray,
