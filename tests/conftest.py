@@ -10,6 +10,7 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from accounts.services import user_create
+from common.dev_server import send_without_delay
 from common.roles import Role
 from tests.triggers import protected_tables, set_aside
 
@@ -22,6 +23,14 @@ def _fresh_cache():
     127.0.0.1) never lock a later test out."""
     cache.clear()
     yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _live_server_without_send_delay():
+    """The live server (browser and schema tests) answers as ``manage.py serve`` does: without
+    Nagle's algorithm, which otherwise holds each response's later writes for the client's
+    delayed acknowledgement (common/dev_server.py)."""
+    send_without_delay()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from common.dev_server import send_without_delay
+
 DEMO_LOGINS = "manager / annotator1..3 / adjudicator / auditor (password: trajlab-demo)"
 QUEUES = ("cpu", "gpu")                          # one worker each: neither waits behind the other
 
@@ -61,6 +63,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, _interrupt)
         try:
             # --nostatic: config.urls serves /static/ (common.static), where a traversal is a 404.
+            send_without_delay()
             call_command("runserver", f"{host}:{port}", "--nostatic", "--noreload", "--skip-checks")
         finally:
             live = [w for w in workers.values() if w.poll() is None]
