@@ -63,12 +63,13 @@ class TimedHttp:
 
 
 def round_trip_client(index: int, port: int, token: str, username: str, mode: str, max_votes: int,
-                      pause: tuple[float, float] | None, seconds: float, go, results) -> None:
+                      pause: tuple[float, float] | None, seconds: float, go, results, arrive: bool = False) -> None:
     """One annotator for ``seconds`` (or ``max_votes``): claim once, then per item wait
     ``pause`` (people's pace; none: flat out) and vote, either with ``"next"`` (``mode`` "one")
-    or followed by a claim ("two"). Reports per request kind the server ms, queries and client
-    seconds, per item the client time from sending the vote to holding the next item, and every
-    acknowledged vote."""
+    or followed by a claim ("two"). With ``arrive`` the first claim comes at a random moment of
+    the first ``pause`` (people open the page one by one) instead of with the other clients'.
+    Reports per request kind the server ms, queries and client seconds, per item the client time
+    from sending the vote to holding the next item, and every acknowledged vote."""
     rng = random.Random(7919 * index + (1 if mode == "one" else 2))
     client = TimedHttp(port, token)
     kinds: dict[str, dict[str, list]] = defaultdict(lambda: {"server_ms": [], "queries": [], "db_ms": [],
@@ -89,6 +90,8 @@ def round_trip_client(index: int, port: int, token: str, username: str, mode: st
 
     go.wait(timeout=120)
     start = time.monotonic()
+    if arrive and pause:
+        time.sleep(rng.uniform(0.0, pause[1]))
     try:
         status, seat = record("next", client.post("/api/review/next/", {"stage": "usability"}))
         if status != 200:
