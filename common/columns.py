@@ -14,16 +14,24 @@ probe a hash table of the parents once per row, which costs more than reading th
 The arrays cover the rows in one order, the same for every column and none in particular (the
 queryset's ordering is dropped, as an aggregate keeps none): a caller that needs an order reads
 an id column and sorts by it (:func:`order_by_column`).
+
+PostgreSQL runs one statement on one core, and its aggregate (the expressions and ``string_agg``
+of every row) takes most of a large read. With ``parts`` above 1, outside a transaction, a large
+table is read as that many ranges of its pages at once, each on a connection of its own, all in
+one snapshot (:func:`_copied_in_parts`).
 """
 from __future__ import annotations
 
+import re
 import struct
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import (
     BigIntegerField,
+    BooleanField,
     Case,
     ExpressionWrapper,
     F,
@@ -33,19 +41,31 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.expressions import RawSQL
 
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _EMPTY = "''::bytea"
+# A part of a split read covers at least this many pages of its table (8 kB each): below, a second
+# connection costs more than it saves
+MIN_PAGES_PER_PART = 2_000
+_SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+(-[0-9]+)?")
 
 
-def integer_columns(queryset: QuerySet, *expressions) -> tuple[np.ndarray, ...]:
+def integer_columns(queryset: QuerySet, *expressions, parts: int = 1) -> tuple[np.ndarray, ...]:
     """The values of ``expressions`` (field names or integer expressions that are never NULL)
     over the rows of ``queryset``, one int64 array ``[N]`` each, in one order shared by all of
-    them (see the module docstring). Raises ``ValueError`` where a value is NULL."""
+    them (see the module docstring). Raises ``ValueError`` where a value is NULL. ``parts``: on
+    PostgreSQL outside a transaction, read a large table as that many ranges of its pages at once
+    (the module docstring; for commands and workers: the other connections are not the web
+    request's, and so not bound by its timeouts)."""
     if not expressions:
         raise ValueError("name at least one column")
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, got {parts}")
     rows = queryset.order_by().values_list(*expressions)
     if connection.vendor == "postgresql":
+        if parts > 1 and not connection.in_atomic_block:
+            return _copied_in_parts(rows, len(expressions), parts)
         return _copied_columns(rows, len(expressions))
     try:
         table = np.array(list(rows), dtype=np.int64).reshape(-1, len(expressions))       # [N, C]
@@ -55,7 +75,8 @@ def integer_columns(queryset: QuerySet, *expressions) -> tuple[np.ndarray, ...]:
 
 
 def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np.ndarray, parents: QuerySet,
-                          first_below: int | None = None, last_below: int | None = None) -> tuple[np.ndarray, ...]:
+                          first_below: int | None = None, last_below: int | None = None,
+                          parts: int = 1) -> tuple[np.ndarray, ...]:
     """:func:`integer_columns` of the rows of ``queryset`` whose ``field`` (a foreign key) is one
     of ``keys``, the sorted distinct primary keys of ``parents``; the first array gives each
     row's position in ``keys``. Where the keys fill at least half their range the rows in that
@@ -66,7 +87,8 @@ def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np
     field's (one column fewer to read); ``last_below`` (with ``first_below``): the last
     expression's values lie in ``0 .. last_below - 1`` and travel in that number too where it
     stays within int64 (the keys' range times both bounds below 2**63), else in a column of their
-    own. Each bound must hold for every row read: a value outside it would be read as another."""
+    own. Each bound must hold for every row read: a value outside it would be read as another.
+    ``parts``: as for :func:`integer_columns`."""
     keys = np.asarray(keys, np.int64)                                                      # [P]
     if keys.size == 0:
         return tuple(np.zeros(0, np.int64) for _ in range(len(expressions) + 1))
@@ -80,19 +102,19 @@ def integer_columns_among(queryset: QuerySet, *expressions, field: str, keys: np
     else:
         rows = queryset.filter(**{f"{field}__in": parents.values("pk")})
     if first_below is None:
-        value, *columns = integer_columns(rows, field, *expressions)
+        value, *columns = integer_columns(rows, field, *expressions, parts=parts)
     elif last_below is not None and len(expressions) >= 2 and span * first_below * last_below < 1 << 63:
         # (field - low, first, last) in one number: the keys' range bounds the field
         packed = ExpressionWrapper((F(field) - low) * first_below * last_below + expressions[0] * last_below
                                    + expressions[-1], output_field=BigIntegerField())
-        combined, *rest = integer_columns(rows, packed, *expressions[1:-1])
+        combined, *rest = integer_columns(rows, packed, *expressions[1:-1], parts=parts)
         combined, last = np.divmod(combined, last_below)                                   # [N], [N]
         offset, first = np.divmod(combined, first_below)                                   # [N], [N]
         value = offset + low                                                               # [N]
         columns = [first, *rest, last]
     else:
         packed = ExpressionWrapper(F(field) * first_below + expressions[0], output_field=BigIntegerField())
-        combined, *rest = integer_columns(rows, packed, *expressions[1:])
+        combined, *rest = integer_columns(rows, packed, *expressions[1:], parts=parts)
         value, first = np.divmod(combined, first_below)                                    # [N], [N]
         columns = [first, *rest]
     if dense:
@@ -150,6 +172,56 @@ def _copied_columns(rows: QuerySet, n_columns: int) -> tuple[np.ndarray, ...]:
     if any(c.size != n_rows for c in columns):                       # string_agg skips NULL values
         raise ValueError("a column holds NULL")
     return tuple(columns)
+
+
+def _copied_in_parts(rows: QuerySet, n_columns: int, parts: int) -> tuple[np.ndarray, ...]:
+    """:func:`_copied_columns` of ``rows`` read as ``parts`` ranges of its table's pages (``ctid``
+    ranges, each a TID range scan of its pages only), at once: this connection reads the first in a
+    repeatable-read transaction that exports its snapshot, and a thread per other range reads it on
+    its own connection in that snapshot, so that every row is read once, as of one moment (a row
+    updated meanwhile is not read in both its old page and its new one). The ranges' arrays are
+    joined in page order. A table of fewer than ``parts * MIN_PAGES_PER_PART`` pages is read whole."""
+    table = connection.ops.quote_name(rows.model._meta.db_table)
+    connection.ensure_connection()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cursor.execute("SELECT pg_export_snapshot(), pg_relation_size(%s::regclass) / "
+                           "current_setting('block_size')::int", [table])
+            snapshot, pages = cursor.fetchone()
+        if pages < parts * MIN_PAGES_PER_PART:
+            return _copied_columns(rows, n_columns)
+        starts = [pages * i // parts for i in range(parts)]
+        ranges = [(start, end) for start, end in zip(starts, [*starts[1:], None])]  # the last one open-ended
+        part_rows = [rows.filter(_pages(table, start, end)) for start, end in ranges]
+        with ThreadPoolExecutor(parts - 1) as pool:
+            others = [pool.submit(_copied_in_snapshot, r, n_columns, snapshot) for r in part_rows[1:]]
+            read = [_copied_columns(part_rows[0], n_columns), *(f.result() for f in others)]
+    return tuple(np.concatenate(columns) for columns in zip(*read))
+
+
+def _pages(table: str, start: int, end: int | None) -> RawSQL:
+    """The rows of ``table`` in its pages ``start`` to ``end - 1`` (``None``: to its last)."""
+    sql, params = f"{table}.ctid >= %s::tid", [f"({start},0)"]
+    if end is not None:
+        sql, params = f"{sql} AND {table}.ctid < %s::tid", [*params, f"({end},0)"]
+    return RawSQL(sql, params, output_field=BooleanField())
+
+
+def _copied_in_snapshot(rows: QuerySet, n_columns: int, snapshot: str) -> tuple[np.ndarray, ...]:
+    """:func:`_copied_columns` on this thread's own connection, in the exported ``snapshot``; the
+    connection is closed afterwards."""
+    if not _SNAPSHOT_ID.fullmatch(snapshot):
+        raise ValueError(f"not a snapshot id: {snapshot!r}")
+    try:
+        connection.ensure_connection()
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cursor.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+            return _copied_columns(rows, n_columns)
+    finally:
+        connection.close()
 
 
 def _parse_copy_row(data: bytes | memoryview, n_fields: int) -> tuple[np.ndarray, ...]:
