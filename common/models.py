@@ -42,6 +42,12 @@ class Job(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="the worker's last sign of life while the job ran (common.jobs.heartbeat)")
+    cancelled = models.BooleanField(
+        default=False, help_text="it ended because its run was cancelled (its status is failed: a job has no "
+                                 "cancelled state)")
+    retried_as = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="the job that queued the same run again once this one had ended (a retry)")
 
     class Meta:
         ordering = ["-created_at", "-id"]

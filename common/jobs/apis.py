@@ -35,9 +35,9 @@ class JobOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "kind", "status", "progress", "message", "log_tail", "error", "params", "result",
-                  "queue", "queue_position", "attempts", "worker", "run", "created_at", "started_at", "finished_at",
-                  "updated_at", "heartbeat_at"]
+        fields = ["id", "kind", "status", "cancelled", "progress", "message", "log_tail", "error", "params", "result",
+                  "queue", "queue_position", "attempts", "worker", "run", "retried_as", "created_at", "started_at",
+                  "finished_at", "updated_at", "heartbeat_at"]
 
     @extend_schema_field(JobRunRefSerializer(allow_null=True))
     def get_run(self, job: Job) -> dict | None:

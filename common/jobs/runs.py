@@ -133,7 +133,7 @@ def run_fail(*, run: QueuedRun, error: BaseException | str) -> QueuedRun:
 def _cancelled(run: QueuedRun, message: str) -> QueuedRun:
     _close(run, RunStatus.CANCELLED)
     if run.job_id is not None:
-        job_fail(job=run.job, error=message)
+        job_fail(job=run.job, error=message, cancelled=True)
     run.refresh_from_db()
     return run
 
@@ -289,9 +289,9 @@ def run_cancel(*, run: QueuedRun, by=None) -> QueuedRun:
         run.save(update_fields=fields)
         if run.job_id is not None:
             if gone:
-                job_fail(job=run.job, error=f"cancelled{_who(by)}: {gone}")
+                job_fail(job=run.job, error=f"cancelled{_who(by)}: {gone}", cancelled=True)
             elif run.status == RunStatus.CANCELLED:
-                job_fail(job=run.job, error=f"cancelled{_who(by)} before it started")
+                job_fail(job=run.job, error=f"cancelled{_who(by)} before it started", cancelled=True)
             else:
                 JobReporter(run.job).log(f"cancel requested{_who(by)}")
     return run
@@ -318,6 +318,8 @@ def run_retry(*, run: QueuedRun, by=None, queue: bool = True) -> QueuedRun:
         run.job = job_create(kind=old.kind if old else run.job_kind, queue=old.queue if old else "cpu",
                              params=old.params if old else {"run": run.pk}, created_by=by)
         JobReporter(run.job).log(f"retry {run.retries + 1}{_who(by)}" + (f" of job {old.pk}" if old else ""))
+        if old is not None:  # the ended job points at the one that carries its run on
+            Job.objects.filter(pk=old.pk).update(retried_as=run.job, updated_at=timezone.now())
         run.status, run.error, run.cancel_requested = RunStatus.QUEUED, "", False
         run.finished_at = None
         run.retries += 1

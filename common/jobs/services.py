@@ -88,14 +88,17 @@ def job_succeed(*, job: Job, result: dict | None = None, message: str = "done") 
     return job
 
 
-def job_fail(*, job: Job, error: BaseException | str) -> Job:
+def job_fail(*, job: Job, error: BaseException | str, cancelled: bool = False) -> Job:
+    """End ``job`` failed with ``error`` (an exception's traceback goes in its error too);
+    ``cancelled``: it ended because its run was cancelled, which the job says beside the failure."""
     text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
     job.status = Job.Status.FAILED
+    job.cancelled = cancelled
     job.error = text if isinstance(error, str) else text + "\n" + "".join(traceback.format_exception(error))[-4000:]
     job.message = text[:500]
     job.finished_at = timezone.now()
     job.log_tail = _append(Job.objects.get(pk=job.pk).log_tail, f"failed: {text}")
-    job.save(update_fields=["status", "error", "message", "finished_at", "log_tail", "updated_at"])
+    job.save(update_fields=["status", "cancelled", "error", "message", "finished_at", "log_tail", "updated_at"])
     return job
 
 

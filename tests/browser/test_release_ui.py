@@ -183,9 +183,18 @@ def test_the_training_form_evaluates_elsewhere_and_jobs_cancel_and_retry(train_b
     assert badge.evaluate("b => getComputedStyle(b).backgroundColor") != "rgb(254, 228, 226)"  # status-failed's red
     old_job = run.job_id
     page.locator("li.job", has_text=f"#{old_job} ").get_by_role("button", name="Retry").click()
-    expect(page.locator("li.job", has_text=f"#{old_job} ").get_by_role("status")).to_contain_text("queued again as job")
+    old_row = page.locator("li.job", has_text=f"#{old_job} ")
+    expect(old_row.get_by_role("status")).to_contain_text("queued again as job")
     run.refresh_from_db()
     assert run.status == "queued" and run.job_id != old_job and run.retries == 1 and len(sent) == 2
+    # the confirmation stays once the list has refreshed and the run's controls left the old row
+    expect(old_row.get_by_role("status")).to_have_text(f"training run {run.pk} queued again as job {run.job_id}.")
+    expect(old_row.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(old_row.get_by_role("status")).to_have_text(f"training run {run.pk} queued again as job {run.job_id}.")
+    # the old job stays cancelled (not a red "failed") and says where its run went, after a reload too
+    page.reload()
+    expect(old_row).to_contain_text(f"queued again as job {run.job_id}")
+    expect(old_row.locator(".job-head .badge")).to_have_text("cancelled")
 
 
 def test_the_mining_form_starts_a_run_that_its_row_cancels(train_benchmark, open_page, sent):

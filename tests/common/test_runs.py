@@ -99,7 +99,7 @@ def test_cancel_and_retry_each_kind(kind, manager, sent, django_capture_on_commi
     run = run_cancel(run=make_run(kind), by=manager)
     assert run.status == "cancelled" and run.cancel_requested and run.finished_at is not None
     run.job.refresh_from_db()
-    assert run.job.status == "failed" and "cancelled by" in run.job.error
+    assert run.job.status == "failed" and "cancelled by" in run.job.error and run.job.cancelled
     with pytest.raises(ConflictError) as exc:
         run_cancel(run=run)
     assert exc.value.code == "run_finished"
@@ -111,6 +111,10 @@ def test_cancel_and_retry_each_kind(kind, manager, sent, django_capture_on_commi
     assert again.job.pk != old_job.pk and again.job.kind == old_job.kind and again.job.params == {"x": 1}
     assert again.finished_at is None and again.error == ""
     assert sent == [(KINDS[kind][2], [run.pk], "cpu")]
+    # the ended job says it was cancelled and which job carries its run on; the new one is neither
+    old_job.refresh_from_db()
+    assert old_job.cancelled and old_job.retried_as_id == again.job.pk
+    assert not again.job.cancelled and again.job.retried_as_id is None
     # a queued (or running, succeeded) run cannot be retried
     with pytest.raises(ConflictError) as exc:
         run_retry(run=again)
@@ -121,7 +125,11 @@ def test_cancel_and_retry_each_kind(kind, manager, sent, django_capture_on_commi
     assert running.status == "running" and running.cancel_requested
     # a failed run is retried and the count goes on
     failed = make_run(kind, RunStatus.FAILED)
-    assert run_retry(run=failed).retries == 1
+    failed_job = failed.job
+    failed = run_retry(run=failed)
+    assert failed.retries == 1
+    failed_job.refresh_from_db()
+    assert not failed_job.cancelled and failed_job.retried_as_id == failed.job_id != failed_job.pk
     with pytest.raises(ConflictError):
         run_retry(run=make_run(kind, RunStatus.SUCCEEDED))
 
@@ -175,7 +183,8 @@ def test_a_cancel_request_stops_the_body_at_its_next_report(monkeypatch):
 
     run = run_execute(run, body)
     assert run.status == "cancelled" and reports == [0, 1]
-    assert Job.objects.get(pk=run.job_id).status == "failed"
+    job = Job.objects.get(pk=run.job_id)
+    assert job.status == "failed" and job.cancelled
     # a cancel requested between deliveries ends the run before its body runs
     run = make_run("descriptionrun", RunStatus.RUNNING)
     run_cancel(run=run)
@@ -199,7 +208,7 @@ def test_cancel_and_retry_api(client_for, make_user, manager_client, sent, djang
     assert r.status_code == 200, r.content
     body = r.json()
     assert body["kind"] == "trainingrun" and body["id"] == run.pk and body["status"] == "cancelled"
-    assert body["job"]["status"] == "failed"
+    assert body["job"]["status"] == "failed" and body["job"]["cancelled"] and body["job"]["retried_as"] is None
     r = manager_client.post(f"/api/jobs/{run.job_id}/cancel/")
     assert r.status_code == 409 and r.json()["code"] == "run_finished"
     with django_capture_on_commit_callbacks(execute=True):
@@ -207,6 +216,9 @@ def test_cancel_and_retry_api(client_for, make_user, manager_client, sent, djang
     assert r.status_code == 202 and r.json()["status"] == "queued" and r.json()["retries"] == 1
     new_job = r.json()["job"]["id"]
     assert new_job != run.job_id and sent == [("workers.tasks.training_run_task", [run.pk], "cpu")]
+    # the old job, listed: cancelled, queued again as the new one, no longer the run's
+    old = manager_client.get(f"/api/jobs/{run.job_id}/").json()
+    assert (old["status"], old["cancelled"], old["retried_as"], old["run"]) == ("failed", True, new_job, None)
     # the old job is no longer the run's: 409; the new one is queued, not retryable: 409
     assert manager_client.post(f"/api/jobs/{run.job_id}/retry/").json()["code"] == "job_has_no_run"
     r = manager_client.post(f"/api/jobs/{new_job}/retry/")

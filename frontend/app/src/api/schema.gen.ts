@@ -2604,6 +2604,8 @@ export interface components {
             readonly id: number;
             kind: string;
             status?: components["schemas"]["StatusEnum"];
+            /** @description it ended because its run was cancelled (its status is failed: a job has no cancelled state) */
+            cancelled?: boolean;
             /** Format: double */
             progress?: number;
             message?: string;
@@ -2619,6 +2621,8 @@ export interface components {
             worker?: string;
             /** @description the run behind the job (cancel and retry act on it); null for a job without one, such as a video import */
             readonly run: components["schemas"]["JobRunRef"] | null;
+            /** @description the job that queued the same run again once this one had ended (a retry) */
+            retried_as?: number | null;
             /** Format: date-time */
             readonly created_at: string;
             /** Format: date-time */

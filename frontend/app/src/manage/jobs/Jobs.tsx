@@ -1,5 +1,6 @@
 // Jobs with live progress bars and their log tails (polled every two seconds while open).
 
+import { useState } from "react";
 import { api } from "../../api/endpoints";
 import type { Job } from "../../api/types";
 import { ProgressBar } from "../../components/charts";
@@ -31,16 +32,23 @@ export function queueText(job: Pick<Job, "status" | "queue" | "queue_position">)
 }
 
 function JobRow({ job, onChanged }: { job: Job; onChanged: () => void }) {
+  // what a cancel or a retry from this row did: kept here, as a retry moves the run to a new job
+  // and its controls leave this row at the next refresh
+  const [said, setSaid] = useState<string | null>(null);
   return (
     <li className={`job job-${job.status}`}>
       <div className="job-head">
         <strong>#{job.id} {job.kind}</strong>
-        <StatusBadge status={job.status} runStatus={job.run?.status} />
+        <StatusBadge status={job.status} runStatus={job.cancelled ? "cancelled" : job.run?.status} />
         <span className="muted small">{queueText(job)} · started {when(job.started_at)} · updated {when(job.updated_at)}</span>
         {job.run && (
           <RunControls jobId={job.id} status={job.run.status} cancelRequested={job.run.cancel_requested}
-            label={`${job.run.kind.replace(/run$/, " run")} ${job.run.id}`} onDone={onChanged} />
+            label={`${job.run.kind.replace(/run$/, " run")} ${job.run.id}`} onDone={onChanged} onSaid={setSaid} />
         )}
+        {!said && job.retried_as !== null && job.retried_as !== undefined && (
+          <span className="small">queued again as job {job.retried_as}</span>
+        )}
+        {said && <span role="status" className="ok small">{said}</span>}
       </div>
       <ProgressBar value={job.progress} label={`Job ${job.id} progress`} />
       <p className="job-message">{job.message || "–"}</p>

@@ -1,7 +1,9 @@
 // Cancel and retry for the run behind a job, whatever its kind (proposal, describer, writer,
 // mining, training, evaluation): the same two endpoints, POST /api/jobs/{id}/cancel/ and /retry/.
 // A queued or running run can be cancelled (a running one stops at its next progress report); a
-// failed or cancelled one can be queued again on a fresh job.
+// failed or cancelled one can be queued again on a fresh job. What the action did is said in a status
+// line here, or handed to `onSaid` where the caller outlives these controls (a job's row keeps its
+// confirmation after a retry moves the run to a new job and the controls leave the row).
 
 import { useState } from "react";
 import { api } from "../../api/endpoints";
@@ -16,12 +18,13 @@ export function runAction(status: string, cancelRequested = false): "cancel" | "
   return null;
 }
 
-export function RunControls({ jobId, status, cancelRequested = false, label, onDone }: {
+export function RunControls({ jobId, status, cancelRequested = false, label, onDone, onSaid }: {
   jobId: number;
   status: string; // the run's status
   cancelRequested?: boolean;
   label: string; // what the run is called, e.g. "training run 4"
   onDone: () => void;
+  onSaid?: (said: string) => void; // says what the action did instead of this component's status line
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -32,9 +35,11 @@ export function RunControls({ jobId, status, cancelRequested = false, label, onD
     setError(null);
     try {
       const run = which === "cancel" ? await api.cancelJob(jobId) : await api.retryJob(jobId);
-      setDone(which === "cancel"
+      const said = which === "cancel"
         ? (run?.status === "cancelled" ? `${label} cancelled.` : `${label} will stop at its next progress report.`)
-        : `${label} queued again as job ${run?.job?.id ?? "–"}.`);
+        : `${label} queued again as job ${run?.job?.id ?? "–"}.`;
+      if (onSaid) onSaid(said);
+      else setDone(said);
       onDone();
     } catch (e) {
       setError(e);
