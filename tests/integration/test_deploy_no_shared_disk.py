@@ -27,6 +27,7 @@ import uuid
 import cv2
 import numpy as np
 import pytest
+from botocore.exceptions import ClientError
 from django.conf import settings
 
 from accounts.services import user_create
@@ -124,9 +125,34 @@ def _bucket_keys(cluster: Cluster, prefix: str) -> dict[str, dict]:
     return out
 
 
-def _head_sha256(cluster: Cluster, key: str) -> str:
+def _head_sha256(cluster: Cluster, key: str) -> str | None:
+    """The sha256 stored with the object ``key``; None when there is no such object."""
     bucket, _, root = cluster.storage_url.removeprefix("s3://").partition("/")
-    return cluster.s3.client().head_object(Bucket=bucket, Key=f"{root}/{key}")["Metadata"].get("sha256", "")
+    try:
+        head = cluster.s3.client().head_object(Bucket=bucket, Key=f"{root}/{key}")
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("404", "NoSuchKey"):
+            return None
+        raise
+    return head["Metadata"].get("sha256", "")
+
+
+def _named_checkpoint_stored(manager: Api, cluster: Cluster, seen: dict) -> dict:
+    """The running training run's row, read again until the checkpoint it names is in the bucket
+    with the sha256 the row records. The worker goes on while this looks: a checkpoint missing from
+    the bucket must have been replaced, so the row read next names a later step."""
+    for _ in range(20):
+        sha = _head_sha256(cluster, seen["checkpoint_key"])
+        if sha is not None:
+            assert sha == seen["checkpoint_sha256"], (seen, sha)
+            return seen
+        step = seen["checkpoint_step"]
+        seen = manager.call("GET", f"/api/training-runs/{seen['id']}/", on=0).json()
+        assert seen["checkpoint_step"] > step or seen["status"] != "running", (
+            f"the row names checkpoint {step}, which is not in the bucket", seen)
+        if seen["status"] != "running":
+            return seen
+    raise AssertionError(f"no checkpoint the row named was found in the bucket: {seen}")
 
 
 def test_the_pipeline_across_hosts_that_share_no_disk(cluster, tmp_path):
@@ -234,7 +260,8 @@ def test_the_pipeline_across_hosts_that_share_no_disk(cluster, tmp_path):
                  lambda b: b["checkpoint_step"] or b["status"] in TERMINAL, on=0, cluster=cluster, timeout=240,
                  what="the first stored checkpoint")
     assert seen["status"] == "running" and seen["checkpoint_key"].startswith(f"training/{run_id}/"), seen
-    assert _head_sha256(cluster, seen["checkpoint_key"]) == seen["checkpoint_sha256"]
+    seen = _named_checkpoint_stored(manager, cluster, seen)
+    assert seen["status"] == "running", seen
     clock.mark(f"training on gpu-1: checkpoint of step {seen['checkpoint_step']} in the bucket")
 
     os.killpg(gpu.proc.pid, signal.SIGKILL)
