@@ -299,10 +299,10 @@ def run_cancel(*, run: QueuedRun, by=None) -> QueuedRun:
 
 def run_retry(*, run: QueuedRun, by=None, queue: bool = True) -> QueuedRun:
     """Queue a failed or cancelled ``run`` again: same row, a fresh Job (kind, queue and parameters
-    of the last one), ``retries`` + 1, the cancel flag and error cleared; its task is sent after
-    commit (``queue=False``: not sent, the caller runs it inline). A running run whose worker is gone
-    (its job's heartbeat lapsed) is failed with that reason first, then queued. Anything else is a
-    409 ``run_not_retryable``. Locks the run row (then its Job's)."""
+    of the last one, which names it as ``retried_as``), ``retries`` + 1, the cancel flag and error
+    cleared; its task is sent after commit (``queue=False``: not sent, the caller runs it inline). A
+    running run whose worker is gone (its job's heartbeat lapsed) is failed with that reason first,
+    then queued. Anything else is a 409 ``run_not_retryable``. Locks the run row (then its Job's)."""
     model = type(run)
     with transaction.atomic():
         run = _locked(run)

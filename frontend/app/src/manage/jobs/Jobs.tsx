@@ -45,7 +45,7 @@ function JobRow({ job, onChanged }: { job: Job; onChanged: () => void }) {
           <RunControls jobId={job.id} status={job.run.status} cancelRequested={job.run.cancel_requested}
             label={`${job.run.kind.replace(/run$/, " run")} ${job.run.id}`} onDone={onChanged} onSaid={setSaid} />
         )}
-        {!said && job.retried_as !== null && job.retried_as !== undefined && (
+        {!said && job.retried_as != null && (
           <span className="small">queued again as job {job.retried_as}</span>
         )}
         {said && <span role="status" className="ok small">{said}</span>}
